@@ -1,0 +1,234 @@
+// The cpu backend; see cpu_device.h.
+//
+// A CpuStream is a host thread running a FIFO of operations. A CpuEvent
+// counts generations: record() takes the next generation and enqueues an
+// operation that completes it; wait() captures the generation recorded so far
+// and enqueues an operation that blocks its stream until that generation is
+// complete. This is CUDA's event semantics, so the engine's barriers behave
+// (and fail, when missing) as they do on a GPU.
+#include "cpu_device.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "error.h"
+
+namespace cudaoverlap {
+namespace {
+
+std::atomic<size_t> g_live_buffers{0};
+
+class CpuEvent final : public Event {
+ public:
+  // Stream side: a new generation begins; returns it.
+  uint64_t begin_record() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ++recorded_;
+  }
+  uint64_t recorded() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return recorded_;
+  }
+  // Called on the recording stream's thread when the generation is reached.
+  void complete(uint64_t generation, const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (generation > completed_) completed_ = generation;
+      if (!error.empty() && error_.empty()) error_ = error;
+    }
+    done_.notify_all();
+  }
+  // Blocks until `generation` completed; returns the failure it carries.
+  std::string wait_for(uint64_t generation) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return completed_ >= generation; });
+    return error_;
+  }
+  void synchronize() override {
+    const std::string error = wait_for(recorded());
+    if (!error.empty()) throw Error(error);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  uint64_t recorded_ = 0;   // guarded by mutex_
+  uint64_t completed_ = 0;  // guarded by mutex_
+  std::string error_;       // guarded by mutex_; sticky, like a CUDA error
+};
+
+class CpuStream final : public Stream {
+ public:
+  CpuStream(uint32_t max_delay_us, uint64_t seed)
+      : max_delay_us_(max_delay_us), random_(seed), thread_([this] { run(); }) {}
+
+  ~CpuStream() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();  // runs what is queued first
+  }
+
+  void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+               size_t rows, CopyKind) override {
+    // CUDA rejects these synchronously (cudaErrorInvalidPitchValue).
+    if (dst_pitch < row_bytes || src_pitch < row_bytes)
+      throw Error("copy of " + std::to_string(row_bytes) + "-byte rows with pitches " +
+                  std::to_string(dst_pitch) + " (dst) and " + std::to_string(src_pitch) +
+                  " (src): invalid pitch");
+    enqueue([=] {
+      for (size_t y = 0; y < rows; ++y)
+        std::memcpy(static_cast<uint8_t*>(dst) + y * dst_pitch,
+                    static_cast<const uint8_t*>(src) + y * src_pitch, row_bytes);
+    });
+  }
+
+  void launch(KernelId id, const KernelParams& params, const ImageRef& in,
+              const ImageRef& out) override {
+    // Like a CUDA kernel fault, a failing reference reports asynchronously.
+    enqueue([=] { run_kernel_reference(id, params, in, out); });
+  }
+
+  void record(Event& event) override {
+    auto& e = static_cast<CpuEvent&>(event);
+    const uint64_t generation = e.begin_record();
+    enqueue_always([this, &e, generation] { e.complete(generation, error_); });
+  }
+
+  void wait(Event& event) override {
+    auto& e = static_cast<CpuEvent&>(event);
+    const uint64_t generation = e.recorded();
+    enqueue_always([this, &e, generation] {
+      const std::string error = e.wait_for(generation);
+      if (!error.empty() && error_.empty()) error_ = error;
+    });
+  }
+
+  void synchronize() override {
+    CpuEvent marker;
+    record(marker);
+    marker.synchronize();
+  }
+
+ private:
+  struct Op {
+    std::function<void()> fn;
+    bool always;  // runs even after a failure (event bookkeeping)
+  };
+
+  void enqueue(std::function<void()> fn) { push(Op{std::move(fn), false}); }
+  void enqueue_always(std::function<void()> fn) { push(Op{std::move(fn), true}); }
+  void push(Op op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(op));
+    }
+    wake_.notify_one();
+  }
+
+  void run() {
+    std::uniform_int_distribution<uint32_t> delay(0, max_delay_us_);
+    for (;;) {
+      Op op;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (max_delay_us_ > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(delay(random_)));
+      if (!error_.empty() && !op.always) continue;  // a failed stream does nothing more
+      try {
+        op.fn();
+      } catch (const std::exception& e) {
+        error_ = e.what();
+      }
+    }
+  }
+
+  const uint32_t max_delay_us_;
+  std::mt19937_64 random_;  // stream thread only
+  std::string error_;       // stream thread only: the first failure, sticky
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Op> queue_;   // guarded by mutex_
+  bool stopping_ = false;  // guarded by mutex_
+  std::thread thread_;     // last: starts after everything above exists
+};
+
+// Host memory standing in for both device and pinned memory.
+class CpuBuffer final : public Buffer {
+ public:
+  CpuBuffer(uint8_t* data, size_t size, std::shared_ptr<std::atomic<size_t>> used)
+      : Buffer(data, size), used_(std::move(used)) {
+    ++g_live_buffers;
+  }
+  ~CpuBuffer() override {
+    std::free(data_);
+    *used_ -= size_;
+    --g_live_buffers;
+  }
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+
+ private:
+  std::shared_ptr<std::atomic<size_t>> used_;
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(const CpuDeviceOptions& options) : options_(options) {}
+
+  std::string describe() const override { return "the cpu backend"; }
+  void make_current() override {}
+  size_t device_memory_free() override {
+    if (options_.memory_limit == SIZE_MAX) return SIZE_MAX;
+    const size_t used = *used_;
+    return used < options_.memory_limit ? options_.memory_limit - used : 0;
+  }
+  std::unique_ptr<Stream> create_stream() override {
+    // Each stream gets its own sequence of delays.
+    return std::make_unique<CpuStream>(options_.max_delay_us, options_.seed + streams_++);
+  }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
+  std::unique_ptr<Buffer> alloc_device(size_t bytes) override { return allocate(bytes); }
+  std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override { return allocate(bytes); }
+
+ private:
+  std::unique_ptr<Buffer> allocate(size_t bytes) {
+    constexpr size_t kAlign = 256;
+    const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (*used_ + rounded > options_.memory_limit)
+      throw Error("out of memory: " + std::to_string(rounded) + " bytes asked, " +
+                  std::to_string(options_.memory_limit - *used_) + " left");
+    auto* data = static_cast<uint8_t*>(std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded));
+    if (!data) throw Error("out of host memory: " + std::to_string(rounded) + " bytes asked");
+    *used_ += rounded;
+    return std::make_unique<CpuBuffer>(data, rounded, used_);
+  }
+
+  const CpuDeviceOptions options_;
+  uint64_t streams_ = 0;
+  std::shared_ptr<std::atomic<size_t>> used_ = std::make_shared<std::atomic<size_t>>(0);
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options) {
+  return std::make_unique<CpuDevice>(options);
+}
+
+size_t cpu_live_buffers() { return g_live_buffers; }
+
+}  // namespace cudaoverlap

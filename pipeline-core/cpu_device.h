@@ -1,0 +1,30 @@
+// The cpu backend: the Device contract of device.h with host threads
+// standing in for streams, host flags for events and plain host memory for
+// both device and pinned buffers. Kernels run their CPU reference. It lets
+// the engine run, and be tested, where no GPU exists.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "device.h"
+
+namespace cudaoverlap {
+
+struct CpuDeviceOptions {
+  // Test-only: every stream operation first sleeps a random time in
+  // [0, max_delay_us] drawn from a generator seeded with `seed`, so a
+  // missing barrier shows up as a wrong frame instead of a rare glitch.
+  uint32_t max_delay_us = 0;
+  uint64_t seed = 1;
+  // Test-only: total bytes this device may allocate (device + pinned), to
+  // exercise out-of-memory handling.
+  size_t memory_limit = SIZE_MAX;
+};
+
+std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options = {});
+
+// Buffers of the cpu backend alive in this process (for leak tests).
+size_t cpu_live_buffers();
+
+}  // namespace cudaoverlap

@@ -1,0 +1,123 @@
+// The cuda backend (see cuda_device.h): each Device/Stream/Event/Buffer call
+// is one CUDA runtime call through CO_CUDA_CHECK.
+#include "cuda_device.h"
+
+#include <atomic>
+
+#include "cuda_resources.h"
+
+namespace cudaoverlap {
+namespace {
+
+std::atomic<size_t> g_live_buffers{0};
+
+class CudaEventImpl final : public Event {
+ public:
+  CudaEventImpl() : event_(CudaEvent::create()) {}
+  void synchronize() override { CO_CUDA_CHECK(cudaEventSynchronize(event_.get())); }
+  cudaEvent_t get() const { return event_.get(); }
+
+ private:
+  CudaEvent event_;
+};
+
+class CudaStreamImpl final : public Stream {
+ public:
+  CudaStreamImpl() : stream_(CudaStream::create()) {}
+
+  void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+               size_t rows, CopyKind kind) override {
+    const cudaMemcpyKind k =
+        kind == CopyKind::kHostToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    CO_CUDA_CHECK(
+        cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, k, stream_.get()));
+  }
+  void launch(KernelId id, const KernelParams& params, const ImageRef& in,
+              const ImageRef& out) override {
+    launch_kernel_cuda(id, params, in, out, stream_.get());
+  }
+  void record(Event& event) override {
+    CO_CUDA_CHECK(cudaEventRecord(static_cast<CudaEventImpl&>(event).get(), stream_.get()));
+  }
+  void wait(Event& event) override {
+    CO_CUDA_CHECK(
+        cudaStreamWaitEvent(stream_.get(), static_cast<CudaEventImpl&>(event).get(), 0));
+  }
+  void synchronize() override { CO_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+ private:
+  CudaStream stream_;
+};
+
+template <typename Memory>
+class CudaBuffer final : public Buffer {
+ public:
+  explicit CudaBuffer(size_t bytes) : CudaBuffer(Memory::allocate(bytes), bytes) {}
+  ~CudaBuffer() override { --g_live_buffers; }
+
+ private:
+  CudaBuffer(Memory memory, size_t bytes)
+      : Buffer(static_cast<uint8_t*>(memory.get()), bytes), memory_(std::move(memory)) {
+    ++g_live_buffers;
+  }
+  Memory memory_;
+};
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int id) : id_(id) {
+    cudaDeviceProp prop{};
+    CO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
+    name_ = std::string(prop.name) + " (CUDA device " + std::to_string(id_) + ")";
+  }
+  std::string describe() const override { return name_; }
+  void make_current() override { CO_CUDA_CHECK(cudaSetDevice(id_)); }
+  size_t device_memory_free() override {
+    make_current();
+    size_t free_bytes = 0, total = 0;
+    CO_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return free_bytes;
+  }
+  std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStreamImpl>(); }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEventImpl>(); }
+  std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
+    return std::make_unique<CudaBuffer<DeviceMemory>>(bytes);
+  }
+  std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override {
+    return std::make_unique<CudaBuffer<PinnedMemory>>(bytes);
+  }
+
+ private:
+  int id_;
+  std::string name_;
+};
+
+}  // namespace
+
+int cuda_device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // Clear the error so it does not surface in a later, unrelated check.
+    (void)cudaGetLastError();
+    if (why) *why = std::string(cudaGetErrorString(status));
+    return 0;
+  }
+  if (count == 0 && why) *why = "the CUDA driver reports no device";
+  return count;
+}
+
+std::unique_ptr<Device> make_cuda_device(int device_id) {
+  std::string why;
+  const int count = cuda_device_count(&why);
+  if (count == 0)
+    throw Error("no CUDA device: " + why + "; use backend=cpu to run without a GPU");
+  if (device_id < 0 || device_id >= count)
+    throw Error("CUDA device " + std::to_string(device_id) + " does not exist: this machine has " +
+                std::to_string(count) + " (device-id 0 to " + std::to_string(count - 1) + ")");
+  return std::make_unique<CudaDevice>(device_id);
+}
+
+size_t cuda_live_buffers() { return g_live_buffers; }
+
+}  // namespace cudaoverlap

@@ -1,0 +1,24 @@
+// The cuda backend: the Device contract of device.h on the CUDA runtime.
+// Declared here without CUDA syntax; without CUDA support in the build the
+// functions still exist and say so.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "device.h"
+
+namespace cudaoverlap {
+
+// CUDA devices usable by this process; 0 when there is no device or driver,
+// or when the build has no CUDA. `why` (if given) receives the reason for 0.
+int cuda_device_count(std::string* why = nullptr);
+
+// Throws Error with a sentence a user can act on ("no CUDA device: …",
+// "CUDA device 3 does not exist: this machine has 1").
+std::unique_ptr<Device> make_cuda_device(int device_id);
+
+// Device and pinned buffers of the cuda backend alive in this process.
+size_t cuda_live_buffers();
+
+}  // namespace cudaoverlap

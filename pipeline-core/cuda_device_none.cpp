@@ -1,0 +1,22 @@
+// The cuda backend in a build without CUDA: it exists and says why it can't
+// be used.
+#include "cuda_device.h"
+
+#include "error.h"
+
+namespace cudaoverlap {
+
+int cuda_device_count(std::string* why) {
+  if (why) *why = "cudaoverlap was built without CUDA support";
+  return 0;
+}
+
+std::unique_ptr<Device> make_cuda_device(int) {
+  throw Error(
+      "no CUDA device: cudaoverlap was built without CUDA support (rebuild with -Dcuda=enabled "
+      "where nvcc is installed); use backend=cpu");
+}
+
+size_t cuda_live_buffers() { return 0; }
+
+}  // namespace cudaoverlap

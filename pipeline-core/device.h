@@ -1,0 +1,87 @@
+// The backend interface the engine is written against: streams, events and
+// buffers with CUDA's semantics.
+//
+// The engine enqueues copies and kernels on Streams and orders them with
+// Events exactly as DESIGN.md describes; a backend supplies the real thing.
+// `cuda` maps each call onto the CUDA runtime; `cpu` runs each Stream on a
+// host thread, so the engine's barriers are the same code on both and the
+// CPU tests exercise them.
+//
+// Semantics every backend keeps (CUDA's):
+// - Stream operations are asynchronous and run in the order enqueued.
+// - Event::record captures all work enqueued on the stream so far;
+//   Stream::wait makes later work on the waiting stream start only after the
+//   work captured by the event's most recent record at the time of the wait.
+// - An operation that fails asynchronously makes the events recorded after it
+//   report the failure from synchronize(), and from every wait that depends
+//   on them.
+// - Errors are thrown as cudaoverlap::Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernel.h"
+
+namespace cudaoverlap {
+
+enum class CopyKind { kHostToDevice, kDeviceToHost };
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work captured by the last record()
+  // has completed; throws Error if any of it failed. Returns at once when
+  // the event was never recorded. Any thread.
+  virtual void synchronize() = 0;
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Asynchronous 2D copy of `rows` rows of `row_bytes` bytes. Host memory
+  // must come from Device::alloc_pinned (or be otherwise DMA-able).
+  virtual void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                       size_t row_bytes, size_t rows, CopyKind kind) = 0;
+  // Enqueues kernel `id` on device images.
+  virtual void launch(KernelId id, const KernelParams& params, const ImageRef& in,
+                      const ImageRef& out) = 0;
+  virtual void record(Event& event) = 0;
+  virtual void wait(Event& event) = 0;
+  // Blocks until everything enqueued so far has completed.
+  virtual void synchronize() = 0;
+};
+
+// Memory owned by a backend: device memory or pinned host memory.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ protected:
+  Buffer(uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t* data_;
+  size_t size_;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // A name for messages: "NVIDIA H200 (CUDA device 0)", "cpu backend".
+  virtual std::string describe() const = 0;
+  // Binds the calling thread to this device; call on each thread that
+  // enqueues work or waits on events.
+  virtual void make_current() = 0;
+  // Device memory that can still be allocated, or SIZE_MAX when unknown.
+  virtual size_t device_memory_free() = 0;
+  // Resource creation: start-up only, never per frame.
+  virtual std::unique_ptr<Stream> create_stream() = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+  virtual std::unique_ptr<Buffer> alloc_device(size_t bytes) = 0;
+  virtual std::unique_ptr<Buffer> alloc_pinned(size_t bytes) = 0;
+};
+
+}  // namespace cudaoverlap

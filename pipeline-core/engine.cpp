@@ -1,0 +1,524 @@
+// The overlap engine; see engine.h for the data flow and thread contracts.
+//
+// EngineCore holds everything that must outlive the Engine while consumers
+// still hold OutputFrames: the device, streams, events, slot buffers and the
+// free list. The Engine owns the worker thread and joins it in stop().
+#include "engine.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "error.h"
+
+namespace cudaoverlap {
+namespace {
+
+constexpr int kMinRing = 1;
+constexpr int kMaxRing = 16;
+// Device planes start on, and pitch to, 256 bytes: what cudaMallocPitch
+// would pick, and what lets kernels use 16-byte vector loads.
+constexpr size_t kDeviceAlign = 256;
+
+std::string megabytes(size_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+// An image with format and size but no memory, for checks of geometry.
+ImageRef geometry_only(const FrameLayout& layout) {
+  ImageRef image;
+  image.format = layout.format;
+  image.width = layout.width;
+  image.height = layout.height;
+  return image;
+}
+
+const char* stage_name(FaultStage stage) {
+  switch (stage) {
+    case FaultStage::kStaging:
+      return "staging copy";
+    case FaultStage::kUpload:
+      return "upload";
+    case FaultStage::kCompute:
+      return "kernel";
+    case FaultStage::kDownload:
+      return "download";
+    case FaultStage::kNone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+struct Slot {
+  // Memory of one frame in flight. Allocated in start(), freed with the core.
+  std::unique_ptr<Buffer> pinned_in;
+  std::unique_ptr<Buffer> device_in;
+  std::unique_ptr<Buffer> device_out;
+  std::unique_ptr<Buffer> pinned_out;
+  std::unique_ptr<Event> uploaded;
+  std::unique_ptr<Event> computed;
+  std::unique_ptr<Event> downloaded;
+  // Guarded by EngineCore::mutex_.
+  uint64_t sequence = 0;
+  std::shared_ptr<void> keep_alive;  // the zero-copy input, until uploaded
+  std::shared_ptr<void> user;
+};
+
+class EngineCore {
+ public:
+  EngineCore(std::shared_ptr<Device> device, const EngineConfig& config)
+      : device_(std::move(device)), config_(config) {}
+
+  ~EngineCore() {
+    // Streams go first and are drained, so no device work still touches the
+    // buffers and events freed after them.
+    for (auto& stream : streams_) {
+      try {
+        stream->synchronize();
+      } catch (const Error&) {
+        // Already reported through the error state.
+      }
+    }
+    streams_.clear();
+  }
+
+  void allocate();
+  void release(int slot) noexcept;
+
+  std::shared_ptr<Device> device_;
+  EngineConfig config_;
+  FrameLayout device_in_layout_;
+  FrameLayout device_out_layout_;
+  FrameLayout staging_layout_;
+
+  // Lock order: mutex_ is the only lock of the engine; no callback and no
+  // device call that waits for device work is made while it is held, except
+  // in stop/flush where only event waits that cannot depend on this lock run.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // any of the fields below changed
+  std::deque<int> free_;             // free slots, oldest released first
+  std::deque<int> in_flight_;        // submitted, not yet delivered, in order
+  bool worker_busy_ = false;         // worker is waiting on / delivering front
+  bool flushing_ = false;
+  bool stopping_ = false;
+  std::string error_;
+
+  // Written in allocate() before the worker starts, then read-only.
+  std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<Stream>> streams_;  // one in serial mode
+  Stream* upload_ = nullptr;
+  Stream* compute_ = nullptr;
+  Stream* download_ = nullptr;
+};
+
+void EngineCore::allocate() {
+  const int n = config_.ring_size;
+  const FrameLayout& in = config_.input;
+  const FrameLayout& out = config_.output;
+  device_in_layout_ = FrameLayout::packed(in.format, in.width, in.height, kDeviceAlign, kDeviceAlign);
+  device_out_layout_ =
+      FrameLayout::packed(out.format, out.width, out.height, kDeviceAlign, kDeviceAlign);
+  staging_layout_ = FrameLayout::packed(in.format, in.width, in.height);
+
+  const size_t device_bytes = n * (device_in_layout_.size + device_out_layout_.size);
+  const size_t pinned_bytes = n * (staging_layout_.size + out.size);
+  const std::string ring = "ring-size " + std::to_string(n);
+  const size_t free_bytes = device_->device_memory_free();
+  if (device_bytes > free_bytes)
+    throw Error(ring + " needs " + megabytes(device_bytes) + " of device memory for " +
+                std::to_string(in.width) + "x" + std::to_string(in.height) + " frames, but " +
+                device_->describe() + " has only " + megabytes(free_bytes) +
+                " free; lower ring-size or the frame size");
+
+  slots_.resize(n);
+  for (Slot& slot : slots_) {
+    try {
+      slot.device_in = device_->alloc_device(device_in_layout_.size);
+      slot.device_out = device_->alloc_device(device_out_layout_.size);
+    } catch (const Error& e) {
+      throw Error(ring + " needs " + megabytes(device_bytes) + " of device memory on " +
+                  device_->describe() + "; allocating it failed (" + e.what() +
+                  "); lower ring-size or the frame size");
+    }
+    try {
+      slot.pinned_in = device_->alloc_pinned(staging_layout_.size);
+      slot.pinned_out = device_->alloc_pinned(out.size);
+    } catch (const Error& e) {
+      throw Error(ring + " needs " + megabytes(pinned_bytes) +
+                  " of pinned host memory; allocating it failed (" + e.what() +
+                  "); lower ring-size or the frame size");
+    }
+    slot.uploaded = device_->create_event();
+    slot.computed = device_->create_event();
+    slot.downloaded = device_->create_event();
+  }
+  const int n_streams = config_.mode == Mode::kSerial ? 1 : 3;
+  for (int s = 0; s < n_streams; ++s) streams_.push_back(device_->create_stream());
+  upload_ = streams_.front().get();
+  compute_ = streams_[n_streams == 1 ? 0 : 1].get();
+  download_ = streams_.back().get();
+  for (int i = 0; i < n; ++i) free_.push_back(i);
+}
+
+void EngineCore::release(int slot) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(slot);
+  }
+  changed_.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// OutputFrame
+
+OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence,
+                         ImageRef image, std::shared_ptr<void> user)
+    : core_(std::move(core)),
+      slot_(slot),
+      sequence_(sequence),
+      image_(image),
+      user_(std::move(user)) {}
+
+OutputFrame::OutputFrame(OutputFrame&& other) noexcept { *this = std::move(other); }
+
+OutputFrame& OutputFrame::operator=(OutputFrame&& other) noexcept {
+  if (this != &other) {
+    release();
+    core_ = std::move(other.core_);
+    slot_ = std::exchange(other.slot_, -1);
+    sequence_ = other.sequence_;
+    image_ = other.image_;
+    user_ = std::move(other.user_);
+  }
+  return *this;
+}
+
+OutputFrame::~OutputFrame() { release(); }
+
+void OutputFrame::release() noexcept {
+  if (!core_) return;
+  user_.reset();
+  core_->release(slot_);
+  core_.reset();
+  slot_ = -1;
+}
+
+// ---------------------------------------------------------------------------
+// Engine
+
+namespace {
+
+// The worker thread's loop. Free function over the core so that the thread
+// never touches the Engine object itself.
+void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks) {
+  EngineCore& c = *core;
+  try {
+    c.device_->make_current();
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    c.error_ = e.what();
+  }
+  std::unique_lock<std::mutex> lock(c.mutex_);
+  for (;;) {
+    c.changed_.wait(lock, [&] {
+      return c.stopping_ || (!c.in_flight_.empty() && !c.flushing_ && c.error_.empty());
+    });
+    if (c.stopping_) return;
+    const int index = c.in_flight_.front();
+    Slot& slot = c.slots_[index];
+    c.worker_busy_ = true;
+    lock.unlock();
+
+    // Barrier "downloaded": the slot's pinned output is complete only when
+    // its D2H copy has finished.
+    std::string failure;
+    try {
+      slot.downloaded->synchronize();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+
+    lock.lock();
+    if (!failure.empty()) {
+      const bool first = c.error_.empty();
+      if (first) c.error_ = "frame " + std::to_string(slot.sequence) + " failed: " + failure;
+      c.worker_busy_ = false;
+      const std::string message = c.error_;
+      lock.unlock();
+      c.changed_.notify_all();
+      if (first && callbacks.on_error) callbacks.on_error(message);
+      lock.lock();
+      continue;
+    }
+    if (c.flushing_ || c.stopping_) {
+      // flush_stop()/stop() drop what is in flight, this slot included.
+      c.worker_busy_ = false;
+      c.changed_.notify_all();
+      continue;
+    }
+    c.in_flight_.pop_front();
+    std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
+    OutputFrame frame(core, index, slot.sequence, c.config_.output.at(slot.pinned_out->data()),
+                      std::move(slot.user));
+    lock.unlock();
+
+    keep_alive.reset();  // its upload is long done; the producer may reuse it
+    if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
+    frame.release();  // a consumer that did not take the frame frees it here
+
+    lock.lock();
+    c.worker_busy_ = false;
+    c.changed_.notify_all();
+  }
+}
+
+}  // namespace
+
+struct EngineThreads {
+  std::thread worker;
+  EngineCallbacks callbacks;
+  uint64_t next_sequence = 0;  // producer thread only
+};
+
+Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
+    : device_(std::move(device)),
+      config_(std::move(config)),
+      threads_(std::make_unique<EngineThreads>()) {
+  threads_->callbacks = std::move(callbacks);
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  if (core_) throw Error("the engine was already started");
+  if (!device_) throw Error("the engine has no device");
+  if (config_.ring_size < kMinRing || config_.ring_size > kMaxRing)
+    throw Error("ring-size " + std::to_string(config_.ring_size) + " is out of range: use " +
+                std::to_string(kMinRing) + " to " + std::to_string(kMaxRing));
+  for (const FrameLayout* layout : {&config_.input, &config_.output}) {
+    const std::string problem = layout->validate();
+    if (!problem.empty())
+      throw Error(std::string(layout == &config_.input ? "input" : "output") + " layout: " +
+                  problem);
+  }
+  const std::string kernel_problem =
+      kernel_check(config_.kernel, geometry_only(config_.input), geometry_only(config_.output));
+  if (!kernel_problem.empty()) throw Error(kernel_problem);
+
+  device_->make_current();
+  auto core = std::make_shared<EngineCore>(device_, config_);
+  core->allocate();  // throws before anything runs; the core frees what it got
+  core_ = core;
+  threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
+}
+
+Status Engine::submit(InputFrame frame) {
+  if (!core_) return Status::kFlushing;
+  EngineCore& c = *core_;
+  int index;
+  uint64_t sequence;
+  {
+    std::unique_lock<std::mutex> lock(c.mutex_);
+    // Backpressure: wait for the consumer to release a slot.
+    c.changed_.wait(lock, [&] {
+      return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty();
+    });
+    if (c.flushing_ || c.stopping_) return Status::kFlushing;
+    if (!c.error_.empty()) return Status::kError;
+    index = c.free_.front();
+    c.free_.pop_front();
+    sequence = threads_->next_sequence++;
+    Slot& slot = c.slots_[index];
+    slot.sequence = sequence;
+    slot.user = std::move(frame.user);
+    slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
+  }
+
+  Slot& slot = c.slots_[index];
+  const FaultInjection& fault = config_.fault;
+  const FaultStage failing = fault.frame == sequence ? fault.stage : FaultStage::kNone;
+  FaultStage stage = FaultStage::kStaging;
+  try {
+    device_->make_current();
+    const FrameLayout& in = config_.input;
+    const ImageRef device_in = c.device_in_layout_.at(slot.device_in->data());
+    const ImageRef device_out = c.device_out_layout_.at(slot.device_out->data());
+    const ImageRef pinned_out = config_.output.at(slot.pinned_out->data());
+
+    // Stage: pageable memory goes through the slot's pinned input so the
+    // upload can be asynchronous. The slot is free, so nothing reads it.
+    ImageRef source = frame.image;
+    if (!frame.pinned) {
+      if (failing == FaultStage::kStaging) throw Error("injected failure");
+      const ImageRef staging = c.staging_layout_.at(slot.pinned_in->data());
+      for (int p = 0; p < in.n_planes(); ++p)
+        for (size_t y = 0; y < in.rows(p); ++y)
+          std::memcpy(staging.planes[p].data + y * staging.planes[p].stride,
+                      frame.image.planes[p].data + y * frame.image.planes[p].stride,
+                      in.row_bytes(p));
+      source = staging;
+    }
+
+    stage = FaultStage::kUpload;
+    for (int p = 0; p < in.n_planes(); ++p) {
+      // An invalid pitch is rejected by every backend's copy: a real failure.
+      const size_t pitch = failing == FaultStage::kUpload ? 0 : device_in.planes[p].stride;
+      c.upload_->copy_2d(device_in.planes[p].data, pitch, source.planes[p].data,
+                         source.planes[p].stride, in.row_bytes(p), in.rows(p),
+                         CopyKind::kHostToDevice);
+    }
+    c.upload_->record(*slot.uploaded);
+
+    stage = FaultStage::kCompute;
+    c.compute_->wait(*slot.uploaded);  // barrier "uploaded"
+    KernelParams params = config_.params;
+    params.inject_launch_failure = failing == FaultStage::kCompute;
+    c.compute_->launch(config_.kernel, params, device_in, device_out);
+    c.compute_->record(*slot.computed);
+
+    stage = FaultStage::kDownload;
+    c.download_->wait(*slot.computed);  // barrier "computed"
+    const FrameLayout& out = config_.output;
+    for (int p = 0; p < out.n_planes(); ++p) {
+      const size_t pitch = failing == FaultStage::kDownload ? 0 : pinned_out.planes[p].stride;
+      c.download_->copy_2d(pinned_out.planes[p].data, pitch, device_out.planes[p].data,
+                           device_out.planes[p].stride, out.row_bytes(p), out.rows(p),
+                           CopyKind::kDeviceToHost);
+    }
+    c.download_->record(*slot.downloaded);
+
+    if (config_.mode == Mode::kSerial) c.download_->synchronize();
+  } catch (const Error& e) {
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex_);
+      if (c.error_.empty())
+        c.error_ = std::string(stage_name(stage)) + " of frame " + std::to_string(sequence) +
+                   " failed: " + e.what();
+      message = c.error_;
+      // The slot's work may be half enqueued: it stays out of the ring, and
+      // its references are dropped by stop().
+    }
+    c.changed_.notify_all();
+    if (threads_->callbacks.on_error) threads_->callbacks.on_error(message);
+    return Status::kError;
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    c.in_flight_.push_back(index);
+  }
+  c.changed_.notify_all();
+  return Status::kOk;
+}
+
+Status Engine::drain() {
+  if (!core_) return Status::kOk;
+  EngineCore& c = *core_;
+  std::unique_lock<std::mutex> lock(c.mutex_);
+  c.changed_.wait(lock, [&] {
+    return (c.in_flight_.empty() && !c.worker_busy_) || c.flushing_ || c.stopping_ ||
+           !c.error_.empty();
+  });
+  if (!c.error_.empty()) return Status::kError;
+  if (c.flushing_ || c.stopping_) return Status::kFlushing;
+  return Status::kOk;
+}
+
+void Engine::flush_start() {
+  if (!core_) return;
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex_);
+    core_->flushing_ = true;
+  }
+  core_->changed_.notify_all();
+}
+
+namespace {
+
+// Waits for the device work of `dropped` slots, then frees them undelivered.
+// Called without the lock held.
+void drop_slots(EngineCore& c, const std::vector<int>& dropped) {
+  std::vector<std::shared_ptr<void>> references;
+  for (int index : dropped) {
+    Slot& slot = c.slots_[index];
+    try {
+      slot.downloaded->synchronize();
+    } catch (const Error&) {
+      // The error state already holds the first failure.
+    }
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    references.push_back(std::move(slot.user));
+    references.push_back(std::move(slot.keep_alive));
+  }
+  references.clear();  // outside the lock: deleters may call into the host app
+}
+
+}  // namespace
+
+void Engine::flush_stop() {
+  if (!core_) return;
+  EngineCore& c = *core_;
+  std::vector<int> dropped;
+  {
+    std::unique_lock<std::mutex> lock(c.mutex_);
+    c.flushing_ = true;  // in case flush_start() was not called
+    c.changed_.wait(lock, [&] { return !c.worker_busy_; });
+    dropped.assign(c.in_flight_.begin(), c.in_flight_.end());
+    c.in_flight_.clear();
+  }
+  drop_slots(c, dropped);
+  {
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    for (int index : dropped) c.free_.push_back(index);
+    c.flushing_ = false;
+  }
+  c.changed_.notify_all();
+}
+
+void Engine::stop() {
+  if (!core_) return;
+  EngineCore& c = *core_;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    c.stopping_ = true;
+  }
+  c.changed_.notify_all();
+  if (threads_->worker.joinable()) threads_->worker.join();
+
+  for (auto& stream : c.streams_) {
+    try {
+      stream->synchronize();
+    } catch (const Error&) {
+      // Reported through the error state already, or nobody is listening.
+    }
+  }
+  std::vector<std::shared_ptr<void>> references;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex_);
+    for (Slot& slot : c.slots_) {
+      references.push_back(std::move(slot.user));
+      references.push_back(std::move(slot.keep_alive));
+    }
+    c.in_flight_.clear();
+  }
+  references.clear();
+  // The core lives on while consumers hold OutputFrames.
+  core_.reset();
+}
+
+std::string Engine::error() const {
+  if (!core_) return {};
+  std::lock_guard<std::mutex> lock(core_->mutex_);
+  return core_->error_;
+}
+
+}  // namespace cudaoverlap

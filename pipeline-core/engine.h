@@ -1,0 +1,164 @@
+// The overlap engine: a ring of staging slots, three streams and a worker
+// thread that delivers finished frames in submission order.
+//
+// Data flow (DESIGN.md, "The engine"): submit() takes a free slot (blocking
+// while all are in flight), stages the frame into the slot's pinned input
+// unless it is already pinned, and enqueues
+//   upload stream:   H2D            -> record uploaded[i]
+//   compute stream:  wait uploaded[i], kernel   -> record computed[i]
+//   download stream: wait computed[i], D2H      -> record downloaded[i]
+// The worker waits downloaded[i] for slots in submission order and hands each
+// out as an OutputFrame; the slot is free again only when that OutputFrame is
+// released (the host I/O barrier: the consumer may still be reading the
+// slot's pinned output). `serial` mode does the same work on one stream and
+// waits for it inside submit().
+//
+// Threads: one *producer* thread calls submit(), drain(), flush_stop() (at
+// most one of them at a time); start()/stop() are called by the owner when
+// no producer call is running, or from the producer thread itself.
+// flush_start() and OutputFrame::release() may be called from any thread.
+// Callbacks run on the worker thread (on_frame, and on_error for failures it
+// finds) or on the producer thread (on_error for failures in submit()); they
+// must not call stop() or destroy the engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "device.h"
+#include "frame_layout.h"
+#include "kernel.h"
+
+namespace cudaoverlap {
+
+enum class Mode { kOverlapped, kSerial };
+
+enum class Status {
+  kOk,
+  kFlushing,  // a flush or stop began; the frame was not taken
+  kError,     // the engine is in its error state; see Engine::error()
+};
+
+// Test-only: make one operation of one frame fail through the real backend
+// call (an invalid copy pitch, a kernel launch CUDA rejects), so error
+// handling can be exercised on every backend.
+enum class FaultStage { kNone, kStaging, kUpload, kCompute, kDownload };
+struct FaultInjection {
+  FaultStage stage = FaultStage::kNone;
+  uint64_t frame = 0;  // sequence number of the frame that fails
+};
+
+struct EngineConfig {
+  int ring_size = 3;  // 1..16
+  Mode mode = Mode::kOverlapped;
+  // Geometry of submitted frames, and of the pinned output frames handed out
+  // (any strides, e.g. GStreamer's default layout).
+  FrameLayout input;
+  FrameLayout output;
+  KernelId kernel = KernelId::kCopy;
+  KernelParams params;
+  FaultInjection fault;
+};
+
+// A frame to submit: host planes in any layout of config.input's format and
+// size.
+struct InputFrame {
+  ImageRef image;
+  // True when `image` lives in memory the device can DMA from
+  // (Device::alloc_pinned): it is uploaded straight from there, without a
+  // staging copy, and `keep_alive` is held until that upload has completed.
+  bool pinned = false;
+  std::shared_ptr<void> keep_alive;
+  // Handed back unchanged with the output frame (timestamps, metas, …);
+  // dropped without delivery by flush or stop.
+  std::shared_ptr<void> user;
+};
+
+class EngineCore;
+struct EngineThreads;
+
+// A finished frame in a slot's pinned output memory. Move-only; the slot
+// returns to the ring when release() is called or the frame is destroyed,
+// from any thread, also after the engine itself is gone.
+class OutputFrame {
+ public:
+  OutputFrame() = default;
+  OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence, ImageRef image,
+              std::shared_ptr<void> user);
+  OutputFrame(OutputFrame&& other) noexcept;
+  OutputFrame& operator=(OutputFrame&& other) noexcept;
+  OutputFrame(const OutputFrame&) = delete;
+  OutputFrame& operator=(const OutputFrame&) = delete;
+  ~OutputFrame();
+
+  explicit operator bool() const { return core_ != nullptr; }
+  uint64_t sequence() const { return sequence_; }  // 0, 1, 2, … in submission order
+  int slot() const { return slot_; }
+  const ImageRef& image() const { return image_; }  // laid out as config.output
+  const std::shared_ptr<void>& user() const { return user_; }
+  void release() noexcept;
+
+ private:
+  std::shared_ptr<EngineCore> core_;
+  int slot_ = -1;
+  uint64_t sequence_ = 0;
+  ImageRef image_;
+  std::shared_ptr<void> user_;
+};
+
+struct EngineCallbacks {
+  std::function<void(OutputFrame frame)> on_frame;
+  std::function<void(const std::string& message)> on_error;
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks);
+  ~Engine();  // stop()s
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates the config, allocates every buffer, stream and event, and
+  // starts the worker. Throws Error with a sentence naming the cause (e.g.
+  // how much memory the ring needs). Owner thread; once.
+  void start();
+
+  // Takes a free slot (blocking while none is free) and enqueues the frame.
+  // Returns kFlushing as soon as a flush or stop begins, kError in the error
+  // state. Producer thread.
+  Status submit(InputFrame frame);
+
+  // Blocks until every submitted frame has been handed to on_frame (not
+  // necessarily released). Returns early with kFlushing or kError. Producer.
+  Status drain();
+
+  // Begins a flush: a blocked submit() returns kFlushing, later ones too, and
+  // the worker stops delivering. Any thread.
+  void flush_start();
+  // Ends it: in-flight frames are dropped undelivered (after their device
+  // work finishes) and the engine takes frames again. Producer thread.
+  void flush_stop();
+  void flush() {
+    flush_start();
+    flush_stop();
+  }
+
+  // Stops the worker and waits for device work; in-flight frames are dropped.
+  // Safe to call twice and after a failed start(). Owner thread.
+  void stop();
+
+  // Empty unless the engine is in its error state.
+  std::string error() const;
+  const EngineConfig& config() const { return config_; }
+  Device& device() { return *device_; }
+
+ private:
+  std::shared_ptr<Device> device_;
+  EngineConfig config_;
+  std::unique_ptr<EngineThreads> threads_;  // worker thread, callbacks
+  std::shared_ptr<EngineCore> core_;        // null before start() and after stop()
+};
+
+}  // namespace cudaoverlap
