@@ -18,6 +18,10 @@
 #include <random>
 #include <thread>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 #include "error.h"
 
 namespace cudaoverlap {
@@ -136,6 +140,10 @@ class CpuStream final : public Stream {
   }
 
   void run() {
+#ifdef __linux__
+    // Microsecond delays need microsecond sleeps, not the default 50 us slack.
+    if (max_delay_us_ > 0) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
     std::uniform_int_distribution<uint32_t> delay(0, max_delay_us_);
     for (;;) {
       Op op;

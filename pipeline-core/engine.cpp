@@ -148,6 +148,8 @@ void EngineCore::allocate() {
                   device_->describe() + "; allocating it failed (" + e.what() +
                   "); lower ring-size or the frame size");
     }
+  }
+  for (Slot& slot : slots_) {
     try {
       slot.pinned_in = device_->alloc_pinned(staging_layout_.size);
       slot.pinned_out = device_->alloc_pinned(out.size);
@@ -169,6 +171,7 @@ void EngineCore::allocate() {
 }
 
 void EngineCore::release(int slot) noexcept {
+  if (config_.disabled_barrier == Barrier::kRelease) return;  // freed at delivery
   {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(slot);
@@ -241,7 +244,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // its D2H copy has finished.
     std::string failure;
     try {
-      slot.downloaded->synchronize();
+      if (c.config_.disabled_barrier != Barrier::kDownloaded) slot.downloaded->synchronize();
     } catch (const Error& e) {
       failure = e.what();
     }
@@ -265,6 +268,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
       continue;
     }
     c.in_flight_.pop_front();
+    if (c.config_.disabled_barrier == Barrier::kRelease) c.free_.push_back(index);
     std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
     OutputFrame frame(core, index, slot.sequence, c.config_.output.at(slot.pinned_out->data()),
                       std::move(slot.user));
@@ -339,7 +343,8 @@ Status Engine::submit(InputFrame frame) {
     Slot& slot = c.slots_[index];
     slot.sequence = sequence;
     slot.user = std::move(frame.user);
-    slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
+    const bool hold = frame.pinned && config_.disabled_barrier != Barrier::kKeepAlive;
+    slot.keep_alive = hold ? std::move(frame.keep_alive) : nullptr;
   }
 
   Slot& slot = c.slots_[index];
@@ -378,14 +383,16 @@ Status Engine::submit(InputFrame frame) {
     c.upload_->record(*slot.uploaded);
 
     stage = FaultStage::kCompute;
-    c.compute_->wait(*slot.uploaded);  // barrier "uploaded"
+    // Barrier "uploaded": the kernel reads the slot's device input.
+    if (config_.disabled_barrier != Barrier::kUploaded) c.compute_->wait(*slot.uploaded);
     KernelParams params = config_.params;
     params.inject_launch_failure = failing == FaultStage::kCompute;
     c.compute_->launch(config_.kernel, params, device_in, device_out);
     c.compute_->record(*slot.computed);
 
     stage = FaultStage::kDownload;
-    c.download_->wait(*slot.computed);  // barrier "computed"
+    // Barrier "computed": the download reads the slot's device output.
+    if (config_.disabled_barrier != Barrier::kComputed) c.download_->wait(*slot.computed);
     const FrameLayout& out = config_.output;
     for (int p = 0; p < out.n_planes(); ++p) {
       const size_t pitch = failing == FaultStage::kDownload ? 0 : pinned_out.planes[p].stride;

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "device.h"
+#include "error.h"
 #include "frame_layout.h"
 #include "kernel.h"
 
@@ -50,6 +51,17 @@ struct FaultInjection {
   uint64_t frame = 0;  // sequence number of the frame that fails
 };
 
+// Test-only: the engine's barriers, each of which can be taken out to prove
+// that the tests notice (tests/engine/test_barriers.cpp).
+enum class Barrier {
+  kNone,
+  kUploaded,    // compute waits for the upload of its slot
+  kComputed,    // download waits for the kernel of its slot
+  kDownloaded,  // the worker waits for the download before handing out
+  kRelease,     // a slot is reused only after its OutputFrame is released
+  kKeepAlive,   // zero-copy input is held until its upload completed
+};
+
 struct EngineConfig {
   int ring_size = 3;  // 1..16
   Mode mode = Mode::kOverlapped;
@@ -60,6 +72,7 @@ struct EngineConfig {
   KernelId kernel = KernelId::kCopy;
   KernelParams params;
   FaultInjection fault;
+  Barrier disabled_barrier = Barrier::kNone;  // test-only
 };
 
 // A frame to submit: host planes in any layout of config.input's format and

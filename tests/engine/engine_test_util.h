@@ -1,0 +1,384 @@
+// Shared helpers of the engine suites: backends by name, frames that carry
+// their own pattern, the expected output of each kernel, and a consumer that
+// checks every frame and releases it after a random delay.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu_device.h"
+#include "cuda_device.h"
+#include "engine.h"
+#include "frame_layout.h"
+
+namespace cudaoverlap::test {
+
+enum class BackendKind { kCpu, kCuda };
+
+inline const char* backend_name(BackendKind kind) {
+  return kind == BackendKind::kCpu ? "cpu" : "cuda";
+}
+
+// The device for a backend, or nullptr (with the reason) when the cuda
+// backend has no device here; tests then GTEST_SKIP.
+inline std::shared_ptr<Device> make_backend(std::string* why, BackendKind kind,
+                                            uint32_t max_delay_us = 0, uint64_t seed = 1) {
+  if (kind == BackendKind::kCpu) {
+    CpuDeviceOptions options;
+    options.max_delay_us = max_delay_us;
+    options.seed = seed;
+    return make_cpu_device(options);
+  }
+  if (cuda_device_count(why) == 0) return nullptr;
+  return make_cuda_device(0);
+}
+
+#define CO_DEVICE_OR_SKIP(var, ...)                                   \
+  std::string var##_why;                                              \
+  std::shared_ptr<Device> var = make_backend(&var##_why, __VA_ARGS__); \
+  if (!var) GTEST_SKIP() << "no CUDA device: " << var##_why
+
+// CUDAOVERLAP_TEST_DISABLE_BARRIER=uploaded|computed|downloaded|release|
+// keep-alive takes that barrier out of the engines the suites build, to show
+// which tests notice.
+inline Barrier barrier_to_disable() {
+  const char* name = std::getenv("CUDAOVERLAP_TEST_DISABLE_BARRIER");
+  if (!name) return Barrier::kNone;
+  const std::string n(name);
+  if (n == "uploaded") return Barrier::kUploaded;
+  if (n == "computed") return Barrier::kComputed;
+  if (n == "downloaded") return Barrier::kDownloaded;
+  if (n == "release") return Barrier::kRelease;
+  if (n == "keep-alive") return Barrier::kKeepAlive;
+  return Barrier::kNone;
+}
+
+// The byte a frame carries at (plane, y, x): different for every frame and
+// position, so a byte from the wrong frame, row or plane is noticed.
+inline uint8_t pattern_byte(uint64_t frame, int plane, size_t y, size_t x) {
+  uint64_t h = frame * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(plane) << 56) ^
+               (y * 0x100000001B3ull) ^ (x * 0xC2B2AE3D27D4EB4Full);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return static_cast<uint8_t>(h);
+}
+
+inline void fill_pattern(const FrameLayout& layout, const ImageRef& image, uint64_t frame) {
+  for (int p = 0; p < layout.n_planes(); ++p)
+    for (size_t y = 0; y < layout.rows(p); ++y)
+      for (size_t x = 0; x < layout.row_bytes(p); ++x)
+        image.planes[p].data[y * image.planes[p].stride + x] = pattern_byte(frame, p, y, x);
+}
+
+// What `kernel` makes of pattern byte v at byte x of a row of `format`.
+inline uint8_t expected_byte(KernelId kernel, PixelFormat format, size_t x, uint8_t v) {
+  if (kernel == KernelId::kCopy) return v;
+  const int alpha = format_info(format).alpha_byte;
+  return alpha >= 0 && static_cast<int>(x % 4) == alpha ? v : static_cast<uint8_t>(255 - v);
+}
+
+// Empty when `image` is what `kernel` makes of frame `frame`'s pattern, else
+// where the first difference is.
+inline std::string check_frame(KernelId kernel, const FrameLayout& layout, const ImageRef& image,
+                               uint64_t frame) {
+  for (int p = 0; p < layout.n_planes(); ++p)
+    for (size_t y = 0; y < layout.rows(p); ++y)
+      for (size_t x = 0; x < layout.row_bytes(p); ++x) {
+        const uint8_t want = expected_byte(kernel, layout.format, x, pattern_byte(frame, p, y, x));
+        const uint8_t got = image.planes[p].data[y * image.planes[p].stride + x];
+        if (got != want)
+          return "frame " + std::to_string(frame) + " plane " + std::to_string(p) + " (" +
+                 std::to_string(x) + "," + std::to_string(y) + "): got " + std::to_string(got) +
+                 ", want " + std::to_string(want);
+      }
+  return {};
+}
+
+// The geometry of `geometry` with every row padded by `pad` bytes beyond its
+// pixels, so that staging and copies have to honour strides.
+inline FrameLayout padded_layout(const FrameLayout& geometry, size_t pad) {
+  FrameLayout layout = geometry;
+  size_t at = 0;
+  for (int p = 0; p < layout.n_planes(); ++p) {
+    layout.offset[p] = at;
+    layout.stride[p] = layout.row_bytes(p) + pad;
+    at += layout.stride[p] * layout.rows(p);
+  }
+  layout.size = at;
+  return layout;
+}
+
+// A pageable host frame holding frame `frame`'s pattern, with padded rows.
+struct HostFrame {
+  HostFrame(const FrameLayout& geometry, uint64_t frame)
+      : layout(padded_layout(geometry, 7)), bytes(layout.size) {
+    image = layout.at(bytes.data());
+    fill_pattern(layout, image, frame);
+  }
+  FrameLayout layout;
+  std::vector<uint8_t> bytes;
+  ImageRef image;
+};
+
+// Receives frames on the engine's worker thread, checks each one, and
+// releases it from its own thread after holding it for a random time (so
+// the release barrier is exercised). Records sequences and any mismatch.
+class CheckingConsumer {
+ public:
+  CheckingConsumer(KernelId kernel, FrameLayout layout, uint32_t max_hold_us = 0,
+                   uint64_t seed = 7)
+      : kernel_(kernel), layout_(layout), max_hold_us_(max_hold_us), random_(seed),
+        releaser_([this] { run(); }) {}
+  ~CheckingConsumer() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    releaser_.join();
+  }
+
+  EngineCallbacks callbacks() {
+    EngineCallbacks cb;
+    cb.on_frame = [this](OutputFrame frame) { take(std::move(frame)); };
+    cb.on_error = [this](const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      errors_.push_back(message);
+      changed_.notify_all();
+    };
+    return cb;
+  }
+
+  void take(OutputFrame frame) {
+    const uint64_t expected = *static_cast<const uint64_t*>(frame.user().get());
+    std::string problem;
+    if (frame.sequence() != expected)
+      problem = "frame " + std::to_string(expected) + " arrived with sequence " +
+                std::to_string(frame.sequence());
+    else
+      problem = check_frame(kernel_, layout_, frame.image(), expected);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!problem.empty() && mismatches_.size() < 5) mismatches_.push_back(problem);
+    if (!order_.empty() && expected <= order_.back())
+      mismatches_.push_back("out of order: " + std::to_string(expected) + " after " +
+                            std::to_string(order_.back()));
+    order_.push_back(expected);
+    held_.push_back(std::move(frame));
+    changed_.notify_all();
+  }
+
+  // Waits until `count` frames arrived in total (false on timeout).
+  bool wait_for(size_t count, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return order_.size() >= count; });
+  }
+
+  // Waits until on_error was called (false on timeout). The engine reports a
+  // failure through its state first and through on_error right after.
+  bool wait_for_error(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return !errors_.empty(); });
+  }
+
+  // Waits until every frame received so far has been checked and released.
+  void settle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return held_.empty() && !releasing_; });
+  }
+
+  std::vector<uint64_t> order() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return order_;
+  }
+  std::vector<std::string> mismatches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return mismatches_;
+  }
+  std::vector<std::string> errors() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return errors_;
+  }
+
+ private:
+  // Holds each frame for a random time, checks its bytes again (they must
+  // not have changed while held), then releases it.
+  void run() {
+    std::uniform_int_distribution<uint32_t> hold(0, max_hold_us_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return stopping_ || !held_.empty(); });
+      if (held_.empty()) return;
+      OutputFrame frame = std::move(held_.front());
+      held_.pop_front();
+      releasing_ = true;
+      lock.unlock();
+      if (max_hold_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(hold(random_)));
+      const uint64_t expected = *static_cast<const uint64_t*>(frame.user().get());
+      const std::string problem = check_frame(kernel_, layout_, frame.image(), expected);
+      frame.release();
+      lock.lock();
+      releasing_ = false;
+      if (!problem.empty() && mismatches_.size() < 5)
+        mismatches_.push_back("changed while held: " + problem);
+      changed_.notify_all();
+    }
+  }
+
+  const KernelId kernel_;
+  const FrameLayout layout_;
+  const uint32_t max_hold_us_;
+  std::mt19937_64 random_;  // releaser thread only
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<OutputFrame> held_;        // guarded by mutex_
+  std::vector<uint64_t> order_;         // guarded by mutex_
+  std::vector<std::string> mismatches_;  // guarded by mutex_
+  std::vector<std::string> errors_;     // guarded by mutex_
+  bool stopping_ = false;               // guarded by mutex_
+  bool releasing_ = false;              // guarded by mutex_
+  std::thread releaser_;
+};
+
+// Counts live `user` objects so tests can check nothing is leaked.
+struct LiveCounter {
+  std::atomic<int> live{0};
+  std::shared_ptr<void> make(uint64_t value) {
+    ++live;
+    return std::shared_ptr<void>(new uint64_t(value), [this](void* p) {
+      delete static_cast<uint64_t*>(p);
+      --live;
+    });
+  }
+};
+
+// A pool of pinned input frames the producer writes into and gets back
+// through InputFrame::keep_alive, as an upstream buffer pool would.
+class PinnedPool {
+ public:
+  PinnedPool(Device& device, const FrameLayout& layout, int count) : layout_(layout) {
+    for (int i = 0; i < count; ++i) {
+      buffers_.push_back(device.alloc_pinned(layout.size));
+      free_.push_back(i);
+    }
+  }
+  // Blocks until a buffer is back; returns its index.
+  int acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    back_.wait(lock, [&] { return !free_.empty(); });
+    const int i = free_.front();
+    free_.pop_front();
+    return i;
+  }
+  ImageRef image(int i) { return layout_.at(buffers_[i]->data()); }
+  std::shared_ptr<void> lease(int i) {
+    return std::shared_ptr<void>(this, [this, i](void*) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(i);
+      back_.notify_all();
+    });
+  }
+
+ private:
+  FrameLayout layout_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::mutex mutex_;
+  std::condition_variable back_;
+  std::deque<int> free_;  // guarded by mutex_
+};
+
+struct RunSpec {
+  BackendKind backend = BackendKind::kCpu;
+  Mode mode = Mode::kOverlapped;
+  int ring_size = 3;
+  FrameLayout layout;
+  KernelId kernel = KernelId::kCopy;
+  int frames = 100;
+  bool pinned_input = false;
+  uint64_t seed = 1;
+  uint32_t max_delay_us = 8;  // cpu backend, per stream operation
+  uint32_t max_hold_us = 8;   // consumer, per frame
+  Barrier disabled_barrier = Barrier::kNone;
+};
+
+struct RunResult {
+  bool skipped = false;
+  std::string skipped_why;
+  std::string submit_failure;
+  std::vector<uint64_t> order;
+  std::vector<std::string> mismatches;
+  std::vector<std::string> errors;
+  int live_users = 0;
+};
+
+// Runs spec.frames patterned frames through a fresh engine, checking each
+// output on arrival and again when it is released.
+inline RunResult run_frames(const RunSpec& spec) {
+  RunResult result;
+  std::shared_ptr<Device> device =
+      make_backend(&result.skipped_why, spec.backend, spec.max_delay_us, spec.seed);
+  if (!device) {
+    result.skipped = true;
+    result.skipped_why = "no CUDA device: " + result.skipped_why;
+    return result;
+  }
+  EngineConfig config;
+  config.ring_size = spec.ring_size;
+  config.mode = spec.mode;
+  config.input = spec.layout;
+  config.output = spec.layout;
+  config.kernel = spec.kernel;
+  config.disabled_barrier = spec.disabled_barrier;
+  LiveCounter users;
+  {
+    // The pool outlives the engine, which may hold its buffers.
+    std::unique_ptr<PinnedPool> pool;
+    if (spec.pinned_input) pool = std::make_unique<PinnedPool>(*device, spec.layout, 2);
+    CheckingConsumer consumer(spec.kernel, spec.layout, spec.max_hold_us, spec.seed + 100);
+    Engine engine(device, config, consumer.callbacks());
+    engine.start();
+    for (int i = 0; i < spec.frames && result.submit_failure.empty(); ++i) {
+      InputFrame in;
+      in.user = users.make(i);
+      std::unique_ptr<HostFrame> host;
+      if (pool) {
+        const int b = pool->acquire();
+        in.image = pool->image(b);
+        fill_pattern(spec.layout, in.image, i);
+        in.pinned = true;
+        in.keep_alive = pool->lease(b);
+      } else {
+        host = std::make_unique<HostFrame>(spec.layout, i);
+        in.image = host->image;
+      }
+      if (engine.submit(std::move(in)) != Status::kOk)
+        result.submit_failure = "submit of frame " + std::to_string(i) + ": " + engine.error();
+      // The producer scribbles over its pageable frame at once: staging
+      // must have copied it already.
+      if (host) std::fill(host->bytes.begin(), host->bytes.end(), uint8_t{0xA5});
+    }
+    if (result.submit_failure.empty() && engine.drain() != Status::kOk)
+      result.submit_failure = "drain: " + engine.error();
+    consumer.wait_for(spec.frames, std::chrono::seconds(5));
+    engine.stop();
+    consumer.settle();
+    result.order = consumer.order();
+    result.mismatches = consumer.mismatches();
+    result.errors = consumer.errors();
+  }
+  result.live_users = users.live.load();
+  return result;
+}
+
+}  // namespace cudaoverlap::test

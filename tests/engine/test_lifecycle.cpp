@@ -1,0 +1,318 @@
+// The engine's life around the frames: flush (start unblocks, stop drops and
+// resumes), drain, stop and destruction with frames in flight, a failure at
+// every stage, and start-up refusals that say what was asked for.
+#include <future>
+
+#include "engine_test_util.h"
+
+namespace cudaoverlap::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class LifecycleTest : public ::testing::TestWithParam<BackendKind> {};
+
+FrameLayout test_layout() { return FrameLayout::packed(PixelFormat::kI420, 45, 23); }
+
+EngineConfig make_config(int ring, KernelId kernel = KernelId::kInvert) {
+  EngineConfig config;
+  config.ring_size = ring;
+  config.input = test_layout();
+  config.output = test_layout();
+  config.kernel = kernel;
+  return config;
+}
+
+Status submit_frame(Engine& engine, uint64_t frame, LiveCounter& users) {
+  HostFrame host(engine.config().input, frame);
+  InputFrame in;
+  in.image = host.image;
+  in.user = users.make(frame);
+  return engine.submit(std::move(in));
+}
+
+TEST_P(LifecycleTest, FlushStartUnblocksAWaitingSubmitAndFlushStopResumes) {
+  CO_DEVICE_OR_SKIP(device, GetParam());
+  LiveCounter users;
+  {
+    // Hold every frame: with ring 2, the third submit has to wait.
+    std::mutex mutex;
+    std::vector<OutputFrame> held;
+    EngineCallbacks cb;
+    cb.on_frame = [&](OutputFrame f) {
+      std::lock_guard<std::mutex> lock(mutex);
+      held.push_back(std::move(f));
+    };
+    Engine engine(device, make_config(2), cb);
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    ASSERT_EQ(submit_frame(engine, 1, users), Status::kOk);
+    auto waiting = std::async(std::launch::async, [&] { return submit_frame(engine, 2, users); });
+    ASSERT_EQ(waiting.wait_for(100ms), std::future_status::timeout);
+    engine.flush_start();
+    ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(waiting.get(), Status::kFlushing);
+    EXPECT_EQ(submit_frame(engine, 3, users), Status::kFlushing);
+    engine.flush_stop();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      held.clear();  // downstream lets go of what it had
+    }
+    // Takes frames again, and they are right.
+    for (int i = 10; i < 12; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ASSERT_EQ(held.size(), 2u);
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(*static_cast<const uint64_t*>(held[i].user().get()), 10u + i);
+        EXPECT_EQ(check_frame(KernelId::kInvert, test_layout(), held[i].image(), 10 + i), "");
+      }
+      held.clear();
+    }
+    engine.stop();
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+TEST_P(LifecycleTest, FlushMidStreamDropsInFlightFramesAndLaterFramesArriveIntact) {
+  CO_DEVICE_OR_SKIP(device, GetParam(), 300, 3);
+  LiveCounter users;
+  {
+    CheckingConsumer consumer(KernelId::kInvert, test_layout(), 50);
+    Engine engine(device, make_config(8), consumer.callbacks());
+    engine.start();
+    for (int i = 0; i < 40; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    engine.flush();
+    for (int i = 40; i < 80; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    consumer.settle();
+    const auto order = consumer.order();
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+    // Every frame submitted after the flush arrives, in order, after the
+    // ones that made it out before.
+    ASSERT_GE(order.size(), 40u);
+    std::vector<uint64_t> tail(order.end() - 40, order.end());
+    for (int i = 0; i < 40; ++i) EXPECT_EQ(tail[i], 40u + i);
+    EXPECT_LE(order.size() - 40, 40u);
+    engine.stop();
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+TEST_P(LifecycleTest, DrainDeliversEveryFrameInFlight) {
+  CO_DEVICE_OR_SKIP(device, GetParam(), 200, 5);
+  LiveCounter users;
+  {
+    CheckingConsumer consumer(KernelId::kInvert, test_layout());
+    Engine engine(device, make_config(4), consumer.callbacks());
+    engine.start();
+    for (int i = 0; i < 25; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    // Nothing to wait for: drain() returned after the last delivery.
+    EXPECT_EQ(consumer.order().size(), 25u);
+    consumer.settle();
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+TEST_P(LifecycleTest, StopAndDestructionWithFramesInFlightLoseNothingAndLeakNothing) {
+  for (bool call_stop : {true, false}) {
+    CO_DEVICE_OR_SKIP(device, GetParam(), 2000, 9);
+    const size_t live_before = cpu_live_buffers() + cuda_live_buffers();
+    LiveCounter users;
+    {
+      CheckingConsumer consumer(KernelId::kInvert, test_layout());
+      Engine engine(device, make_config(8), consumer.callbacks());
+      engine.start();
+      for (int i = 0; i < 8; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+      if (call_stop) {
+        engine.stop();
+        engine.stop();  // twice is fine
+        EXPECT_EQ(submit_frame(engine, 99, users), Status::kFlushing);
+      }
+      // else: the destructor stops.
+    }
+    device.reset();
+    EXPECT_EQ(users.live.load(), 0) << "stop=" << call_stop;
+    EXPECT_EQ(cpu_live_buffers() + cuda_live_buffers(), live_before) << "stop=" << call_stop;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Failures
+
+struct FaultCase {
+  BackendKind backend;
+  FaultStage stage;
+  const char* name;
+  const char* word;  // the message names the failed operation
+};
+
+class FaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(FaultTest, AFailureStopsTheEngineWithAMessageAndLeaksNothing) {
+  const FaultCase& c = GetParam();
+  CO_DEVICE_OR_SKIP(device, c.backend, 50, 13);
+  const size_t live_before = cpu_live_buffers() + cuda_live_buffers();
+  LiveCounter users;
+  {
+    CheckingConsumer consumer(KernelId::kInvert, test_layout());
+    EngineConfig config = make_config(3);
+    config.fault = FaultInjection{c.stage, 4};
+    Engine engine(device, config, consumer.callbacks());
+    engine.start();
+    Status status = Status::kOk;
+    int submitted = 0;
+    for (; submitted < 12 && status == Status::kOk; ++submitted)
+      status = submit_frame(engine, submitted, users);
+    if (status == Status::kOk) status = engine.drain();
+    EXPECT_EQ(status, Status::kError);
+    const std::string error = engine.error();
+    EXPECT_NE(error.find("frame 4"), std::string::npos) << error;
+    EXPECT_NE(error.find(c.word), std::string::npos) << error;
+    // Frames before the failing one arrive intact; none from it on.
+    consumer.settle();
+    const auto order = consumer.order();
+    EXPECT_LE(order.size(), 4u);
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+    EXPECT_TRUE(consumer.wait_for_error());
+    EXPECT_EQ(consumer.errors(), std::vector<std::string>{error}) << "on_error exactly once";
+    // The error state sticks until the engine is replaced.
+    EXPECT_EQ(submit_frame(engine, 100, users), Status::kError);
+    EXPECT_EQ(engine.drain(), Status::kError);
+    engine.stop();
+  }
+  device.reset();
+  EXPECT_EQ(users.live.load(), 0);
+  EXPECT_EQ(cpu_live_buffers() + cuda_live_buffers(), live_before);
+}
+
+std::vector<FaultCase> fault_cases() {
+  std::vector<FaultCase> cases;
+  for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda}) {
+    cases.push_back({b, FaultStage::kStaging, "staging", "staging"});
+    cases.push_back({b, FaultStage::kUpload, "upload", "upload"});
+    cases.push_back({b, FaultStage::kCompute, "kernel", "kernel"});
+    cases.push_back({b, FaultStage::kDownload, "download", "download"});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, FaultTest, ::testing::ValuesIn(fault_cases()),
+                         [](const auto& info) {
+                           return std::string(backend_name(info.param.backend)) + "_" +
+                                  info.param.name;
+                         });
+
+// ---------------------------------------------------------------------------
+// Start-up refusals
+
+std::string start_error(std::shared_ptr<Device> device, const EngineConfig& config) {
+  Engine engine(std::move(device), config, {});
+  try {
+    engine.start();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(StartupTest, RingSizeOutOfRangeIsRefused) {
+  for (int ring : {0, 17}) {
+    const std::string error = start_error(make_cpu_device(), make_config(ring));
+    EXPECT_NE(error.find("ring-size " + std::to_string(ring) + " is out of range: use 1 to 16"),
+              std::string::npos)
+        << error;
+  }
+}
+
+TEST(StartupTest, KernelThatCannotMapTheFormatsIsRefused) {
+  EngineConfig config = make_config(3, KernelId::kCopy);
+  config.output = FrameLayout::packed(PixelFormat::kRGBA, 45, 23);
+  const std::string error = start_error(make_cpu_device(), config);
+  EXPECT_NE(error.find("same format and size"), std::string::npos) << error;
+}
+
+TEST(StartupTest, ABadLayoutIsRefused) {
+  EngineConfig config = make_config(3);
+  config.output.stride[0] = 3;
+  const std::string error = start_error(make_cpu_device(), config);
+  EXPECT_NE(error.find("output layout: plane 0 stride 3"), std::string::npos) << error;
+}
+
+TEST(StartupTest, TooLittleDeviceMemorySaysHowMuchWasAsked) {
+  const size_t before = cpu_live_buffers();
+  CpuDeviceOptions options;
+  options.memory_limit = 10'000'000;
+  EngineConfig config;
+  config.ring_size = 8;
+  config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 1000, 1080);
+  const std::string error = start_error(make_cpu_device(options), config);
+  // 8 slots x 2 device frames of 1080 rows of 4000 bytes padded to 4096.
+  EXPECT_NE(error.find("ring-size 8 needs 70.8 MB of device memory for 1000x1080 frames, but "
+                       "the cpu backend has only 10.0 MB free"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("lower ring-size"), std::string::npos) << error;
+  EXPECT_EQ(cpu_live_buffers(), before);
+}
+
+TEST(StartupTest, TooLittlePinnedMemorySaysHowMuchWasAsked) {
+  const size_t before = cpu_live_buffers();
+  CpuDeviceOptions options;
+  // Room for the device buffers (allocated first) but not for the pinned ones.
+  options.memory_limit = 100'000'000;
+  EngineConfig config;
+  config.ring_size = 8;
+  config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 1000, 1080);
+  const std::string error = start_error(make_cpu_device(options), config);
+  // 8 slots x 2 pinned frames of 1080 rows of 4000 bytes.
+  EXPECT_NE(error.find("ring-size 8 needs 69.1 MB of pinned host memory"), std::string::npos)
+      << error;
+  EXPECT_EQ(cpu_live_buffers(), before);
+}
+
+TEST(StartupTest, MoreDeviceMemoryThanTheGpuHasIsRefusedBeforeAllocating) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  const size_t before = cuda_live_buffers();
+  EngineConfig config;
+  config.ring_size = 16;
+  // 16 slots x 2 x 8.6 GB: far beyond any GPU's memory today.
+  config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 65536, 32768);
+  const std::string error = start_error(make_cuda_device(0), config);
+  EXPECT_NE(error.find("ring-size 16 needs"), std::string::npos) << error;
+  EXPECT_NE(error.find("of device memory"), std::string::npos) << error;
+  EXPECT_EQ(cuda_live_buffers(), before);
+}
+
+TEST(StartupTest, AMissingCudaDeviceIsNamed) {
+  std::string why;
+  if (cuda_device_count(&why) > 0) {
+    // With a GPU, an out-of-range id is the refusal to check.
+    try {
+      make_cuda_device(1000);
+      FAIL() << "device 1000 accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CUDA device 1000 does not exist"), std::string::npos)
+          << e.what();
+    }
+    return;
+  }
+  try {
+    make_cuda_device(0);
+    FAIL() << "no device, yet make_cuda_device succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("no CUDA device: ", 0), 0u) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LifecycleTest,
+                         ::testing::Values(BackendKind::kCpu, BackendKind::kCuda),
+                         [](const auto& info) { return std::string(backend_name(info.param)); });
+
+}  // namespace
+}  // namespace cudaoverlap::test
