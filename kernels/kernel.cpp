@@ -4,6 +4,7 @@
 #include "copy.h"
 #include "error.h"
 #include "invert.h"
+#include "synthetic.h"
 
 namespace cudaoverlap {
 
@@ -13,6 +14,8 @@ const char* kernel_name(KernelId id) {
       return "copy";
     case KernelId::kInvert:
       return "invert";
+    case KernelId::kSynthetic:
+      return "synthetic";
   }
   return "unknown";
 }
@@ -21,6 +24,7 @@ std::string kernel_check(KernelId id, const ImageRef& in, const ImageRef& out) {
   switch (id) {
     case KernelId::kCopy:
     case KernelId::kInvert:
+    case KernelId::kSynthetic:
       if (in.format != out.format || in.width != out.width || in.height != out.height)
         return std::string("kernel '") + kernel_name(id) +
                "' needs the same format and size on input and output";
@@ -41,6 +45,9 @@ void run_kernel_reference(KernelId id, const KernelParams& params, const ImageRe
     case KernelId::kInvert:
       invert_reference(in, out);
       return;
+    case KernelId::kSynthetic:
+      synthetic_reference(in, out);
+      return;
   }
   throw Error("unknown kernel");
 }
@@ -57,6 +64,9 @@ void launch_kernel_cuda(KernelId id, const KernelParams& params, const ImageRef&
       return;
     case KernelId::kInvert:
       invert_cuda(in, out, params.inject_launch_failure, stream);
+      return;
+    case KernelId::kSynthetic:
+      synthetic_cuda(in, out, params.synthetic_us, params.inject_launch_failure, stream);
       return;
   }
   throw Error("unknown kernel");

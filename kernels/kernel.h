@@ -7,6 +7,7 @@
 // the tests build with the ordinary C++ compiler.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "video_format.h"
@@ -18,12 +19,15 @@ namespace cudaoverlap {
 enum class KernelId {
   kCopy,    // output = input, byte for byte
   kInvert,  // 255 - value on colour, luma and chroma samples; alpha/padding kept
+  kSynthetic,  // copy plus params.synthetic_us of GPU busy time (benchmarks)
 };
 
 const char* kernel_name(KernelId id);
 
 // Parameters every kernel receives. Kernels that take none ignore them.
 struct KernelParams {
+  // kSynthetic: how long the kernel keeps the compute stream busy per frame.
+  uint32_t synthetic_us = 0;
   // Test-only: make the launch itself fail (the CUDA launcher launches an
   // empty grid, which CUDA rejects; the CPU reference throws), so error
   // handling can be exercised through the real launch path.

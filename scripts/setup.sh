@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian packages), then configures and builds the
+# project in build/. Idempotent and quick when nothing changed. Used by the
+# README's two commands (scripts/demo.sh, scripts/test.sh); run it alone to
+# just build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  meson ninja-build pkg-config g++ python3
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  libgtest-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+  elif command -v sudo >/dev/null; then
+    sudo=(sudo)
+  else
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# nvcc is found on PATH or in the usual toolkit place; without it the build
+# has the cpu backend only (meson says so).
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
+options=()
+[ -n "${CI:-}" ] && options+=(-Dwerror=true)
+if [ ! -f build/build.ninja ]; then
+  meson setup build "${options[@]}" ${CUDAOVERLAP_MESON_OPTIONS:-}
+elif [ ${#options[@]} -gt 0 ]; then
+  meson configure build "${options[@]}" >/dev/null
+fi
+ninja -C build -j "${CUDAOVERLAP_JOBS:-2}"
