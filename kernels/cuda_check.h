@@ -26,14 +26,23 @@ inline std::string cuda_error_message(cudaError_t status, const char* expr, cons
          expr + " at " + where + ":" + std::to_string(line);
 }
 
+// A failed call also leaves its error in CUDA's per-thread "last error",
+// where the next launch check (cudaGetLastError) would find it and blame the
+// wrong kernel; reading it here clears it. Sticky errors stay in the context
+// whatever we do.
 inline void cuda_check(cudaError_t status, const char* expr, const char* file, int line) {
-  if (status != cudaSuccess) throw Error(cuda_error_message(status, expr, file, line));
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(cuda_error_message(status, expr, file, line));
+  }
 }
 
 inline void cuda_check_noexcept(cudaError_t status, const char* expr, const char* file,
                                 int line) noexcept {
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
     std::fprintf(stderr, "cudaoverlap: %s\n", cuda_error_message(status, expr, file, line).c_str());
+  }
 }
 
 }  // namespace cudaoverlap
