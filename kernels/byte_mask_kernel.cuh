@@ -64,12 +64,11 @@ void launch_byte_mask(const ImageRef& in, const ImageRef& out, const uint32_t* p
               static_cast<unsigned>(std::min<size_t>(rows, kMaxGridY)));
     // An empty grid is an invalid configuration: CUDA reports it at launch.
     if (inject_launch_failure) grid.x = 0;
-    const bool vector_ok =
-        aligned16(in.planes[p].data, in.planes[p].stride) &&
-        aligned16(out.planes[p].data, out.planes[p].stride);
+    const bool vector_ok = aligned16(in.planes[p].data, in.planes[p].stride) &&
+                           aligned16(out.planes[p].data, out.planes[p].stride);
     byte_mask_plane_kernel<<<grid, kThreads, 0, stream>>>(
-        in.planes[p].data, in.planes[p].stride, out.planes[p].data, out.planes[p].stride,
-        row_bytes, rows, plane_mask[p], vector_ok);
+        in.planes[p].data, in.planes[p].stride, out.planes[p].data, out.planes[p].stride, row_bytes,
+        rows, plane_mask[p], vector_ok);
     CO_CUDA_CHECK_LAUNCH("the byte mask kernel");
   }
 }

@@ -17,8 +17,8 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*
 namespace cudaoverlap {
 
 enum class KernelId {
-  kCopy,    // output = input, byte for byte
-  kInvert,  // 255 - value on colour, luma and chroma samples; alpha/padding kept
+  kCopy,       // output = input, byte for byte
+  kInvert,     // 255 - value on colour, luma and chroma samples; alpha/padding kept
   kSynthetic,  // copy plus params.synthetic_us of GPU busy time (benchmarks)
 };
 

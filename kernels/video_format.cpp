@@ -27,9 +27,7 @@ size_t round_up_shift(int value, int shift) {
 
 }  // namespace
 
-const FormatInfo& format_info(PixelFormat format) {
-  return kFormats[static_cast<int>(format)];
-}
+const FormatInfo& format_info(PixelFormat format) { return kFormats[static_cast<int>(format)]; }
 
 size_t plane_row_bytes(PixelFormat format, int plane, int width) {
   const FormatInfo& info = format_info(format);

@@ -154,8 +154,7 @@ class CpuStream final : public Stream {
         op = std::move(queue_.front());
         queue_.pop_front();
       }
-      if (max_delay_us_ > 0)
-        std::this_thread::sleep_for(std::chrono::microseconds(delay(random_)));
+      if (max_delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay(random_)));
       if (!error_.empty() && !op.always) continue;  // a failed stream does nothing more
       try {
         op.fn();

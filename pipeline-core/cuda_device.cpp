@@ -40,8 +40,7 @@ class CudaStreamImpl final : public Stream {
     CO_CUDA_CHECK(cudaEventRecord(static_cast<CudaEventImpl&>(event).get(), stream_.get()));
   }
   void wait(Event& event) override {
-    CO_CUDA_CHECK(
-        cudaStreamWaitEvent(stream_.get(), static_cast<CudaEventImpl&>(event).get(), 0));
+    CO_CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), static_cast<CudaEventImpl&>(event).get(), 0));
   }
   void synchronize() override { CO_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
@@ -110,8 +109,7 @@ int cuda_device_count(std::string* why) {
 std::unique_ptr<Device> make_cuda_device(int device_id) {
   std::string why;
   const int count = cuda_device_count(&why);
-  if (count == 0)
-    throw Error("no CUDA device: " + why + "; use backend=cpu to run without a GPU");
+  if (count == 0) throw Error("no CUDA device: " + why + "; use backend=cpu to run without a GPU");
   if (device_id < 0 || device_id >= count)
     throw Error("CUDA device " + std::to_string(device_id) + " does not exist: this machine has " +
                 std::to_string(count) + " (device-id 0 to " + std::to_string(count - 1) + ")");

@@ -123,7 +123,8 @@ void EngineCore::allocate() {
   const int n = config_.ring_size;
   const FrameLayout& in = config_.input;
   const FrameLayout& out = config_.output;
-  device_in_layout_ = FrameLayout::packed(in.format, in.width, in.height, kDeviceAlign, kDeviceAlign);
+  device_in_layout_ =
+      FrameLayout::packed(in.format, in.width, in.height, kDeviceAlign, kDeviceAlign);
   device_out_layout_ =
       FrameLayout::packed(out.format, out.width, out.height, kDeviceAlign, kDeviceAlign);
   staging_layout_ = FrameLayout::packed(in.format, in.width, in.height);
@@ -275,12 +276,27 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     lock.unlock();
 
     keep_alive.reset();  // its upload is long done; the producer may reuse it
-    if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
+    std::string consumer_failure;
+    try {
+      if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
+    } catch (const std::exception& e) {
+      // A consumer must not throw; if it does, the engine stops cleanly
+      // instead of letting the exception end the process.
+      consumer_failure = std::string("the consumer of frame ") + std::to_string(slot.sequence) +
+                         " failed: " + e.what();
+    }
     frame.release();  // a consumer that did not take the frame frees it here
 
     lock.lock();
     c.worker_busy_ = false;
+    const bool first = !consumer_failure.empty() && c.error_.empty();
+    if (first) c.error_ = consumer_failure;
     c.changed_.notify_all();
+    if (first && callbacks.on_error) {
+      lock.unlock();
+      callbacks.on_error(consumer_failure);
+      lock.lock();
+    }
   }
 }
 
@@ -310,8 +326,8 @@ void Engine::start() {
   for (const FrameLayout* layout : {&config_.input, &config_.output}) {
     const std::string problem = layout->validate();
     if (!problem.empty())
-      throw Error(std::string(layout == &config_.input ? "input" : "output") + " layout: " +
-                  problem);
+      throw Error(std::string(layout == &config_.input ? "input" : "output") +
+                  " layout: " + problem);
   }
   const std::string kernel_problem =
       kernel_check(config_.kernel, geometry_only(config_.input), geometry_only(config_.output));
@@ -332,9 +348,8 @@ Status Engine::submit(InputFrame frame) {
   {
     std::unique_lock<std::mutex> lock(c.mutex_);
     // Backpressure: wait for the consumer to release a slot.
-    c.changed_.wait(lock, [&] {
-      return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty();
-    });
+    c.changed_.wait(
+        lock, [&] { return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty(); });
     if (c.flushing_ || c.stopping_) return Status::kFlushing;
     if (!c.error_.empty()) return Status::kError;
     index = c.free_.front();

@@ -36,8 +36,7 @@ ImageRef FrameLayout::at(uint8_t* base) const {
 
 std::string FrameLayout::validate() const {
   if (width <= 0 || height <= 0)
-    return "frame size " + std::to_string(width) + "x" + std::to_string(height) +
-           " has no pixels";
+    return "frame size " + std::to_string(width) + "x" + std::to_string(height) + " has no pixels";
   for (int p = 0; p < n_planes(); ++p) {
     if (stride[p] < row_bytes(p))
       return "plane " + std::to_string(p) + " stride " + std::to_string(stride[p]) +

@@ -173,7 +173,8 @@ int run(int argc, char** argv) {
       size_t at = 0;
       while (at <= value.size()) {
         const size_t comma = value.find(',', at);
-        opt.sizes.push_back(value.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        opt.sizes.push_back(
+            value.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
         if (comma == std::string::npos) break;
         at = comma + 1;
       }
@@ -199,11 +200,13 @@ int run(int argc, char** argv) {
   }
 
   std::printf("cudaoverlap engine benchmark on %s\n", device->describe().c_str());
-  std::printf("%d frames a case after %d warm-up, ring-size %d, RGBA, pinned input; PCIe bound "
-              "%.0f GB/s each way\n\n",
-              opt.frames, opt.warmup, opt.ring, opt.pcie_gbps);
-  std::printf("| frame | kernel | mode | frames/s | H2D GB/s | D2H GB/s | %% of PCIe bound | "
-              "overlapped/serial | output |\n");
+  std::printf(
+      "%d frames a case after %d warm-up, ring-size %d, RGBA, pinned input; PCIe bound "
+      "%.0f GB/s each way\n\n",
+      opt.frames, opt.warmup, opt.ring, opt.pcie_gbps);
+  std::printf(
+      "| frame | kernel | mode | frames/s | H2D GB/s | D2H GB/s | %% of PCIe bound | "
+      "overlapped/serial | output |\n");
   std::printf("|---|---|---|---:|---:|---:|---:|---:|---|\n");
   bool all_ok = true;
   for (const std::string& name : opt.sizes) {

@@ -44,8 +44,8 @@ inline std::shared_ptr<Device> make_backend(std::string* why, BackendKind kind,
   return make_cuda_device(0);
 }
 
-#define CO_DEVICE_OR_SKIP(var, ...)                                   \
-  std::string var##_why;                                              \
+#define CO_DEVICE_OR_SKIP(var, ...)                                    \
+  std::string var##_why;                                               \
   std::shared_ptr<Device> var = make_backend(&var##_why, __VA_ARGS__); \
   if (!var) GTEST_SKIP() << "no CUDA device: " << var##_why
 
@@ -137,9 +137,11 @@ struct HostFrame {
 // the release barrier is exercised). Records sequences and any mismatch.
 class CheckingConsumer {
  public:
-  CheckingConsumer(KernelId kernel, FrameLayout layout, uint32_t max_hold_us = 0,
-                   uint64_t seed = 7)
-      : kernel_(kernel), layout_(layout), max_hold_us_(max_hold_us), random_(seed),
+  CheckingConsumer(KernelId kernel, FrameLayout layout, uint32_t max_hold_us = 0, uint64_t seed = 7)
+      : kernel_(kernel),
+        layout_(layout),
+        max_hold_us_(max_hold_us),
+        random_(seed),
         releaser_([this] { run(); }) {}
   ~CheckingConsumer() {
     {
@@ -242,12 +244,12 @@ class CheckingConsumer {
   std::mt19937_64 random_;  // releaser thread only
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<OutputFrame> held_;        // guarded by mutex_
-  std::vector<uint64_t> order_;         // guarded by mutex_
+  std::deque<OutputFrame> held_;         // guarded by mutex_
+  std::vector<uint64_t> order_;          // guarded by mutex_
   std::vector<std::string> mismatches_;  // guarded by mutex_
-  std::vector<std::string> errors_;     // guarded by mutex_
-  bool stopping_ = false;               // guarded by mutex_
-  bool releasing_ = false;              // guarded by mutex_
+  std::vector<std::string> errors_;      // guarded by mutex_
+  bool stopping_ = false;                // guarded by mutex_
+  bool releasing_ = false;               // guarded by mutex_
   std::thread releaser_;
 };
 

@@ -51,14 +51,13 @@ TEST_P(BarrierTest, TakingTheBarrierOutIsNoticed) {
   EXPECT_EQ(r.live_users, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Engine, BarrierTest,
-    ::testing::Values(BarrierCase{Barrier::kUploaded, "uploaded"},
-                      BarrierCase{Barrier::kComputed, "computed"},
-                      BarrierCase{Barrier::kDownloaded, "downloaded"},
-                      BarrierCase{Barrier::kRelease, "release"},
-                      BarrierCase{Barrier::kKeepAlive, "keep_alive"}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Engine, BarrierTest,
+                         ::testing::Values(BarrierCase{Barrier::kUploaded, "uploaded"},
+                                           BarrierCase{Barrier::kComputed, "computed"},
+                                           BarrierCase{Barrier::kDownloaded, "downloaded"},
+                                           BarrierCase{Barrier::kRelease, "release"},
+                                           BarrierCase{Barrier::kKeepAlive, "keep_alive"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace cudaoverlap::test

@@ -49,7 +49,8 @@ class GpuKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
 // Runs `kernel` on `device` and returns the host copy of its output.
 std::vector<uint8_t> run_on_device(Device& device, KernelId kernel, const HostFrame& host,
-                                   const FrameLayout& device_layout, const FrameLayout& out_layout) {
+                                   const FrameLayout& device_layout,
+                                   const FrameLayout& out_layout) {
   auto pinned_in = device.alloc_pinned(host.layout.size);
   auto pinned_out = device.alloc_pinned(out_layout.size);
   auto dev_in = device.alloc_device(device_layout.size);

@@ -140,6 +140,36 @@ TEST_P(LifecycleTest, StopAndDestructionWithFramesInFlightLoseNothingAndLeakNoth
   }
 }
 
+TEST_P(LifecycleTest, AConsumerThatThrowsStopsTheEngineInsteadOfTheProcess) {
+  CO_DEVICE_OR_SKIP(device, GetParam());
+  LiveCounter users;
+  {
+    std::mutex mutex;
+    std::condition_variable reported;
+    std::string reported_error;
+    EngineCallbacks cb;
+    cb.on_frame = [](OutputFrame f) {
+      if (f.sequence() == 2) throw std::runtime_error("downstream blew up");
+    };
+    cb.on_error = [&](const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex);
+      reported_error = message;
+      reported.notify_all();
+    };
+    Engine engine(device, make_config(3), cb);
+    engine.start();
+    Status status = Status::kOk;
+    for (int i = 0; i < 10 && status == Status::kOk; ++i) status = submit_frame(engine, i, users);
+    if (status == Status::kOk) status = engine.drain();
+    EXPECT_EQ(status, Status::kError);
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(reported.wait_for(lock, 10s, [&] { return !reported_error.empty(); }));
+    EXPECT_EQ(reported_error, "the consumer of frame 2 failed: downstream blew up");
+    EXPECT_EQ(engine.error(), reported_error);
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
 // ---------------------------------------------------------------------------
 // Failures
 

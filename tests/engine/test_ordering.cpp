@@ -46,8 +46,8 @@ void run_frames(const OrderingCase& c, const FrameLayout& layout, KernelId kerne
 TEST_P(OrderingTest, TenThousandPatternedFramesArriveIntactAndInOrder) {
   const OrderingCase& c = GetParam();
   // An odd-sized NV12 frame: two planes, odd chroma rounding, padded input.
-  run_frames(c, FrameLayout::packed(PixelFormat::kNV12, 33, 17), KernelId::kInvert, 10000,
-             false, 11 + c.ring_size);
+  run_frames(c, FrameLayout::packed(PixelFormat::kNV12, 33, 17), KernelId::kInvert, 10000, false,
+             11 + c.ring_size);
 }
 
 TEST_P(OrderingTest, ZeroCopyPinnedInputIsHeldUntilUploaded) {

@@ -98,7 +98,9 @@ TEST_P(RingTest, SlotsWrapAroundInOrderAndFramesKeepTheirOrder) {
 
 TEST_P(RingTest, EveryBufferIsFreedAfterTheEngineAndItsFramesAreGone) {
   CO_DEVICE_OR_SKIP(device, GetParam());
-  auto live = [&] { return GetParam() == BackendKind::kCpu ? cpu_live_buffers() : cuda_live_buffers(); };
+  auto live = [&] {
+    return GetParam() == BackendKind::kCpu ? cpu_live_buffers() : cuda_live_buffers();
+  };
   const size_t before = live();
   LiveCounter users;
   OutputFrame kept;
