@@ -1,0 +1,21 @@
+// Which device the element runs on: the `backend` and `device-id`
+// properties turned into a cudaoverlap::Device when the element starts
+// (READY->PAUSED). Kept apart from the element so the policy (auto falls
+// back to the cpu backend with a warning) reads in one place.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "device.h"
+#include "gstcudaoverlapenums.h"
+
+namespace cudaoverlap {
+
+// Throws Error with a sentence a user can act on (no CUDA device, device-id
+// out of range). `warning` receives a sentence when auto fell back to the
+// cpu backend, else stays empty.
+std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
+                                    std::string* warning);
+
+}  // namespace cudaoverlap

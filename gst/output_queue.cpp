@@ -1,0 +1,178 @@
+// See output_queue.h.
+#include "output_queue.h"
+
+#include <utility>
+
+namespace cudaoverlap {
+namespace {
+
+// Sticky events that describe the stream rather than a position in it; they
+// stay valid across a flush (as in GStreamer's queue element).
+bool survives_flush(GstEvent* event) {
+  return GST_EVENT_IS_STICKY(event) && GST_EVENT_TYPE(event) != GST_EVENT_SEGMENT &&
+         GST_EVENT_TYPE(event) != GST_EVENT_EOS;
+}
+
+}  // namespace
+
+OutputQueue::~OutputQueue() { clear(); }
+
+void OutputQueue::dispose(std::deque<OutputFrame>* frames, std::deque<GstEvent*>* events) {
+  frames->clear();
+  for (GstEvent* event : *events) gst_event_unref(event);
+  events->clear();
+}
+
+void OutputQueue::flush_locked(std::deque<OutputFrame>* dropped_frames,
+                               std::deque<GstEvent*>* dropped_events) {
+  flushing_ = true;
+  for (OutputFrame& frame : frames_) dropped_frames->push_back(std::move(frame));
+  frames_.clear();
+  std::deque<PendingEvent> kept;
+  for (PendingEvent& pending : events_) {
+    if (survives_flush(pending.event))
+      kept.push_back(PendingEvent{0, pending.event});
+    else
+      dropped_events->push_back(pending.event);
+  }
+  events_ = std::move(kept);
+}
+
+void OutputQueue::push_frame(OutputFrame frame, uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!flushing_ && epoch == epoch_) {
+      frames_.push_back(std::move(frame));
+      changed_.notify_all();
+      return;
+    }
+  }
+  frame.release();  // outside the lock: it drops the input buffer's reference
+}
+
+void OutputQueue::push_event(GstEvent* event, uint64_t after_frames) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!flushing_ || survives_flush(event)) {
+      events_.push_back(PendingEvent{flushing_ ? 0 : after_frames, event});
+      changed_.notify_all();
+      return;
+    }
+  }
+  gst_event_unref(event);
+}
+
+bool OutputQueue::pop(OutputItem* item) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (flushing_) return false;
+    if (!events_.empty() && events_.front().after_frames <= frames_popped_) {
+      item->event = events_.front().event;
+      events_.pop_front();
+      busy_ = true;
+      return true;
+    }
+    if (!frames_.empty()) {
+      item->frame = std::move(frames_.front());
+      frames_.pop_front();
+      ++frames_popped_;
+      busy_ = true;
+      return true;
+    }
+    changed_.wait(lock);
+  }
+}
+
+bool OutputQueue::done(GstFlowReturn flow) {
+  std::deque<OutputFrame> dropped_frames;
+  std::deque<GstEvent*> dropped_events;
+  bool eos_pending = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
+    if (flow != GST_FLOW_OK) {
+      for (const PendingEvent& pending : events_)
+        if (GST_EVENT_TYPE(pending.event) == GST_EVENT_EOS) eos_pending = true;
+      if (flow_ == GST_FLOW_OK) flow_ = flow;
+      flush_locked(&dropped_frames, &dropped_events);
+    }
+    changed_.notify_all();
+  }
+  dispose(&dropped_frames, &dropped_events);
+  return eos_pending;
+}
+
+void OutputQueue::fail(GstFlowReturn flow) {
+  std::deque<OutputFrame> dropped_frames;
+  std::deque<GstEvent*> dropped_events;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (flow_ == GST_FLOW_OK) flow_ = flow;
+    flush_locked(&dropped_frames, &dropped_events);
+    changed_.notify_all();
+  }
+  dispose(&dropped_frames, &dropped_events);
+}
+
+void OutputQueue::set_flushing() {
+  std::deque<OutputFrame> dropped_frames;
+  std::deque<GstEvent*> dropped_events;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush_locked(&dropped_frames, &dropped_events);
+    changed_.notify_all();
+  }
+  dispose(&dropped_frames, &dropped_events);
+}
+
+uint64_t OutputQueue::restart() {
+  std::deque<OutputFrame> dropped_frames;
+  uint64_t epoch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped_frames = std::move(frames_);
+    frames_.clear();
+    for (PendingEvent& pending : events_) pending.after_frames = 0;
+    frames_popped_ = 0;
+    epoch = ++epoch_;
+    flushing_ = false;
+    busy_ = false;
+    flow_ = GST_FLOW_OK;
+    changed_.notify_all();
+  }
+  dropped_frames.clear();
+  return epoch;
+}
+
+bool OutputQueue::wait_empty() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return flushing_ || (frames_.empty() && events_.empty() && !busy_); });
+  return !flushing_;
+}
+
+uint64_t OutputQueue::epoch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return epoch_;
+}
+
+GstFlowReturn OutputQueue::flow() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return flow_;
+}
+
+void OutputQueue::clear() {
+  std::deque<OutputFrame> dropped_frames;
+  std::deque<GstEvent*> dropped_events;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flushing_ = true;
+    dropped_frames = std::move(frames_);
+    frames_.clear();
+    for (PendingEvent& pending : events_) dropped_events.push_back(pending.event);
+    events_.clear();
+    changed_.notify_all();
+  }
+  dispose(&dropped_frames, &dropped_events);
+}
+
+}  // namespace cudaoverlap

@@ -1,0 +1,108 @@
+// The ordered hand-over between the engine and the element's src pad task.
+//
+// Finished frames arrive from the engine's worker thread (in submission
+// order); serialized events (SEGMENT, TAG, GAP, CAPS, EOS, custom ones)
+// arrive from the streaming thread. An event that arrived after input
+// frame N must go downstream after output frame N, so each event is tagged
+// with the number of frames submitted before it, and pop() hands it out only
+// once that many frames have been handed out. This keeps events in place
+// without draining the engine for each one (a drain per event would empty
+// the pipeline on every TAG or custom event).
+//
+// The queue also remembers downstream's last flow return, so that chain()
+// can return it to upstream on the next buffer.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+#include "engine.h"
+
+namespace cudaoverlap {
+
+// One thing for the src pad task to push: a frame or an event (owned).
+struct OutputItem {
+  OutputFrame frame;
+  GstEvent* event = nullptr;
+};
+
+class OutputQueue {
+ public:
+  OutputQueue() = default;
+  ~OutputQueue();
+  OutputQueue(const OutputQueue&) = delete;
+  OutputQueue& operator=(const OutputQueue&) = delete;
+
+  // Engine worker thread (on_frame). The frame is dropped at once (its slot
+  // freed) when it belongs to an older epoch or the queue is flushing.
+  void push_frame(OutputFrame frame, uint64_t epoch);
+
+  // Streaming thread. Takes `event`; it goes out after `after_frames`
+  // frames of the current epoch. While flushing, only sticky events other
+  // than SEGMENT and EOS are kept (for after the flush); others are dropped.
+  void push_event(GstEvent* event, uint64_t after_frames);
+
+  // Src pad task. Blocks until an item is due; false when flushing.
+  bool pop(OutputItem* item);
+
+  // Src pad task, after pushing what pop() gave: `flow` is downstream's
+  // answer (OK for events). A non-OK flow is remembered and makes the queue
+  // flush. Returns true when an EOS is still waiting in the queue, i.e.
+  // upstream has finished and will not see this flow return.
+  bool done(GstFlowReturn flow);
+
+  // Any thread: as done(flow) with a failure found elsewhere (engine error).
+  void fail(GstFlowReturn flow);
+
+  // Any thread: pop() and wait_empty() return false from now on, queued
+  // frames are dropped and only sticky events stay (see push_event).
+  void set_flushing();
+
+  // Streaming thread, with the src task paused or not started (FLUSH_STOP,
+  // pad activation): a new epoch starts, the flow return is OK again and
+  // kept sticky events go out before anything else. Returns the new epoch.
+  uint64_t restart();
+
+  // Streaming thread: blocks until everything queued has been pushed
+  // downstream (for serialized queries). False when flushing.
+  bool wait_empty();
+
+  // Streaming thread: the epoch frames submitted now belong to.
+  uint64_t epoch() const;
+  // Any thread: downstream's last non-OK flow return, or OK.
+  GstFlowReturn flow() const;
+
+  // Owner, with streaming and the task stopped: drops everything.
+  void clear();
+
+ private:
+  struct PendingEvent {
+    uint64_t after_frames;
+    GstEvent* event;
+  };
+
+  // Called with mutex_ held; moves what is dropped into `dropped` so that
+  // frames are released and events unreffed after the lock is let go.
+  void flush_locked(std::deque<OutputFrame>* dropped_frames, std::deque<GstEvent*>* dropped_events);
+  static void dispose(std::deque<OutputFrame>* frames, std::deque<GstEvent*>* events);
+
+  // Lock order: the element's engine lock (if held) before mutex_; no other
+  // lock is taken while mutex_ is held. Frames are released and events
+  // unreffed outside it, since both can call into other elements.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  // Guarded by mutex_.
+  std::deque<OutputFrame> frames_;
+  std::deque<PendingEvent> events_;
+  uint64_t frames_popped_ = 0;  // this epoch
+  uint64_t epoch_ = 0;
+  bool flushing_ = true;  // until the first restart()
+  bool busy_ = false;     // the task holds an item it has not pushed yet
+  GstFlowReturn flow_ = GST_FLOW_OK;
+};
+
+}  // namespace cudaoverlap

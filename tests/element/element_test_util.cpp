@@ -1,0 +1,299 @@
+// See element_test_util.h. Also initialises GStreamer once for the
+// whole executable.
+#include "element_test_util.h"
+
+#include <gst/check/gstharness.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "cuda_device.h"
+
+namespace cudaoverlap_test {
+namespace {
+
+class GstEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { gst_init(nullptr, nullptr); }
+};
+
+[[maybe_unused]] ::testing::Environment* const gst_environment =
+    ::testing::AddGlobalTestEnvironment(new GstEnvironment);
+
+// The tests' own plane geometry, written independently of the engine's.
+struct PlaneGeometry {
+  size_t row_bytes;
+  size_t rows;
+};
+
+std::vector<PlaneGeometry> planes_of(const GstVideoInfo& info) {
+  const size_t w = GST_VIDEO_INFO_WIDTH(&info);
+  const size_t h = GST_VIDEO_INFO_HEIGHT(&info);
+  const size_t cw = (w + 1) / 2;
+  const size_t ch = (h + 1) / 2;
+  switch (GST_VIDEO_INFO_FORMAT(&info)) {
+    case GST_VIDEO_FORMAT_GRAY8:
+      return {{w, h}};
+    case GST_VIDEO_FORMAT_NV12:
+      return {{w, h}, {cw * 2, ch}};
+    case GST_VIDEO_FORMAT_I420:
+      return {{w, h}, {cw, ch}, {cw, ch}};
+    default:
+      return {{w * 4, h}};
+  }
+}
+
+// Byte of a 4-byte pixel that holds alpha or padding; -1 when none.
+int alpha_byte(GstVideoFormat format) {
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGBA:
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_BGRx:
+      return 3;
+    case GST_VIDEO_FORMAT_ARGB:
+    case GST_VIDEO_FORMAT_ABGR:
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+void fill_random(uint8_t* data, size_t size, uint32_t seed) {
+  std::mt19937 random(seed);
+  for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(random() >> 24);
+}
+
+void set_timestamps(GstBuffer* buffer, const GstVideoInfo& info, uint64_t index) {
+  const GstClockTime duration =
+      GST_VIDEO_INFO_FPS_N(&info) > 0
+          ? gst_util_uint64_scale_int(GST_SECOND, GST_VIDEO_INFO_FPS_D(&info),
+                                      GST_VIDEO_INFO_FPS_N(&info))
+          : GST_MSECOND;
+  GST_BUFFER_PTS(buffer) = index * duration;
+  GST_BUFFER_DURATION(buffer) = duration;
+}
+
+}  // namespace
+
+std::string test_backend() {
+  const char* backend = g_getenv("CUDAOVERLAP_TEST_BACKEND");
+  return backend != nullptr && *backend != '\0' ? backend : "cpu";
+}
+
+bool backend_available() {
+  return test_backend() != "cuda" || cudaoverlap::cuda_device_count() > 0;
+}
+
+GstElement* make_cudaoverlap(const std::vector<std::pair<std::string, std::string>>& properties) {
+  GstElement* element = gst_element_factory_make("cudaoverlap", nullptr);
+  if (element == nullptr) {
+    ADD_FAILURE() << "cudaoverlap not found: is GST_PLUGIN_PATH set to the build's gst/?";
+    return nullptr;
+  }
+  gst_util_set_object_arg(G_OBJECT(element), "backend", test_backend().c_str());
+  for (const auto& [name, value] : properties)
+    gst_util_set_object_arg(G_OBJECT(element), name.c_str(), value.c_str());
+  return element;
+}
+
+ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  const char* old = g_getenv(name);
+  had_old_ = old != nullptr;
+  if (had_old_) old_ = old;
+  g_setenv(name, value.c_str(), TRUE);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_old_)
+    g_setenv(name_.c_str(), old_.c_str(), TRUE);
+  else
+    g_unsetenv(name_.c_str());
+}
+
+GstVideoInfo video_info(GstVideoFormat format, int width, int height, int fps_n, int fps_d) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, width, height);
+  GST_VIDEO_INFO_FPS_N(&info) = fps_n;
+  GST_VIDEO_INFO_FPS_D(&info) = fps_d;
+  return info;
+}
+
+GstCaps* caps_of(const GstVideoInfo& info) { return gst_video_info_to_caps(&info); }
+
+GstBuffer* make_frame(const GstVideoInfo& info, uint32_t seed, uint64_t index) {
+  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstMapInfo map;
+  gst_buffer_map(buffer, &map, GST_MAP_WRITE);
+  fill_random(map.data, map.size, seed);
+  gst_buffer_unmap(buffer, &map);
+  set_timestamps(buffer, info, index);
+  return buffer;
+}
+
+GstBuffer* make_padded_frame(const GstVideoInfo& info, uint32_t seed, size_t extra_stride,
+                             uint64_t index) {
+  const std::vector<PlaneGeometry> planes = planes_of(info);
+  gsize offsets[GST_VIDEO_MAX_PLANES] = {};
+  gint strides[GST_VIDEO_MAX_PLANES] = {};
+  size_t at = 64;  // a gap before the first plane too
+  for (size_t p = 0; p < planes.size(); ++p) {
+    offsets[p] = at;
+    strides[p] = static_cast<gint>(GST_VIDEO_INFO_PLANE_STRIDE(&info, p) + extra_stride);
+    at += static_cast<size_t>(strides[p]) * planes[p].rows + 128;
+  }
+  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, at, nullptr);
+  GstMapInfo map;
+  gst_buffer_map(buffer, &map, GST_MAP_WRITE);
+  fill_random(map.data, map.size, seed);
+  gst_buffer_unmap(buffer, &map);
+  gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&info),
+                                 GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
+                                 GST_VIDEO_INFO_N_PLANES(&info), offsets, strides);
+  set_timestamps(buffer, info, index);
+  return buffer;
+}
+
+const char* kernel_nick(Kernel kernel) { return kernel == Kernel::kCopy ? "copy" : "invert"; }
+
+std::string compare_frames(const GstVideoInfo& info, GstBuffer* input, GstBuffer* output,
+                           Kernel kernel) {
+  GstVideoInfo copy = info;
+  GstVideoFrame in, out;
+  if (!gst_video_frame_map(&in, &copy, input, GST_MAP_READ)) return "cannot map the input";
+  if (!gst_video_frame_map(&out, &copy, output, GST_MAP_READ)) {
+    gst_video_frame_unmap(&in);
+    return "cannot map the output (" + std::to_string(gst_buffer_get_size(output)) + " bytes)";
+  }
+  const int alpha = alpha_byte(GST_VIDEO_INFO_FORMAT(&info));
+  const std::vector<PlaneGeometry> planes = planes_of(info);
+  std::string problem;
+  for (size_t p = 0; p < planes.size() && problem.empty(); ++p) {
+    for (size_t y = 0; y < planes[p].rows && problem.empty(); ++y) {
+      const auto* a = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&in, p)) +
+                      y * GST_VIDEO_FRAME_PLANE_STRIDE(&in, p);
+      const auto* b = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&out, p)) +
+                      y * GST_VIDEO_FRAME_PLANE_STRIDE(&out, p);
+      for (size_t x = 0; x < planes[p].row_bytes; ++x) {
+        const bool keep =
+            kernel == Kernel::kCopy || (alpha >= 0 && static_cast<int>(x % 4) == alpha);
+        const uint8_t expected = keep ? a[x] : static_cast<uint8_t>(255 - a[x]);
+        if (b[x] != expected) {
+          char text[160];
+          std::snprintf(text, sizeof text, "plane %zu row %zu byte %zu: got %u, expected %u", p, y,
+                        x, b[x], expected);
+          problem = text;
+          break;
+        }
+      }
+    }
+  }
+  gst_video_frame_unmap(&out);
+  gst_video_frame_unmap(&in);
+  return problem;
+}
+
+PadRecorder::PadRecorder(GstPad* pad) : pad_(GST_PAD(gst_object_ref(pad))) {
+  probe_id_ = gst_pad_add_probe(pad_, GST_PAD_PROBE_TYPE_DATA_DOWNSTREAM, probe, this, nullptr);
+}
+
+PadRecorder::~PadRecorder() {
+  gst_pad_remove_probe(pad_, probe_id_);
+  gst_object_unref(pad_);
+  for (GstBuffer* buffer : buffers_) gst_buffer_unref(buffer);
+}
+
+GstPadProbeReturn PadRecorder::probe(GstPad*, GstPadProbeInfo* info, gpointer user_data) {
+  auto* self = static_cast<PadRecorder*>(user_data);
+  std::string item;
+  GstBuffer* buffer = nullptr;
+  if (GstBuffer* b = GST_PAD_PROBE_INFO_BUFFER(info);
+      (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) && b != nullptr) {
+    item = "buffer " + std::to_string(GST_BUFFER_PTS(b) / GST_MSECOND);
+    buffer = gst_buffer_ref(b);
+  } else if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) {
+    GstEvent* event = GST_PAD_PROBE_INFO_EVENT(info);
+    const GstStructure* s = gst_event_get_structure(event);
+    if (GST_EVENT_TYPE(event) == GST_EVENT_CUSTOM_DOWNSTREAM && s != nullptr)
+      item = std::string("event ") + gst_structure_get_name(s);
+    else
+      item = std::string("event ") + GST_EVENT_TYPE_NAME(event);
+  } else {
+    return GST_PAD_PROBE_OK;
+  }
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->items_.push_back(item);
+    if (buffer) self->buffers_.push_back(buffer);
+  }
+  self->changed_.notify_all();
+  return GST_PAD_PROBE_OK;
+}
+
+std::vector<std::string> PadRecorder::items() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return items_;
+}
+
+std::vector<GstBuffer*> PadRecorder::buffers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return buffers_;
+}
+
+bool PadRecorder::wait_for(const std::string& item, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    for (const std::string& seen : items_)
+      if (seen == item) return true;
+    return false;
+  });
+}
+
+BusWatch::BusWatch(GstElement* element)
+    : element_(GST_ELEMENT(gst_object_ref(element))), bus_(gst_bus_new()) {
+  gst_element_set_bus(element_, bus_);
+}
+
+BusWatch::~BusWatch() {
+  gst_element_set_bus(element_, nullptr);
+  gst_object_unref(bus_);
+  gst_object_unref(element_);
+}
+
+std::string BusWatch::wait_message(GstMessageType type, std::chrono::milliseconds timeout) {
+  GstMessage* message = gst_bus_timed_pop_filtered(
+      bus_, static_cast<GstClockTime>(timeout.count()) * GST_MSECOND, type);
+  if (message == nullptr) return {};
+  GError* error = nullptr;
+  gchar* debug = nullptr;
+  if (type == GST_MESSAGE_ERROR)
+    gst_message_parse_error(message, &error, &debug);
+  else
+    gst_message_parse_warning(message, &error, &debug);
+  std::string text = error != nullptr ? error->message : "";
+  g_clear_error(&error);
+  g_free(debug);
+  gst_message_unref(message);
+  return text;
+}
+
+void run_or_die(const char* what, std::chrono::milliseconds timeout,
+                const std::function<void()>& work) {
+  std::packaged_task<void()> task(work);
+  std::future<void> done = task.get_future();
+  std::thread thread(std::move(task));
+  if (done.wait_for(timeout) != std::future_status::ready) {
+    std::fprintf(stderr, "DEADLOCK: %s did not finish within %lld ms\n", what,
+                 static_cast<long long>(timeout.count()));
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  thread.join();
+  done.get();
+}
+
+}  // namespace cudaoverlap_test
