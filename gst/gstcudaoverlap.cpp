@@ -54,6 +54,7 @@
 #include "engine.h"
 #include "error.h"
 #include "gstcudaoverlapenums.h"
+#include "input_frame.h"
 #include "output_buffer.h"
 #include "output_queue.h"
 #include "video_mapping.h"
@@ -80,33 +81,6 @@ enum {
   PROP_MODE,
   PROP_BACKEND,
   PROP_DEVICE_ID,
-};
-
-// What travels with a frame through the engine (InputFrame::user): the
-// input buffer, whose timestamps, flags and metas go onto the output, and
-// how to wrap the output.
-struct FrameInfo {
-  explicit FrameInfo(GstBuffer* buffer) : input(buffer) {}
-  ~FrameInfo() {
-    if (input) gst_buffer_unref(input);
-  }
-  FrameInfo(const FrameInfo&) = delete;
-  FrameInfo& operator=(const FrameInfo&) = delete;
-
-  // Owned; dropped by the src task as soon as its metadata is copied, so
-  // upstream's buffers are not held while downstream holds the output.
-  GstBuffer* input;
-  uint64_t epoch = 0;
-  std::shared_ptr<const OutputFormat> format;
-};
-
-// Unmaps a GstVideoFrame on every path out of chain().
-struct MappedFrame {
-  GstVideoFrame frame;
-  bool mapped = false;
-  ~MappedFrame() {
-    if (mapped) gst_video_frame_unmap(&frame);
-  }
 };
 
 GstStaticPadTemplate sink_template =
@@ -385,27 +359,8 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
   }
 
   const GstVideoInfo& in = priv->in_info;
-  if (gst_buffer_get_video_meta(buffer) == nullptr &&
-      gst_buffer_get_size(buffer) < GST_VIDEO_INFO_SIZE(&in)) {
-    GST_CUDA_OVERLAP_ERROR(
-        self, STREAM, FORMAT,
-        "cudaoverlap received a buffer of " + std::to_string(gst_buffer_get_size(buffer)) +
-            " bytes, but its caps (" + gst_cuda_overlap_video_description(in) + ") need " +
-            std::to_string(GST_VIDEO_INFO_SIZE(&in)) +
-            " bytes: the element before it sends truncated frames or wrong caps");
-    return GST_FLOW_ERROR;
-  }
-  MappedFrame mapped;
-  mapped.mapped = gst_video_frame_map(&mapped.frame, &in, buffer, GST_MAP_READ);
-  std::string problem;
-  if (!mapped.mapped)
-    problem = "it could not be mapped for reading";
-  else if (GST_VIDEO_FRAME_WIDTH(&mapped.frame) != GST_VIDEO_INFO_WIDTH(&in) ||
-           GST_VIDEO_FRAME_HEIGHT(&mapped.frame) != GST_VIDEO_INFO_HEIGHT(&in) ||
-           GST_VIDEO_FRAME_FORMAT(&mapped.frame) != GST_VIDEO_INFO_FORMAT(&in))
-    problem = "its GstVideoMeta does not describe the caps' format and size";
-  else
-    problem = check_frame_extent(mapped.frame, priv->in_layout);
+  MappedInput mapped;
+  const std::string problem = mapped.map(buffer, in, priv->in_layout);
   if (!problem.empty()) {
     GST_CUDA_OVERLAP_ERROR(self, STREAM, FORMAT,
                            "cudaoverlap received a buffer smaller than its caps (" +
@@ -417,7 +372,7 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
   info->epoch = priv->queue.epoch();
   info->format = priv->out_format;
   InputFrame input;
-  input.image = image_from_frame(mapped.frame, priv->in_layout.format);
+  input.image = mapped.image(priv->in_layout.format);
   input.pinned = false;  // staged inside submit(), so the frame is unmapped right after
   input.user = std::move(info);
   const Status status = priv->engine->submit(std::move(input));

@@ -18,6 +18,24 @@
 
 namespace cudaoverlap {
 
+// What travels with a frame through the engine (InputFrame::user): the
+// input buffer, whose timestamps, flags and metas go onto the output, and
+// how to wrap the output.
+struct FrameInfo {
+  explicit FrameInfo(GstBuffer* buffer) : input(buffer) {}
+  ~FrameInfo() {
+    if (input) gst_buffer_unref(input);
+  }
+  FrameInfo(const FrameInfo&) = delete;
+  FrameInfo& operator=(const FrameInfo&) = delete;
+
+  // Owned; dropped by the src task as soon as its metadata is copied, so
+  // upstream's buffers are not held while downstream holds the output.
+  GstBuffer* input;
+  uint64_t epoch = 0;
+  std::shared_ptr<const OutputFormat> format;
+};
+
 struct OutputBufferCount;  // output_buffer.cpp
 
 class OutputBuffers {

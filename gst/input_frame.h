@@ -1,0 +1,34 @@
+// One input buffer mapped for Engine::submit(): checks that the buffer holds
+// the whole frame its caps (or GstVideoMeta) describe, and unmaps on every
+// path out of chain(). Sink side of the data flow; no engine calls here.
+#pragma once
+
+#include <gst/video/video.h>
+
+#include <string>
+
+#include "frame_layout.h"
+
+namespace cudaoverlap {
+
+class MappedInput {
+ public:
+  MappedInput() = default;
+  MappedInput(const MappedInput&) = delete;
+  MappedInput& operator=(const MappedInput&) = delete;
+  ~MappedInput();
+
+  // Maps `buffer` for reading as `info`. Returns an empty string on success,
+  // else why the buffer cannot be a frame of `info` (too small, a video meta
+  // that disagrees with the caps, strides shorter than a row), for an error
+  // message that continues "…say: <reason>".
+  std::string map(GstBuffer* buffer, const GstVideoInfo& info, const FrameLayout& geometry);
+  // The mapped planes, honouring any GstVideoMeta strides and offsets.
+  ImageRef image(PixelFormat format) const;
+
+ private:
+  GstVideoFrame frame_{};
+  bool mapped_ = false;
+};
+
+}  // namespace cudaoverlap
