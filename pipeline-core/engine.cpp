@@ -269,9 +269,12 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
       continue;
     }
     c.in_flight_.pop_front();
+    // The consumer may release the frame at once, and the slot be reused by
+    // the next submit(): nothing of the slot is read after the callback.
+    const uint64_t sequence = slot.sequence;
     if (c.config_.disabled_barrier == Barrier::kRelease) c.free_.push_back(index);
     std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
-    OutputFrame frame(core, index, slot.sequence, c.config_.output.at(slot.pinned_out->data()),
+    OutputFrame frame(core, index, sequence, c.config_.output.at(slot.pinned_out->data()),
                       std::move(slot.user));
     lock.unlock();
 
@@ -282,7 +285,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     } catch (const std::exception& e) {
       // A consumer must not throw; if it does, the engine stops cleanly
       // instead of letting the exception end the process.
-      consumer_failure = std::string("the consumer of frame ") + std::to_string(slot.sequence) +
+      consumer_failure = std::string("the consumer of frame ") + std::to_string(sequence) +
                          " failed: " + e.what();
     }
     frame.release();  // a consumer that did not take the frame frees it here

@@ -145,25 +145,38 @@ TEST_P(LifecycleTest, AConsumerThatThrowsStopsTheEngineInsteadOfTheProcess) {
   LiveCounter users;
   {
     std::mutex mutex;
-    std::condition_variable reported;
+    std::condition_variable changed;
     std::string reported_error;
+    int submitted = 0;
     EngineCallbacks cb;
-    cb.on_frame = [](OutputFrame f) {
-      if (f.sequence() == 2) throw std::runtime_error("downstream blew up");
+    // Frame 2's consumer frees its slot, waits until the producer has put
+    // frame 3 into that very slot (ring 1), then throws: an engine that read
+    // the slot after the callback would blame frame 3.
+    cb.on_frame = [&](OutputFrame f) {
+      if (f.sequence() != 2) return;
+      f.release();
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait_for(lock, 5s, [&] { return submitted >= 4; });
+      throw std::runtime_error("downstream blew up");
     };
     cb.on_error = [&](const std::string& message) {
       std::lock_guard<std::mutex> lock(mutex);
       reported_error = message;
-      reported.notify_all();
+      changed.notify_all();
     };
-    Engine engine(device, make_config(3), cb);
+    Engine engine(device, make_config(1), cb);
     engine.start();
     Status status = Status::kOk;
-    for (int i = 0; i < 10 && status == Status::kOk; ++i) status = submit_frame(engine, i, users);
+    for (int i = 0; i < 10 && status == Status::kOk; ++i) {
+      status = submit_frame(engine, i, users);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (status == Status::kOk) ++submitted;
+      changed.notify_all();
+    }
     if (status == Status::kOk) status = engine.drain();
     EXPECT_EQ(status, Status::kError);
     std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(reported.wait_for(lock, 10s, [&] { return !reported_error.empty(); }));
+    ASSERT_TRUE(changed.wait_for(lock, 10s, [&] { return !reported_error.empty(); }));
     EXPECT_EQ(reported_error, "the consumer of frame 2 failed: downstream blew up");
     EXPECT_EQ(engine.error(), reported_error);
   }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine without GStreamer needs to run this project's
+# tests, benchmark and pipelines into .gpu/ (ignored by git, small enough to
+# carry): the GStreamer runtime with our plugin (../shared/gpu/bundle-gst.sh),
+# and the test and benchmark binaries, stripped, plus any library they need
+# that the runtime bundle lacks. On the GPU machine, from the repository root:
+#   . .gpu/gst/env.sh; .gpu/bin/test_ordering; .gpu/bin/cudaoverlap-bench
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f build/gst/libgstcudaoverlap.so ] || scripts/setup.sh
+# coretracers: the leaks and latency tracers the tests and measurements use.
+../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
+  /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstcoretracers.so
+mkdir -p .gpu/bin
+bins=(build/tests/engine/test_* build/tests/element/element-tests build/tests/bench/cudaoverlap-bench)
+for f in "${bins[@]}"; do
+  [ -f "$f" ] && [ -x "$f" ] || continue
+  strip --strip-debug -o ".gpu/bin/$(basename "$f")" "$f"
+done
+skip='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|linux-vdso|libcuda|libnvidia-.*|libcudart)\.so'
+for f in .gpu/bin/*; do ldd "$f" | awk '/=> \//{print $1" "$3}'; done | sort -u |
+  while read -r name path; do
+    [[ $name =~ $skip ]] && continue
+    [ -e ".gpu/gst/lib/$name" ] || cp -L "$path" ".gpu/gst/lib/$name"
+  done
+du -sh .gpu | awk '{print "gpu-bundle: " $1 " in .gpu"}'
