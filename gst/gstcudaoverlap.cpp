@@ -55,8 +55,10 @@
 #include "error.h"
 #include "gstcudaoverlapenums.h"
 #include "input_frame.h"
+#include "kernel_properties.h"
 #include "output_buffer.h"
 #include "output_queue.h"
+#include "stats.h"
 #include "video_mapping.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_overlap_debug);
@@ -99,6 +101,7 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
+  KernelProperties kernel_props;  // video-direction, brightness, …
 
   // Also guarded by the object lock: read by queries on any thread.
   gint fps_n = 0;
@@ -128,6 +131,7 @@ struct GstCudaOverlapPrivate {
 
   OutputQueue queue;
   OutputBuffers outputs;
+  Instruments instruments;  // stats, trace, QoS, measured latency: its own locks
 };
 
 struct _GstCudaOverlap {
@@ -201,7 +205,9 @@ static bool gst_cuda_overlap_start(GstCudaOverlap* self) {
     return false;
   }
   GST_INFO_OBJECT(self, "running on %s", priv->device->describe().c_str());
-  return true;
+  const std::string problem = priv->instruments.start(GST_ELEMENT(self));  // stats, trace-file
+  if (!problem.empty()) GST_CUDA_OVERLAP_ERROR(self, RESOURCE, OPEN_WRITE, problem);
+  return problem.empty();
 }
 
 // PAUSED->READY (and finalize): mirrors start(). Safe to call twice.
@@ -213,6 +219,7 @@ static void gst_cuda_overlap_stop(GstCudaOverlap* self) {
     priv->flushing = false;
   }
   priv->queue.clear();
+  priv->instruments.stop();
   priv->device.reset();
   priv->out_format.reset();
   priv->submitted = 0;
@@ -271,13 +278,15 @@ static bool gst_cuda_overlap_configure(GstCudaOverlap* self, GstCaps* caps) {
   EngineConfig config;
   config.ring_size = priv->ring_size;
   config.mode = mode_from_gst(priv->mode);
+  config.timing = true;  // device stage times for `stats` and `trace-file`
+  priv->kernel_props.apply(&config.params);
   GST_OBJECT_UNLOCK(self);
 
   auto out = std::make_shared<OutputFormat>();
-  if (!output_info_for(kernel, in, &out->info)) {
-    GST_CUDA_OVERLAP_ERROR(self, STREAM, FORMAT,
-                           std::string("kernel '") + kernel_name(kernel) + "' cannot process " +
-                               gst_cuda_overlap_video_description(in));
+  const std::string refused =
+      negotiate_output(kernel, in, self->srcpad, &config.params, &out->info);
+  if (!refused.empty()) {
+    GST_CUDA_OVERLAP_ERROR(self, STREAM, FORMAT, refused);
     return false;
   }
   out->layout = layout_from_info(out->info);
@@ -288,7 +297,8 @@ static bool gst_cuda_overlap_configure(GstCudaOverlap* self, GstCaps* caps) {
   const FrameLayout in_layout = layout_from_info(in);
   const bool same_geometry = priv->engine && priv->in_layout.format == in_layout.format &&
                              priv->in_layout.width == in_layout.width &&
-                             priv->in_layout.height == in_layout.height;
+                             priv->in_layout.height == in_layout.height && priv->out_format &&
+                             same_output(priv->out_format->info, out->info);
   if (!same_geometry) {
     if (!priv->device) {
       GST_CUDA_OVERLAP_ERROR(self, CORE, STATE_CHANGE,
@@ -337,6 +347,7 @@ static bool gst_cuda_overlap_configure(GstCudaOverlap* self, GstCaps* caps) {
 
 static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* buffer) {
   GstCudaOverlapPrivate* priv = self->priv;
+  const int64_t arrived_ns = host_now_ns();  // the element's latency starts here
   // Owns the buffer from here on, on every path.
   auto info = std::make_shared<FrameInfo>(buffer);
 
@@ -357,6 +368,8 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
             "; put videoconvert before it");
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  // QoS: a frame downstream would show too late is dropped before it costs an upload.
+  if (priv->instruments.drop_late(GST_ELEMENT(self), buffer)) return GST_FLOW_OK;
 
   const GstVideoInfo& in = priv->in_info;
   MappedInput mapped;
@@ -375,10 +388,12 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
   input.image = mapped.image(priv->in_layout.format);
   input.pinned = false;  // staged inside submit(), so the frame is unmapped right after
   input.user = std::move(info);
+  input.arrived_ns = arrived_ns;
   const Status status = priv->engine->submit(std::move(input));
   switch (status) {
     case Status::kOk:
       ++priv->submitted;
+      priv->instruments.submitted();
       return priv->queue.flow();
     case Status::kFlushing: {
       const GstFlowReturn downstream = priv->queue.flow();
@@ -407,6 +422,7 @@ static void gst_cuda_overlap_loop(gpointer user_data);
 
 static gboolean gst_cuda_overlap_handle_sink_event(GstCudaOverlap* self, GstEvent* event) {
   GstCudaOverlapPrivate* priv = self->priv;
+  priv->instruments.sink_event(event);  // SEGMENT for QoS, FLUSH_STOP for the counters
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START: {
       {
@@ -459,8 +475,10 @@ static gboolean gst_cuda_overlap_handle_sink_event(GstCudaOverlap* self, GstEven
       }
       GST_OBJECT_LOCK(self);
       const KernelId kernel = kernel_from_gst(priv->kernel);
+      KernelParams params;
+      priv->kernel_props.apply(&params);
       GST_OBJECT_UNLOCK(self);
-      GstCaps* out_caps = transform_caps(kernel, GST_PAD_SINK, caps);
+      GstCaps* out_caps = transform_caps(kernel, params, GST_PAD_SINK, caps);
       if (!gst_caps_is_equal(out_caps, caps)) {
         gst_event_unref(event);
         gst_caps_unref(out_caps);
@@ -501,9 +519,11 @@ static gboolean gst_cuda_overlap_sink_event(GstPad*, GstObject* parent, GstEvent
 static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, GstCaps* filter) {
   GST_OBJECT_LOCK(self);
   const KernelId kernel = kernel_from_gst(self->priv->kernel);
+  KernelParams params;
+  self->priv->kernel_props.apply(&params);
   GST_OBJECT_UNLOCK(self);
-  return query_caps_through(kernel, pad, pad == self->sinkpad ? self->srcpad : self->sinkpad,
-                            filter);
+  return query_caps_through(kernel, params, pad,
+                            pad == self->sinkpad ? self->srcpad : self->sinkpad, filter);
 }
 
 static gboolean gst_cuda_overlap_common_query(GstCudaOverlap* self, GstPad* pad, GstQuery* query,
@@ -572,6 +592,11 @@ static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQ
 // ---------------------------------------------------------------------------
 // Src pad: the task that pushes, and queries
 
+static gboolean gst_cuda_overlap_src_event(GstPad* pad, GstObject* parent, GstEvent* event) {
+  GST_CUDA_OVERLAP(parent)->priv->instruments.src_event(event);  // QOS: drop late frames
+  return gst_pad_event_default(pad, parent, event);
+}
+
 static gboolean gst_cuda_overlap_src_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
   bool handled;
@@ -580,24 +605,13 @@ static gboolean gst_cuda_overlap_src_query(GstPad* pad, GstObject* parent, GstQu
   if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return gst_pad_query_default(pad, parent, query);
 
   if (!gst_pad_peer_query(self->sinkpad, query)) return FALSE;
-  gboolean live;
-  GstClockTime min, max;
-  gst_query_parse_latency(query, &live, &min, &max);
   GST_OBJECT_LOCK(self);
   const gint fps_n = self->priv->fps_n;
   const gint fps_d = self->priv->fps_d;
   const int ring_size = self->priv->ring_size;
   GST_OBJECT_UNLOCK(self);
-  // Own latency: a frame leaves once the pipeline behind it has filled (one
-  // frame), and up to ring-size frames can wait in it.
-  if (fps_n > 0 && fps_d > 0) {
-    const GstClockTime frame = gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n);
-    min += frame;
-    if (GST_CLOCK_TIME_IS_VALID(max)) max += frame * static_cast<GstClockTime>(ring_size);
-  }
-  GST_DEBUG_OBJECT(self, "latency: live %d, min %" GST_TIME_FORMAT ", max %" GST_TIME_FORMAT, live,
-                   GST_TIME_ARGS(min), GST_TIME_ARGS(max));
-  gst_query_set_latency(query, live, min, max);
+  // Own latency: min as measured (one frame until measured), max ring-size frames.
+  self->priv->instruments.add_own_latency(GST_ELEMENT(self), query, fps_n, fps_d, ring_size);
   return TRUE;
 }
 
@@ -632,7 +646,12 @@ static void gst_cuda_overlap_loop(gpointer user_data) {
     gst_pad_push_event(self->srcpad, item.event);
   } else {
     try {
-      flow = gst_pad_push(self->srcpad, gst_cuda_overlap_wrap_output(self, std::move(item.frame)));
+      const FrameTiming timing = item.frame.timing();
+      GstBuffer* buffer = gst_cuda_overlap_wrap_output(self, std::move(item.frame));
+      TimeSpan push{host_now_ns(), -1};
+      flow = gst_pad_push(self->srcpad, buffer);
+      push.end_ns = host_now_ns();
+      priv->instruments.pushed(GST_ELEMENT(self), timing, push);  // stats, trace, latency
     } catch (const std::exception& e) {
       GST_CUDA_OVERLAP_ERROR(self, STREAM, FAILED, std::string("cudaoverlap failed: ") + e.what());
       flow = GST_FLOW_ERROR;
@@ -720,7 +739,9 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
       priv->device_id = g_value_get_int(value);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      if (!set_kernel_property(&priv->kernel_props, kKernelPropertiesFirstId, prop_id, value) &&
+          !priv->instruments.set_property(prop_id, value))
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -748,7 +769,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       g_value_set_int(value, priv->device_id);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      if (!get_kernel_property(priv->kernel_props, kKernelPropertiesFirstId, prop_id, value) &&
+          !priv->instruments.get_property(prop_id, value))
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -775,6 +798,7 @@ static void gst_cuda_overlap_init(GstCudaOverlap* self) {
 
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
   gst_pad_set_query_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_src_query));
+  gst_pad_set_event_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_src_event));
   gst_pad_set_activatemode_function(self->srcpad,
                                     GST_DEBUG_FUNCPTR(gst_cuda_overlap_src_activate_mode));
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
@@ -818,20 +842,25 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
       g_param_spec_int("device-id", "Device ID",
                        "CUDA device to run on (as numbered by CUDA); ignored by the cpu backend", 0,
                        G_MAXINT, DEFAULT_DEVICE_ID, flags));
+  install_kernel_properties(gobject_class, kKernelPropertiesFirstId, flags);
+  Instruments::install_properties(gobject_class);  // stats, stats-interval, trace-file, qos
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "CUDA overlapped video filter", "Filter/Effect/Video/Hardware",
-      "Runs a kernel (copy, invert) on raw video on an NVIDIA GPU, with the upload, kernel and "
-      "download of consecutive frames overlapped on separate streams and ring-size frames in "
-      "flight; output is pushed from its own thread without a copy. Example: gst-launch-1.0 "
+      "Runs a kernel (copy, invert, flip, balance, blur, edge, convert) on raw video on an "
+      "NVIDIA GPU, with the upload, kernel and download of consecutive frames overlapped on "
+      "separate streams and ring-size frames in flight; output is pushed from its own thread "
+      "without a copy. Example: gst-launch-1.0 "
       "videotestsrc ! video/x-raw,format=RGBA ! cudaoverlap kernel=invert ! autovideosink",
       "cudaoverlap developers <dev@cudaoverlap.invalid>");
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_KERNEL, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_MODE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_BACKEND, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_VIDEO_DIRECTION,
+                              static_cast<GstPluginAPIFlags>(0));
   GST_DEBUG_CATEGORY_INIT(gst_cuda_overlap_debug, "cudaoverlap", 0,
                           "overlapped upload/kernel/download of raw video");
 }

@@ -1,5 +1,6 @@
-// The GEnum types behind the element's `kernel`, `mode` and `backend`
-// properties, and their translation to the engine's C++ enums.
+// The GEnum types behind the element's `kernel`, `mode`, `backend` and
+// `video-direction` properties, and their translation to the engine's C++
+// enums.
 //
 // They live apart from the element so gst-inspect's names and nicks are
 // defined in one place, and so tests can set properties by nick.
@@ -14,7 +15,26 @@ G_BEGIN_DECLS
 typedef enum {
   GST_CUDA_OVERLAP_KERNEL_COPY,
   GST_CUDA_OVERLAP_KERNEL_INVERT,
+  GST_CUDA_OVERLAP_KERNEL_FLIP,
+  GST_CUDA_OVERLAP_KERNEL_BALANCE,
+  GST_CUDA_OVERLAP_KERNEL_BLUR,
+  GST_CUDA_OVERLAP_KERNEL_EDGE,
+  GST_CUDA_OVERLAP_KERNEL_CONVERT,
 } GstCudaOverlapKernel;
+
+// videoflip's video-direction values and nicks (GstVideoOrientationMethod)
+// without `auto` and `custom`, which need tags or a matrix the element does
+// not take: GObject then refuses them when set.
+typedef enum {
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_90R,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_180,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_90L,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_HORIZ,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_VERT,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_UL_LR,
+  GST_CUDA_OVERLAP_VIDEO_DIRECTION_UR_LL,
+} GstCudaOverlapVideoDirection;
 
 typedef enum {
   GST_CUDA_OVERLAP_MODE_OVERLAPPED,
@@ -33,6 +53,8 @@ GType gst_cuda_overlap_kernel_get_type(void);
 GType gst_cuda_overlap_mode_get_type(void);
 #define GST_TYPE_CUDA_OVERLAP_BACKEND (gst_cuda_overlap_backend_get_type())
 GType gst_cuda_overlap_backend_get_type(void);
+#define GST_TYPE_CUDA_OVERLAP_VIDEO_DIRECTION (gst_cuda_overlap_video_direction_get_type())
+GType gst_cuda_overlap_video_direction_get_type(void);
 
 G_END_DECLS
 
@@ -40,5 +62,6 @@ namespace cudaoverlap {
 
 KernelId kernel_from_gst(GstCudaOverlapKernel kernel);
 Mode mode_from_gst(GstCudaOverlapMode mode);
+FlipDirection flip_direction_from_gst(GstCudaOverlapVideoDirection direction);
 
 }  // namespace cudaoverlap

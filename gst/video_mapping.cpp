@@ -87,39 +87,222 @@ std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& ge
   return {};
 }
 
-GstCaps* transform_caps(KernelId kernel, GstPadDirection, GstCaps* caps) {
+namespace {
+
+// videoflip's caps for the directions that swap axes: width and height
+// exchanged, and a fixed pixel-aspect-ratio inverted.
+GstCaps* swap_axes(GstCaps* caps) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* swapped = gst_caps_copy(caps);
+  for (guint i = 0; i < gst_caps_get_size(swapped); ++i) {
+    GstStructure* s = gst_caps_get_structure(swapped, i);
+    const GValue* width = gst_structure_get_value(s, "width");
+    const GValue* height = gst_structure_get_value(s, "height");
+    if (width != nullptr && height != nullptr) {
+      GValue w = G_VALUE_INIT;
+      GValue h = G_VALUE_INIT;
+      g_value_init(&w, G_VALUE_TYPE(width));
+      g_value_copy(width, &w);
+      g_value_init(&h, G_VALUE_TYPE(height));
+      g_value_copy(height, &h);
+      gst_structure_take_value(s, "width", &h);
+      gst_structure_take_value(s, "height", &w);
+    } else if (width != nullptr || height != nullptr) {
+      // Only one of them constrained: the other side's is unconstrained.
+      gst_structure_remove_fields(s, "width", "height", nullptr);
+    }
+    gint par_n, par_d;
+    if (gst_structure_get_fraction(s, "pixel-aspect-ratio", &par_n, &par_d))
+      gst_structure_set(s, "pixel-aspect-ratio", GST_TYPE_FRACTION, par_d, par_n, nullptr);
+  }
+  return swapped;
+}
+
+// convert: any of the formats, with the colorimetry and chroma siting that
+// go with the chosen one.
+GstCaps* any_format(GstCaps* caps) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* result = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    gst_structure_remove_fields(s, "format", "colorimetry", "chroma-site", nullptr);
+    GstCapsFeatures* features = gst_caps_get_features(caps, i);
+    result = gst_caps_merge_structure_full(result, s,
+                                           features ? gst_caps_features_copy(features) : nullptr);
+  }
+  return result;
+}
+
+bool is_yuv(const GstVideoInfo& info) {
+  return GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_NV12 ||
+         GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_I420;
+}
+
+}  // namespace
+
+GstCaps* transform_caps(KernelId kernel, const KernelParams& params, GstPadDirection,
+                        GstCaps* caps) {
   switch (kernel) {
     case KernelId::kCopy:
     case KernelId::kInvert:
     case KernelId::kSynthetic:
+    case KernelId::kBalance:
+    case KernelId::kBlur:
+    case KernelId::kEdge:
       return gst_caps_ref(caps);
+    case KernelId::kConvert:
+      return any_format(caps);
+    case KernelId::kFlip:
+      // Each swapping direction is its own inverse up to the pixels, so the
+      // same transform serves both pad directions.
+      return flip_swaps_size(params.flip) ? swap_axes(caps) : gst_caps_ref(caps);
   }
   return gst_caps_new_empty();
 }
 
-bool output_info_for(KernelId kernel, const GstVideoInfo& in, GstVideoInfo* out) {
+bool output_info_for(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
+                     GstVideoInfo* out) {
   switch (kernel) {
     case KernelId::kCopy:
     case KernelId::kInvert:
     case KernelId::kSynthetic:
+    case KernelId::kBalance:
+    case KernelId::kBlur:
+    case KernelId::kEdge:
+    case KernelId::kConvert:  // without a downstream preference, the input's format
       *out = in;
       return true;
+    case KernelId::kFlip: {
+      if (!flip_swaps_size(params.flip)) {
+        *out = in;
+        return true;
+      }
+      // Through caps, so the result is exactly what negotiation announces.
+      GstCaps* in_caps = gst_video_info_to_caps(&in);
+      GstCaps* out_caps = transform_caps(kernel, params, GST_PAD_SINK, in_caps);
+      const bool ok = gst_video_info_from_caps(out, out_caps);
+      gst_caps_unref(out_caps);
+      gst_caps_unref(in_caps);
+      return ok;
+    }
   }
   return false;
 }
 
-GstCaps* query_caps_through(KernelId kernel, GstPad* pad, GstPad* other, GstCaps* filter) {
+bool negotiate_output_info(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
+                           GstPad* srcpad, GstVideoInfo* out) {
+  if (kernel != KernelId::kConvert) return output_info_for(kernel, params, in, out);
+  GstCaps* in_caps = gst_video_info_to_caps(&in);
+  GstCaps* any = transform_caps(kernel, params, GST_PAD_SINK, in_caps);
+  GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
+  GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
+  GstCaps* peer = gst_pad_peer_query_caps(srcpad, allowed);
+  GstCaps* candidates = gst_caps_intersect_full(peer, allowed, GST_CAPS_INTERSECT_FIRST);
+  bool ok = false;
+  if (gst_caps_can_intersect(candidates, in_caps)) {
+    // Downstream takes the input as it is: no conversion (videoconvert's
+    // passthrough preference).
+    *out = in;
+    ok = true;
+  } else if (!gst_caps_is_empty(candidates)) {
+    // Downstream's first preference, fixated towards the input's values.
+    GstCaps* chosen = gst_caps_truncate(gst_caps_copy(candidates));
+    chosen = gst_caps_make_writable(chosen);
+    GstStructure* s = gst_caps_get_structure(chosen, 0);
+    const bool had_colorimetry = gst_structure_has_field(s, "colorimetry");
+    gst_structure_fixate_field_nearest_int(s, "width", GST_VIDEO_INFO_WIDTH(&in));
+    gst_structure_fixate_field_nearest_int(s, "height", GST_VIDEO_INFO_HEIGHT(&in));
+    gst_structure_fixate_field_nearest_fraction(s, "framerate", GST_VIDEO_INFO_FPS_N(&in),
+                                                GST_VIDEO_INFO_FPS_D(&in));
+    gst_structure_fixate_field_nearest_fraction(s, "pixel-aspect-ratio", GST_VIDEO_INFO_PAR_N(&in),
+                                                GST_VIDEO_INFO_PAR_D(&in));
+    chosen = gst_caps_fixate(chosen);
+    ok = gst_video_info_from_caps(out, chosen);
+    // Between YUV formats the colorimetry is kept unless downstream asks.
+    if (ok && !had_colorimetry && is_yuv(in) && is_yuv(*out)) out->colorimetry = in.colorimetry;
+    gst_caps_unref(chosen);
+  }
+  gst_caps_unref(candidates);
+  gst_caps_unref(peer);
+  gst_caps_unref(allowed);
+  gst_caps_unref(templ);
+  gst_caps_unref(any);
+  gst_caps_unref(in_caps);
+  return ok;
+}
+
+std::string complete_kernel_params(KernelId kernel, const GstVideoInfo& in, const GstVideoInfo& out,
+                                   KernelParams* params) {
+  auto side = [kernel](const GstVideoInfo& info, Colorimetry* c) -> std::string {
+    if (kernel != KernelId::kConvert || !is_yuv(info)) return {};
+    switch (info.colorimetry.matrix) {
+      case GST_VIDEO_COLOR_MATRIX_BT709:
+        c->matrix = YuvMatrix::kBT709;
+        break;
+      case GST_VIDEO_COLOR_MATRIX_BT601:
+      case GST_VIDEO_COLOR_MATRIX_UNKNOWN:
+        c->matrix = YuvMatrix::kBT601;
+        break;
+      default: {
+        gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
+        const std::string message = std::string(
+                                        "kernel 'convert' takes the BT.601 and BT.709 "
+                                        "matrices, not the one of colorimetry ") +
+                                    (text ? text : "?");
+        g_free(text);
+        return message;
+      }
+    }
+    c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+    return {};
+  };
+  std::string problem = side(in, &params->convert.in);
+  if (problem.empty()) problem = side(out, &params->convert.out);
+  if (!problem.empty()) return problem;
+  // The kernel's own check with every parameter known (the engine's start-up
+  // check sees formats and sizes only).
+  ImageRef a, b;
+  if (!pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &a.format) ||
+      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format))
+    return "cudaoverlap does not take this format";
+  a.width = GST_VIDEO_INFO_WIDTH(&in);
+  a.height = GST_VIDEO_INFO_HEIGHT(&in);
+  b.width = GST_VIDEO_INFO_WIDTH(&out);
+  b.height = GST_VIDEO_INFO_HEIGHT(&out);
+  return kernel_check(kernel, *params, a, b);
+}
+
+std::string negotiate_output(KernelId kernel, const GstVideoInfo& in, GstPad* srcpad,
+                             KernelParams* params, GstVideoInfo* out) {
+  if (!negotiate_output_info(kernel, *params, in, srcpad, out)) {
+    return std::string("kernel '") + kernel_name(kernel) +
+           "' cannot make anything downstream accepts from " +
+           std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
+           std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + GST_VIDEO_INFO_NAME(&in);
+  }
+  return complete_kernel_params(kernel, in, *out, params);
+}
+
+bool same_output(const GstVideoInfo& a, const GstVideoInfo& b) {
+  return GST_VIDEO_INFO_FORMAT(&a) == GST_VIDEO_INFO_FORMAT(&b) &&
+         GST_VIDEO_INFO_WIDTH(&a) == GST_VIDEO_INFO_WIDTH(&b) &&
+         GST_VIDEO_INFO_HEIGHT(&a) == GST_VIDEO_INFO_HEIGHT(&b) &&
+         gst_video_colorimetry_is_equal(&a.colorimetry, &b.colorimetry);
+}
+
+GstCaps* query_caps_through(KernelId kernel, const KernelParams& params, GstPad* pad, GstPad* other,
+                            GstCaps* filter) {
   GstCaps* templ = gst_pad_get_pad_template_caps(pad);
   GstCaps* other_templ = gst_pad_get_pad_template_caps(other);
   GstCaps* peer_filter = gst_caps_ref(other_templ);
   if (filter) {
-    GstCaps* transformed = transform_caps(kernel, GST_PAD_DIRECTION(pad), filter);
+    GstCaps* transformed = transform_caps(kernel, params, GST_PAD_DIRECTION(pad), filter);
     gst_caps_unref(peer_filter);
     peer_filter = gst_caps_intersect_full(transformed, other_templ, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(transformed);
   }
   GstCaps* peer = gst_pad_peer_query_caps(other, peer_filter);
-  GstCaps* back = transform_caps(kernel, GST_PAD_DIRECTION(other), peer);
+  GstCaps* back = transform_caps(kernel, params, GST_PAD_DIRECTION(other), peer);
   GstCaps* result = gst_caps_intersect_full(back, templ, GST_CAPS_INTERSECT_FIRST);
   if (filter) {
     GstCaps* filtered = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);

@@ -45,16 +45,20 @@ struct OutputFormat {
   bool default_layout = true;  // false would need a GstVideoMeta on each buffer
 };
 
-// The caps on the other side of the element for `kernel`, given `caps` on
-// the pad of direction `direction`. copy and invert keep format and size, so
-// they give `caps` back; kernels that scale or convert will differ here.
-// Transfer full.
-GstCaps* transform_caps(KernelId kernel, GstPadDirection direction, GstCaps* caps);
+// The caps on the other side of the element for `kernel` with `params`,
+// given `caps` on the pad of direction `direction`. convert takes any of
+// the formats at the same size (format, colorimetry and chroma-site are
+// dropped); copy, invert, balance, blur and edge keep format and size, so they give `caps` back;
+// flip swaps width and height (and inverts a fixed pixel-aspect-ratio) for the directions that swap
+// axes, as videoflip does. Transfer full.
+GstCaps* transform_caps(KernelId kernel, const KernelParams& params, GstPadDirection direction,
+                        GstCaps* caps);
 
 // The caps of `pad` that the peer of `other` (the element's other pad) can
 // take through `kernel`, limited to the pad templates and to `filter`.
 // Transfer full. Answers the CAPS query of either pad.
-GstCaps* query_caps_through(KernelId kernel, GstPad* pad, GstPad* other, GstCaps* filter);
+GstCaps* query_caps_through(KernelId kernel, const KernelParams& params, GstPad* pad, GstPad* other,
+                            GstCaps* filter);
 
 // ACCEPT_CAPS: `caps` are within `allowed` (from query_caps_through) and,
 // when fixed, describe a frame the engine can take.
@@ -65,7 +69,31 @@ bool caps_acceptable(GstCaps* caps, GstCaps* allowed);
 // query's caps are not raw video. (A later change makes the pool pinned.)
 bool propose_video_pool(GstQuery* query, guint min_buffers);
 
-// The output video info `kernel` produces from `in`. False when it cannot.
-bool output_info_for(KernelId kernel, const GstVideoInfo& in, GstVideoInfo* out);
+// The output video info `kernel` with `params` produces from `in`. False
+// when it cannot. For convert, without downstream's view: the input's format.
+bool output_info_for(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
+                     GstVideoInfo* out);
+
+// Like output_info_for, but convert asks the peer of `srcpad` what it takes:
+// the input's own format and colorimetry when downstream accepts them (no
+// conversion), else downstream's first preference fixated towards the
+// input's size and rate; between two YUV formats the input's colorimetry is
+// kept unless downstream fixes one. False when downstream takes nothing.
+bool negotiate_output_info(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
+                           GstPad* srcpad, GstVideoInfo* out);
+
+// Fills the parameters that come from the caps rather than from properties
+// (convert: each side's colorimetry) and runs the kernel's check with all of
+// them. Empty on success, else a sentence saying what is not supported.
+std::string complete_kernel_params(KernelId kernel, const GstVideoInfo& in, const GstVideoInfo& out,
+                                   KernelParams* params);
+
+// negotiate_output_info then complete_kernel_params: the output info and
+// the full parameters for `in`, or a sentence saying why there are none.
+std::string negotiate_output(KernelId kernel, const GstVideoInfo& in, GstPad* srcpad,
+                             KernelParams* params, GstVideoInfo* out);
+
+// Whether two output infos need the same engine (format, size, colorimetry).
+bool same_output(const GstVideoInfo& a, const GstVideoInfo& b);
 
 }  // namespace cudaoverlap

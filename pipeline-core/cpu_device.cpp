@@ -42,9 +42,15 @@ class CpuEvent final : public Event {
   }
   // Called on the recording stream's thread when the generation is reached.
   void complete(uint64_t generation, const std::string& error) {
+    // Taken before the generation is published, so a stream that waits on
+    // this event stamps its own later events no earlier than this one.
+    const int64_t now = host_now_ns();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (generation > completed_) completed_ = generation;
+      if (generation > completed_) {
+        completed_ = generation;
+        completed_at_ns_ = now;
+      }
       if (!error.empty() && error_.empty()) error_ = error;
     }
     done_.notify_all();
@@ -59,13 +65,19 @@ class CpuEvent final : public Event {
     const std::string error = wait_for(recorded());
     if (!error.empty()) throw Error(error);
   }
+  // Every cpu event keeps its time: a host clock read is all it costs.
+  int64_t completed_at_ns() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_ > 0 ? completed_at_ns_ : -1;
+  }
 
  private:
   mutable std::mutex mutex_;
   std::condition_variable done_;
-  uint64_t recorded_ = 0;   // guarded by mutex_
-  uint64_t completed_ = 0;  // guarded by mutex_
-  std::string error_;       // guarded by mutex_; sticky, like a CUDA error
+  uint64_t recorded_ = 0;         // guarded by mutex_
+  uint64_t completed_ = 0;        // guarded by mutex_
+  int64_t completed_at_ns_ = -1;  // guarded by mutex_: when `completed_` was reached
+  std::string error_;             // guarded by mutex_; sticky, like a CUDA error
 };
 
 class CpuStream final : public Stream {

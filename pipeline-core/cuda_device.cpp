@@ -3,6 +3,8 @@
 #include "cuda_device.h"
 
 #include <atomic>
+#include <cmath>
+#include <mutex>
 
 #include "cuda_resources.h"
 
@@ -11,14 +13,56 @@ namespace {
 
 std::atomic<size_t> g_live_buffers{0};
 
+// Places the GPU times of timing events on the host's steady clock. CUDA
+// only tells the time between two events (cudaEventElapsedTime, in float
+// milliseconds), so the anchor is an event whose host time is known: recorded
+// on a private, idle stream and synchronized, the host clock read right
+// after (late by the wake-up, a few microseconds). Float milliseconds lose
+// precision with distance (0.5 us at 8 s), so the anchor is renewed when it
+// is older than kRenewNs; renewing blocks the caller for one record and
+// synchronize of an idle stream.
+class HostClockAnchor {
+ public:
+  HostClockAnchor() : stream_(CudaStream::create()), event_(CudaEvent::create_timing()) {}
+
+  // Any thread bound to the device; serialized by mutex_.
+  int64_t host_time_ns(cudaEvent_t completed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (anchor_ns_ < 0 || host_now_ns() - anchor_ns_ > kRenewNs) {
+      CO_CUDA_CHECK(cudaEventRecord(event_.get(), stream_.get()));
+      CO_CUDA_CHECK(cudaEventSynchronize(event_.get()));
+      anchor_ns_ = host_now_ns();
+    }
+    // Negative when `completed` is older than the anchor, which is fine.
+    float ms = 0.0f;
+    CO_CUDA_CHECK(cudaEventElapsedTime(&ms, event_.get(), completed));
+    return anchor_ns_ + static_cast<int64_t>(std::llround(static_cast<double>(ms) * 1e6));
+  }
+
+ private:
+  static constexpr int64_t kRenewNs = 4'000'000'000;
+  // Lock order: a leaf; only CUDA calls are made under it.
+  std::mutex mutex_;
+  CudaStream stream_;       // only ever used for the anchor
+  CudaEvent event_;         // guarded by mutex_
+  int64_t anchor_ns_ = -1;  // guarded by mutex_: host time of event_'s last record
+};
+
 class CudaEventImpl final : public Event {
  public:
   CudaEventImpl() : event_(CudaEvent::create()) {}
+  explicit CudaEventImpl(std::shared_ptr<HostClockAnchor> anchor)
+      : event_(CudaEvent::create_timing()), anchor_(std::move(anchor)) {}
   void synchronize() override { CO_CUDA_CHECK(cudaEventSynchronize(event_.get())); }
+  int64_t completed_at_ns() override {
+    if (!anchor_) return -1;
+    return anchor_->host_time_ns(event_.get());
+  }
   cudaEvent_t get() const { return event_.get(); }
 
  private:
   CudaEvent event_;
+  std::shared_ptr<HostClockAnchor> anchor_;  // null: a barrier event without timing
 };
 
 class CudaStreamImpl final : public Stream {
@@ -79,6 +123,11 @@ class CudaDevice final : public Device {
   }
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStreamImpl>(); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEventImpl>(); }
+  std::unique_ptr<Event> create_timing_event() override {
+    // Start-up only (engine allocation), from the owner's thread.
+    if (!anchor_) anchor_ = std::make_shared<HostClockAnchor>();
+    return std::make_unique<CudaEventImpl>(anchor_);
+  }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
     return std::make_unique<CudaBuffer<DeviceMemory>>(bytes);
   }
@@ -89,6 +138,7 @@ class CudaDevice final : public Device {
  private:
   int id_;
   std::string name_;
+  std::shared_ptr<HostClockAnchor> anchor_;  // made with the first timing event
 };
 
 }  // namespace

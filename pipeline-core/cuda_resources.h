@@ -73,6 +73,13 @@ class CudaEvent : public CudaHandle<cudaEvent_t, EventTraits> {
     CO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return CudaEvent(e);
   }
+  // An event that takes a GPU timestamp when it completes, for
+  // cudaEventElapsedTime: statistics and traces only, never barriers.
+  static CudaEvent create_timing() {
+    cudaEvent_t e = nullptr;
+    CO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+    return CudaEvent(e);
+  }
   using CudaHandle::CudaHandle;
 };
 

@@ -16,8 +16,15 @@
 //   report the failure from synchronize(), and from every wait that depends
 //   on them.
 // - Errors are thrown as cudaoverlap::Error.
+//
+// Timing (for statistics and traces): an event made by
+// Device::create_timing_event() also knows *when* the work it captured
+// completed, as a time on the host's std::chrono::steady_clock, so device
+// times and host times share one clock. Barrier events stay plain
+// (create_event()), the cheapest kind on CUDA.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,7 +43,20 @@ class Event {
   // has completed; throws Error if any of it failed. Returns at once when
   // the event was never recorded. Any thread.
   virtual void synchronize() = 0;
+  // Timing events only, after synchronize() returned: the steady_clock time
+  // (ns since its epoch) at which the work captured by the last record()
+  // completed; -1 for events without timing. Throws Error when the backend
+  // cannot tell (on CUDA: an event never recorded). Any thread, but not
+  // concurrently with a record() of the same event.
+  virtual int64_t completed_at_ns() { return -1; }
 };
+
+// Now on the clock that completed_at_ns() uses.
+inline int64_t host_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class Stream {
  public:
@@ -80,6 +100,9 @@ class Device {
   // Resource creation: start-up only, never per frame.
   virtual std::unique_ptr<Stream> create_stream() = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
+  // An event that also records when its work completed (completed_at_ns).
+  // A backend without timing returns a plain event.
+  virtual std::unique_ptr<Event> create_timing_event() { return create_event(); }
   virtual std::unique_ptr<Buffer> alloc_device(size_t bytes) = 0;
   virtual std::unique_ptr<Buffer> alloc_pinned(size_t bytes) = 0;
 };

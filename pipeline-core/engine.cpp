@@ -66,10 +66,19 @@ struct Slot {
   std::unique_ptr<Event> uploaded;
   std::unique_ptr<Event> computed;
   std::unique_ptr<Event> downloaded;
+  // EngineConfig::timing only: the starts of the three stages (their ends
+  // are the barrier events above, then made with timing).
+  std::unique_ptr<Event> upload_started;
+  std::unique_ptr<Event> compute_started;
+  std::unique_ptr<Event> download_started;
   // Guarded by EngineCore::mutex_.
   uint64_t sequence = 0;
   std::shared_ptr<void> keep_alive;  // the zero-copy input, until uploaded
   std::shared_ptr<void> user;
+  // Host stages. Written under mutex_ as the slot enters in_flight_; the
+  // worker reads it after taking the slot from there, and nothing writes it
+  // again until the slot was freed.
+  FrameTiming timing;
 };
 
 class EngineCore {
@@ -159,9 +168,18 @@ void EngineCore::allocate() {
                   " of pinned host memory; allocating it failed (" + e.what() +
                   "); lower ring-size or the frame size");
     }
-    slot.uploaded = device_->create_event();
-    slot.computed = device_->create_event();
-    slot.downloaded = device_->create_event();
+    if (config_.timing) {
+      slot.uploaded = device_->create_timing_event();
+      slot.computed = device_->create_timing_event();
+      slot.downloaded = device_->create_timing_event();
+      slot.upload_started = device_->create_timing_event();
+      slot.compute_started = device_->create_timing_event();
+      slot.download_started = device_->create_timing_event();
+    } else {
+      slot.uploaded = device_->create_event();
+      slot.computed = device_->create_event();
+      slot.downloaded = device_->create_event();
+    }
   }
   const int n_streams = config_.mode == Mode::kSerial ? 1 : 3;
   for (int s = 0; s < n_streams; ++s) streams_.push_back(device_->create_stream());
@@ -191,6 +209,12 @@ OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t se
       image_(image),
       user_(std::move(user)) {}
 
+OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence,
+                         ImageRef image, std::shared_ptr<void> user, const FrameTiming& timing)
+    : OutputFrame(std::move(core), slot, sequence, image, std::move(user)) {
+  timing_ = timing;
+}
+
 OutputFrame::OutputFrame(OutputFrame&& other) noexcept { *this = std::move(other); }
 
 OutputFrame& OutputFrame::operator=(OutputFrame&& other) noexcept {
@@ -201,6 +225,7 @@ OutputFrame& OutputFrame::operator=(OutputFrame&& other) noexcept {
     sequence_ = other.sequence_;
     image_ = other.image_;
     user_ = std::move(other.user_);
+    timing_ = other.timing_;
   }
   return *this;
 }
@@ -219,6 +244,25 @@ void OutputFrame::release() noexcept {
 // Engine
 
 namespace {
+
+// Worker thread, after the slot's download completed: the device stages'
+// times. A backend that cannot tell leaves them invalid; statistics are not
+// worth failing a frame for.
+void read_device_times(Slot& slot, FrameTiming* timing) {
+  const auto span = [](Event& start, Event& end) {
+    TimeSpan t;
+    try {
+      t.start_ns = start.completed_at_ns();
+      t.end_ns = end.completed_at_ns();
+    } catch (const Error&) {
+      t = TimeSpan{};
+    }
+    return t;
+  };
+  timing->upload = span(*slot.upload_started, *slot.uploaded);
+  timing->compute = span(*slot.compute_started, *slot.computed);
+  timing->download = span(*slot.download_started, *slot.downloaded);
+}
 
 // The worker thread's loop. Free function over the core so that the thread
 // never touches the Engine object itself.
@@ -249,6 +293,12 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     } catch (const Error& e) {
       failure = e.what();
     }
+    // Read here, off the producer's path: the events are complete, so no
+    // call below waits for the device. The slot is still in flight, so its
+    // events and timing are not rewritten meanwhile.
+    FrameTiming timing = slot.timing;
+    timing.delivered_ns = host_now_ns();
+    if (failure.empty() && c.config_.timing) read_device_times(slot, &timing);
 
     lock.lock();
     if (!failure.empty()) {
@@ -275,7 +325,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     if (c.config_.disabled_barrier == Barrier::kRelease) c.free_.push_back(index);
     std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
     OutputFrame frame(core, index, sequence, c.config_.output.at(slot.pinned_out->data()),
-                      std::move(slot.user));
+                      std::move(slot.user), timing);
     lock.unlock();
 
     keep_alive.reset();  // its upload is long done; the producer may reuse it
@@ -285,8 +335,8 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     } catch (const std::exception& e) {
       // A consumer must not throw; if it does, the engine stops cleanly
       // instead of letting the exception end the process.
-      consumer_failure = std::string("the consumer of frame ") + std::to_string(sequence) +
-                         " failed: " + e.what();
+      consumer_failure =
+          std::string("the consumer of frame ") + std::to_string(sequence) + " failed: " + e.what();
     }
     frame.release();  // a consumer that did not take the frame frees it here
 
@@ -348,11 +398,15 @@ Status Engine::submit(InputFrame frame) {
   EngineCore& c = *core_;
   int index;
   uint64_t sequence;
+  FrameTiming timing;
+  timing.wait_slot.start_ns = host_now_ns();
+  timing.arrived_ns = frame.arrived_ns >= 0 ? frame.arrived_ns : timing.wait_slot.start_ns;
   {
     std::unique_lock<std::mutex> lock(c.mutex_);
     // Backpressure: wait for the consumer to release a slot.
     c.changed_.wait(
         lock, [&] { return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty(); });
+    timing.wait_slot.end_ns = host_now_ns();
     if (c.flushing_ || c.stopping_) return Status::kFlushing;
     if (!c.error_.empty()) return Status::kError;
     index = c.free_.front();
@@ -380,6 +434,7 @@ Status Engine::submit(InputFrame frame) {
     // upload can be asynchronous. The slot is free, so nothing reads it.
     ImageRef source = frame.image;
     if (!frame.pinned) {
+      timing.staging.start_ns = host_now_ns();
       if (failing == FaultStage::kStaging) throw Error("injected failure");
       const ImageRef staging = c.staging_layout_.at(slot.pinned_in->data());
       for (int p = 0; p < in.n_planes(); ++p)
@@ -388,9 +443,12 @@ Status Engine::submit(InputFrame frame) {
                       frame.image.planes[p].data + y * frame.image.planes[p].stride,
                       in.row_bytes(p));
       source = staging;
+      timing.staging.end_ns = host_now_ns();
     }
 
+    const bool timed = config_.timing;
     stage = FaultStage::kUpload;
+    if (timed) c.upload_->record(*slot.upload_started);
     for (int p = 0; p < in.n_planes(); ++p) {
       // An invalid pitch is rejected by every backend's copy: a real failure.
       const size_t pitch = failing == FaultStage::kUpload ? 0 : device_in.planes[p].stride;
@@ -403,6 +461,7 @@ Status Engine::submit(InputFrame frame) {
     stage = FaultStage::kCompute;
     // Barrier "uploaded": the kernel reads the slot's device input.
     if (config_.disabled_barrier != Barrier::kUploaded) c.compute_->wait(*slot.uploaded);
+    if (timed) c.compute_->record(*slot.compute_started);
     KernelParams params = config_.params;
     params.inject_launch_failure = failing == FaultStage::kCompute;
     c.compute_->launch(config_.kernel, params, device_in, device_out);
@@ -411,6 +470,7 @@ Status Engine::submit(InputFrame frame) {
     stage = FaultStage::kDownload;
     // Barrier "computed": the download reads the slot's device output.
     if (config_.disabled_barrier != Barrier::kComputed) c.download_->wait(*slot.computed);
+    if (timed) c.download_->record(*slot.download_started);
     const FrameLayout& out = config_.output;
     for (int p = 0; p < out.n_planes(); ++p) {
       const size_t pitch = failing == FaultStage::kDownload ? 0 : pinned_out.planes[p].stride;
@@ -439,6 +499,7 @@ Status Engine::submit(InputFrame frame) {
 
   {
     std::lock_guard<std::mutex> lock(c.mutex_);
+    slot.timing = timing;
     c.in_flight_.push_back(index);
   }
   c.changed_.notify_all();

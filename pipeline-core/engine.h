@@ -13,6 +13,12 @@
 // slot's pinned output). `serial` mode does the same work on one stream and
 // waits for it inside submit().
 //
+// Timing: submit() notes the host stages of each frame (waiting for a slot,
+// staging) and, with EngineConfig::timing, records timing events at each
+// device stage's start and end; the worker reads them once the frame's
+// download completed and hands them out with the frame
+// (OutputFrame::timing()), so measuring never waits on the producer's path.
+//
 // Threads: one *producer* thread calls submit(), drain(), flush_stop() (at
 // most one of them at a time); start()/stop() are called by the owner when
 // no producer call is running, or from the producer thread itself.
@@ -62,6 +68,30 @@ enum class Barrier {
   kKeepAlive,   // zero-copy input is held until its upload completed
 };
 
+// Where one frame's time went, as times on the host's steady clock (ns, see
+// host_now_ns()), so host and device stages can be compared and drawn on one
+// timeline. A span that did not happen or was not measured stays invalid.
+struct TimeSpan {
+  int64_t start_ns = -1;
+  int64_t end_ns = -1;
+  bool valid() const { return start_ns >= 0 && end_ns >= start_ns; }
+  double ms() const { return valid() ? static_cast<double>(end_ns - start_ns) / 1e6 : 0.0; }
+};
+
+struct FrameTiming {
+  int64_t arrived_ns = -1;  // InputFrame::arrived_ns, else when submit() began
+  TimeSpan wait_slot;       // submit() waiting for a free slot (backpressure)
+  TimeSpan staging;         // host copy into the slot's pinned input; invalid for pinned input
+  // Device work, from timing events at each stage's start and end on its
+  // stream (EngineConfig::timing only). A stage starts when its stream
+  // reaches it: after the stage it waits for, and after the previous frame's
+  // work on the same stream.
+  TimeSpan upload;
+  TimeSpan compute;
+  TimeSpan download;
+  int64_t delivered_ns = -1;  // the worker saw the download complete and hands it out
+};
+
 struct EngineConfig {
   int ring_size = 3;  // 1..16
   Mode mode = Mode::kOverlapped;
@@ -73,6 +103,10 @@ struct EngineConfig {
   KernelParams params;
   FaultInjection fault;
   Barrier disabled_barrier = Barrier::kNone;  // test-only
+  // Measure the device stages of every frame (OutputFrame::timing()): three
+  // more events recorded per frame, and the barrier events become timing
+  // events. Host stages (wait, staging) are measured always: two clock reads.
+  bool timing = false;
 };
 
 // A frame to submit: host planes in any layout of config.input's format and
@@ -87,6 +121,9 @@ struct InputFrame {
   // Handed back unchanged with the output frame (timestamps, metas, …);
   // dropped without delivery by flush or stop.
   std::shared_ptr<void> user;
+  // When the frame reached the producer (host_now_ns()), for
+  // FrameTiming::arrived_ns; -1: when submit() was called.
+  int64_t arrived_ns = -1;
 };
 
 class EngineCore;
@@ -100,6 +137,8 @@ class OutputFrame {
   OutputFrame() = default;
   OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence, ImageRef image,
               std::shared_ptr<void> user);
+  OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence, ImageRef image,
+              std::shared_ptr<void> user, const FrameTiming& timing);
   OutputFrame(OutputFrame&& other) noexcept;
   OutputFrame& operator=(OutputFrame&& other) noexcept;
   OutputFrame(const OutputFrame&) = delete;
@@ -111,6 +150,8 @@ class OutputFrame {
   int slot() const { return slot_; }
   const ImageRef& image() const { return image_; }  // laid out as config.output
   const std::shared_ptr<void>& user() const { return user_; }
+  // Where this frame's time went; kept after release().
+  const FrameTiming& timing() const { return timing_; }
   void release() noexcept;
 
  private:
@@ -119,6 +160,7 @@ class OutputFrame {
   uint64_t sequence_ = 0;
   ImageRef image_;
   std::shared_ptr<void> user_;
+  FrameTiming timing_;
 };
 
 struct EngineCallbacks {

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 ../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
   /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstcoretracers.so
 mkdir -p .gpu/bin
-bins=(build/tests/engine/test_* build/tests/element/element-tests build/tests/bench/cudaoverlap-bench)
+bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
+  build/tests/bench/cudaoverlap-bench)
 for f in "${bins[@]}"; do
   [ -f "$f" ] && [ -x "$f" ] || continue
   strip --strip-debug -o ".gpu/bin/$(basename "$f")" "$f"

@@ -1,0 +1,144 @@
+// See pinned_allocator.h. The allocator is a small GstAllocator subclass:
+// each GstMemory owns one Buffer from Device::alloc_pinned and frees it when
+// GStreamer frees the memory. Memory is not shareable (a sub-buffer copies),
+// which keeps ownership to one Buffer per GstMemory.
+#include "pinned_allocator.h"
+
+#include <gst/video/video.h>
+
+#include <cstring>
+
+#include "error.h"
+
+namespace {
+
+struct PinnedMemory {
+  GstMemory mem;
+  std::unique_ptr<cudaoverlap::Buffer> buffer;  // owns the pinned bytes
+};
+
+struct GstCudaOverlapPinnedAllocator {
+  GstAllocator parent;
+  std::shared_ptr<cudaoverlap::Device>* device;  // heap: GObject memory is not C++
+};
+
+struct GstCudaOverlapPinnedAllocatorClass {
+  GstAllocatorClass parent_class;
+};
+
+GType gst_cuda_overlap_pinned_allocator_get_type();
+G_DEFINE_TYPE(GstCudaOverlapPinnedAllocator, gst_cuda_overlap_pinned_allocator,
+              GST_TYPE_ALLOCATOR)
+
+GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams* params) {
+  auto* self = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(allocator);
+  const gsize align = params ? params->align : 0;
+  const gsize prefix = params ? params->prefix : 0;
+  const gsize padding = params ? params->padding : 0;
+  const gsize maxsize = size + prefix + padding + align;
+  std::unique_ptr<cudaoverlap::Buffer> buffer;
+  try {
+    buffer = (*self->device)->alloc_pinned(maxsize);
+  } catch (const cudaoverlap::Error& e) {
+    GST_WARNING_OBJECT(allocator, "no pinned memory for %" G_GSIZE_FORMAT " bytes: %s", maxsize,
+                       e.what());
+    return nullptr;
+  }
+  // cudaMallocHost returns page-aligned memory; honour a stricter request.
+  const gsize misalign = reinterpret_cast<guintptr>(buffer->data() + prefix) & align;
+  const gsize offset = prefix + (misalign ? align + 1 - misalign : 0);
+  auto* pm = new PinnedMemory();
+  pm->buffer = std::move(buffer);
+  const auto flags = static_cast<GstMemoryFlags>(
+      (params ? params->flags : 0) | GST_MEMORY_FLAG_NO_SHARE);
+  gst_memory_init(GST_MEMORY_CAST(pm), flags, allocator, nullptr, maxsize, align, offset, size);
+  if (params && (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && offset)
+    std::memset(pm->buffer->data(), 0, offset);
+  return GST_MEMORY_CAST(pm);
+}
+
+void pinned_free(GstAllocator*, GstMemory* mem) { delete reinterpret_cast<PinnedMemory*>(mem); }
+
+gpointer pinned_map(GstMemory* mem, gsize, GstMapFlags) {
+  return reinterpret_cast<PinnedMemory*>(mem)->buffer->data();
+}
+
+void pinned_unmap(GstMemory*) {}
+
+GstMemory* pinned_copy(GstMemory* mem, gssize offset, gssize size) {
+  // A copy lands in ordinary system memory: it is no longer ours.
+  if (size < 0) size = static_cast<gssize>(mem->size) > offset ? mem->size - offset : 0;
+  GstMemory* copy = gst_allocator_alloc(nullptr, static_cast<gsize>(size), nullptr);
+  GstMapInfo out;
+  if (copy == nullptr || !gst_memory_map(copy, &out, GST_MAP_WRITE)) return copy;
+  const uint8_t* src = reinterpret_cast<PinnedMemory*>(mem)->buffer->data() + mem->offset + offset;
+  std::memcpy(out.data, src, static_cast<size_t>(size));
+  gst_memory_unmap(copy, &out);
+  return copy;
+}
+
+void gst_cuda_overlap_pinned_allocator_finalize(GObject* object) {
+  auto* self = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(object);
+  delete self->device;
+  G_OBJECT_CLASS(gst_cuda_overlap_pinned_allocator_parent_class)->finalize(object);
+}
+
+void gst_cuda_overlap_pinned_allocator_class_init(GstCudaOverlapPinnedAllocatorClass* klass) {
+  GST_ALLOCATOR_CLASS(klass)->alloc = pinned_alloc;
+  GST_ALLOCATOR_CLASS(klass)->free = pinned_free;
+  G_OBJECT_CLASS(klass)->finalize = gst_cuda_overlap_pinned_allocator_finalize;
+}
+
+void gst_cuda_overlap_pinned_allocator_init(GstCudaOverlapPinnedAllocator* self) {
+  GstAllocator* allocator = GST_ALLOCATOR_CAST(self);
+  allocator->mem_type = GST_CUDA_OVERLAP_PINNED_MEMORY_TYPE;
+  allocator->mem_map = pinned_map;
+  allocator->mem_unmap = pinned_unmap;
+  allocator->mem_copy = pinned_copy;
+  // Custom: gst_allocator_alloc(NULL, ...) must never pick this allocator.
+  GST_OBJECT_FLAG_SET(allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+  self->device = new std::shared_ptr<cudaoverlap::Device>();
+}
+
+}  // namespace
+
+namespace cudaoverlap {
+
+GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device) {
+  auto* self = static_cast<GstCudaOverlapPinnedAllocator*>(
+      g_object_new(gst_cuda_overlap_pinned_allocator_get_type(), nullptr));
+  *self->device = std::move(device);
+  gst_object_ref_sink(self);
+  return GST_ALLOCATOR_CAST(self);
+}
+
+bool buffer_is_pinned(GstBuffer* buffer, const Device* device) {
+  const guint n = gst_buffer_n_memory(buffer);
+  if (n == 0) return false;
+  for (guint i = 0; i < n; ++i) {
+    GstMemory* mem = gst_buffer_peek_memory(buffer, i);
+    if (!gst_memory_is_type(mem, GST_CUDA_OVERLAP_PINNED_MEMORY_TYPE)) return false;
+    auto* allocator = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(mem->allocator);
+    if (allocator->device->get() != device) return false;
+  }
+  return true;
+}
+
+GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers) {
+  GstVideoInfo info;
+  if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return nullptr;
+  GstBufferPool* pool = gst_video_buffer_pool_new();
+  GstAllocator* allocator = pinned_allocator_new(std::move(device));
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_object_unref(allocator);
+  if (!gst_buffer_pool_set_config(pool, config)) {
+    gst_object_unref(pool);
+    return nullptr;
+  }
+  return pool;
+}
+
+}  // namespace cudaoverlap

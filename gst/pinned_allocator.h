@@ -1,0 +1,38 @@
+// A GstAllocator whose memory is the device's pinned host memory
+// (Device::alloc_pinned: cudaMallocHost on the cuda backend).
+//
+// Sink side of the data flow: the element answers the ALLOCATION query with
+// a video buffer pool that allocates from here, so an upstream that honours
+// the answer writes each frame straight into memory the GPU can DMA from, and
+// the engine uploads it without a staging copy. The element recognises such
+// buffers with gst_cuda_overlap_buffer_is_pinned().
+#pragma once
+
+#include <gst/gst.h>
+
+#include <memory>
+
+#include "device.h"
+
+G_BEGIN_DECLS
+
+#define GST_CUDA_OVERLAP_PINNED_MEMORY_TYPE "CudaOverlapPinnedMemory"
+
+G_END_DECLS
+
+namespace cudaoverlap {
+
+// A new allocator drawing from `device`. Transfer full. The allocator and
+// every memory it made keep the device alive.
+GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device);
+
+// True when every memory of `buffer` came from a pinned allocator of
+// `device` (memory of another device's allocator is not DMA-able by ours).
+bool buffer_is_pinned(GstBuffer* buffer, const Device* device);
+
+// A video buffer pool for `caps` whose buffers are pinned memory from
+// `device`, with GstVideoMeta support, at least `min_buffers` buffers.
+// Transfer full; nullptr when `caps` are not raw video.
+GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers);
+
+}  // namespace cudaoverlap

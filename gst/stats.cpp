@@ -1,0 +1,372 @@
+// Statistics, trace, QoS and measured latency of the element; see stats.h.
+#include "stats.h"
+
+#include <algorithm>
+
+namespace cudaoverlap {
+namespace {
+
+constexpr const char* kStageNames[kStatsStages] = {
+    "wait-slot", "staging", "upload", "compute", "download", "push", "latency",
+};
+
+constexpr guint DEFAULT_STATS_INTERVAL = 0;
+constexpr gboolean DEFAULT_QOS = TRUE;
+
+}  // namespace
+
+const char* stats_stage_name(StatsStage stage) { return kStageNames[static_cast<int>(stage)]; }
+
+// ---------------------------------------------------------------------------
+// ElementStats
+
+void ElementStats::Stage::add(double ms) {
+  ++count;
+  sum_ms += ms;
+  max_ms = std::max(max_ms, ms);
+}
+
+void ElementStats::frame_in() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++in_;
+}
+
+void ElementStats::frame_dropped() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++dropped_;
+}
+
+void ElementStats::frame_submitted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++in_flight_;
+}
+
+void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++out_;
+  // May go below zero for a moment: the element counts a submission after
+  // submit() returned, by when the src task may have pushed the frame.
+  --in_flight_;
+  const auto add = [&](StatsStage stage, const TimeSpan& span) {
+    if (span.valid()) stages_[static_cast<int>(stage)].add(span.ms());
+  };
+  add(StatsStage::kWaitSlot, timing.wait_slot);
+  add(StatsStage::kStaging, timing.staging);
+  add(StatsStage::kUpload, timing.upload);
+  add(StatsStage::kCompute, timing.compute);
+  add(StatsStage::kDownload, timing.download);
+  add(StatsStage::kPush, push);
+  add(StatsStage::kLatency, TimeSpan{timing.arrived_ns, push.start_ns});
+  if (first_out_ns_ < 0) first_out_ns_ = push.end_ns;
+  last_out_ns_ = push.end_ns;
+}
+
+void ElementStats::flushed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_flight_ = 0;
+}
+
+void ElementStats::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_ = out_ = dropped_ = 0;
+  in_flight_ = 0;
+  stages_ = {};
+  first_out_ns_ = last_out_ns_ = -1;
+}
+
+GstStructure* ElementStats::to_structure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  GstStructure* s =
+      gst_structure_new("cudaoverlap-stats", "frames-in", G_TYPE_UINT64, static_cast<guint64>(in_),
+                        "frames-out", G_TYPE_UINT64, static_cast<guint64>(out_), "frames-dropped",
+                        G_TYPE_UINT64, static_cast<guint64>(dropped_), "frames-in-flight",
+                        G_TYPE_UINT, static_cast<guint>(std::max<int64_t>(in_flight_, 0)), nullptr);
+  for (int i = 0; i < kStatsStages; ++i) {
+    const Stage& stage = stages_[i];
+    const std::string name = kStageNames[i];
+    const double mean = stage.count > 0 ? stage.sum_ms / static_cast<double>(stage.count) : 0.0;
+    gst_structure_set(s, (name + "-mean-ms").c_str(), G_TYPE_DOUBLE, mean,
+                      (name + "-max-ms").c_str(), G_TYPE_DOUBLE, stage.max_ms, nullptr);
+  }
+  // Wall time per frame from the pushes: the interval between the first and
+  // the last, over the frames after the first.
+  double fps = 0.0;
+  double efficiency = 0.0;
+  if (out_ > 1 && last_out_ns_ > first_out_ns_) {
+    const double wall_ms =
+        static_cast<double>(last_out_ns_ - first_out_ns_) / 1e6 / static_cast<double>(out_ - 1);
+    fps = 1000.0 / wall_ms;
+    // How many stages work at once on average: about 1 when each frame is
+    // finished before the next starts, up to 4 when all overlap. Only the
+    // element's own work counts: waiting for a slot is backpressure, and a
+    // push lasts as long as downstream (a syncing sink waits in it).
+    double busy_ms = 0.0;
+    for (StatsStage stage :
+         {StatsStage::kStaging, StatsStage::kUpload, StatsStage::kCompute, StatsStage::kDownload}) {
+      const Stage& st = stages_[static_cast<int>(stage)];
+      if (st.count > 0) busy_ms += st.sum_ms / static_cast<double>(st.count);
+    }
+    efficiency = busy_ms / wall_ms;
+  }
+  gst_structure_set(s, "frames-per-second", G_TYPE_DOUBLE, fps, "overlap-efficiency", G_TYPE_DOUBLE,
+                    efficiency, nullptr);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// StatsTicker
+
+namespace {
+
+struct TickerTarget {
+  GstElement* element;  // a reference
+  const ElementStats* stats;
+};
+
+gboolean post_stats(GstClock*, GstClockTime, GstClockID, gpointer user_data) {
+  auto* target = static_cast<TickerTarget*>(user_data);
+  gst_element_post_message(
+      target->element,
+      gst_message_new_element(GST_OBJECT_CAST(target->element), target->stats->to_structure()));
+  return TRUE;
+}
+
+void free_target(gpointer user_data) {
+  auto* target = static_cast<TickerTarget*>(user_data);
+  gst_object_unref(target->element);
+  delete target;
+}
+
+}  // namespace
+
+void StatsTicker::start(GstElement* element, const ElementStats* stats, guint interval_ms) {
+  stop();
+  if (interval_ms == 0) return;
+  GstClock* clock = gst_system_clock_obtain();
+  const GstClockTime interval = static_cast<GstClockTime>(interval_ms) * GST_MSECOND;
+  id_ = gst_clock_new_periodic_id(clock, gst_clock_get_time(clock) + interval, interval);
+  gst_object_unref(clock);
+  auto* target = new TickerTarget{GST_ELEMENT(gst_object_ref(element)), stats};
+  if (gst_clock_id_wait_async(id_, post_stats, target, free_target) != GST_CLOCK_OK) {
+    GST_WARNING_OBJECT(element, "cannot schedule the stats messages");
+    stop();
+  }
+}
+
+void StatsTicker::stop() {
+  if (id_ == nullptr) return;
+  // After this no new call starts; one already running holds its own
+  // reference to the element, and the stats live as long as the element.
+  gst_clock_id_unschedule(id_);
+  gst_clock_id_unref(id_);
+  id_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// LatencyEstimate
+
+bool LatencyEstimate::add(int64_t stay_ns) {
+  // With a 10 % margin, rounded up to 0.1 ms, so that ordinary jitter does
+  // not announce a new latency with every frame.
+  const auto with_margin = [](int64_t ns) {
+    const int64_t step = 100000;
+    return (ns + ns / 10 + step - 1) / step * step;
+  };
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (++seen_ <= kSkip) return false;
+  if (window_.size() < kWindow) {
+    window_.push_back(stay_ns);
+  } else {
+    window_[next_] = stay_ns;
+    next_ = (next_ + 1) % kWindow;
+  }
+  if (seen_ < kSkip + kWarmup) return false;
+  const int64_t longest = *std::max_element(window_.begin(), window_.end());
+  if (reported_ns_ < 0 || stay_ns > reported_ns_) {
+    reported_ns_ = with_margin(longest);
+    return true;
+  }
+  if ((seen_ - kSkip - kWarmup) % kLowerEvery != 0) return false;
+  const int64_t lower = with_margin(longest);
+  if (lower >= reported_ns_ * 3 / 4) return false;
+  reported_ns_ = lower;
+  return true;
+}
+
+GstClockTime LatencyEstimate::own(GstClockTime frame_duration) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (reported_ns_ >= 0) return static_cast<GstClockTime>(reported_ns_);
+  return GST_CLOCK_TIME_IS_VALID(frame_duration) ? frame_duration : 0;
+}
+
+void LatencyEstimate::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  seen_ = 0;
+  window_.clear();
+  next_ = 0;
+  reported_ns_ = -1;
+}
+
+// ---------------------------------------------------------------------------
+// Instruments
+
+void Instruments::install_properties(GObjectClass* klass) {
+  const auto flags = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                              GST_PARAM_MUTABLE_READY);
+  g_object_class_install_property(
+      klass, PROP_INSTRUMENT_STATS,
+      g_param_spec_boxed(
+          "stats", "Statistics",
+          "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
+          "(wait-slot, staging, upload, compute, download, push) and of the element's latency "
+          "(chain to push); frames-per-second; overlap-efficiency = (staging + upload + compute + "
+          "download means) / wall time per frame",
+          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      klass, PROP_INSTRUMENT_STATS_INTERVAL,
+      g_param_spec_uint("stats-interval", "Statistics interval",
+                        "Post the stats as an element message (\"cudaoverlap-stats\") on the bus "
+                        "every this many ms, also while no frame flows; 0 = never",
+                        0, G_MAXUINT, DEFAULT_STATS_INTERVAL, flags));
+  g_object_class_install_property(
+      klass, PROP_INSTRUMENT_TRACE_FILE,
+      g_param_spec_string("trace-file", "Trace file",
+                          "Write a timeline of every frame's stages to this file in the "
+                          "Chrome/Perfetto JSON format (open it in ui.perfetto.dev or draw it "
+                          "with scripts/trace-to-png.py); empty = none",
+                          nullptr, flags));
+  g_object_class_install_property(
+      klass, PROP_INSTRUMENT_QOS,
+      g_param_spec_boolean("qos", "QoS",
+                           "Drop frames that downstream reports as too late before they are "
+                           "uploaded, and post QoS messages",
+                           DEFAULT_QOS, flags));
+}
+
+bool Instruments::set_property(guint prop_id, const GValue* value) {
+  switch (prop_id) {
+    case PROP_INSTRUMENT_STATS_INTERVAL: {
+      std::lock_guard<std::mutex> lock(settings_mutex_);
+      stats_interval_ms_ = g_value_get_uint(value);
+      return true;
+    }
+    case PROP_INSTRUMENT_TRACE_FILE: {
+      const gchar* path = g_value_get_string(value);
+      std::lock_guard<std::mutex> lock(settings_mutex_);
+      trace_file_ = path != nullptr ? path : "";
+      return true;
+    }
+    case PROP_INSTRUMENT_QOS:
+      qos_.set_enabled(g_value_get_boolean(value));
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Instruments::get_property(guint prop_id, GValue* value) const {
+  switch (prop_id) {
+    case PROP_INSTRUMENT_STATS:
+      g_value_take_boxed(value, stats_.to_structure());
+      return true;
+    case PROP_INSTRUMENT_STATS_INTERVAL: {
+      std::lock_guard<std::mutex> lock(settings_mutex_);
+      g_value_set_uint(value, stats_interval_ms_);
+      return true;
+    }
+    case PROP_INSTRUMENT_TRACE_FILE: {
+      std::lock_guard<std::mutex> lock(settings_mutex_);
+      g_value_set_string(value, trace_file_.empty() ? nullptr : trace_file_.c_str());
+      return true;
+    }
+    case PROP_INSTRUMENT_QOS:
+      g_value_set_boolean(value, qos_.enabled());
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string Instruments::start(GstElement* element) {
+  stats_.reset();
+  latency_.reset();
+  const bool qos = qos_.enabled();
+  qos_.reset();
+  qos_.set_enabled(qos);
+  pushed_ = 0;
+  last_push_end_ns_ = -1;
+  std::string path;
+  guint interval_ms;
+  {
+    std::lock_guard<std::mutex> lock(settings_mutex_);
+    path = trace_file_;
+    interval_ms = stats_interval_ms_;
+  }
+  ticker_.start(element, &stats_, interval_ms);
+  if (path.empty()) return {};
+  gchar* name = gst_element_get_name(element);
+  const std::string problem = trace_.open(path, name);
+  g_free(name);
+  return problem;
+}
+
+void Instruments::stop() {
+  ticker_.stop();
+  trace_.close();
+}
+
+bool Instruments::drop_late(GstElement* element, GstBuffer* buffer) {
+  stats_.frame_in();
+  if (!qos_.drop(element, buffer)) return false;
+  stats_.frame_dropped();
+  GST_LOG_OBJECT(element, "QoS: dropped a late frame at %" GST_TIME_FORMAT,
+                 GST_TIME_ARGS(GST_BUFFER_PTS(buffer)));
+  return true;
+}
+
+void Instruments::add_own_latency(GstElement* element, GstQuery* query, gint fps_n, gint fps_d,
+                                  int ring_size) const {
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  const bool have_rate = fps_n > 0 && fps_d > 0;
+  const GstClockTime frame =
+      have_rate ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
+  const GstClockTime own = latency_.own(frame);
+  const GstClockTime buffered = static_cast<GstClockTime>(ring_size) * (have_rate ? frame : own);
+  min += own;
+  if (GST_CLOCK_TIME_IS_VALID(max)) max += std::max(buffered, own);
+  GST_DEBUG_OBJECT(element,
+                   "latency: own %" GST_TIME_FORMAT ", total live %d, min %" GST_TIME_FORMAT
+                   ", max %" GST_TIME_FORMAT,
+                   GST_TIME_ARGS(own), live, GST_TIME_ARGS(min), GST_TIME_ARGS(max));
+  gst_query_set_latency(query, live, min, max);
+}
+
+void Instruments::sink_event(GstEvent* event) {
+  qos_.sink_event(event);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) stats_.flushed();
+}
+
+void Instruments::pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push) {
+  stats_.frame_out(timing, push);
+  trace_.write_frame(pushed_++, timing, push);
+  // The element's own latency leaves out waiting that downstream causes: a
+  // slot it still holds, or the push of the previous frame still blocked in
+  // it (a sink waiting for the clock). Counting those would feed back: the
+  // more latency reported, the longer a syncing sink holds each frame, the
+  // longer the next one waits here.
+  const int64_t ready_ns = std::max(timing.delivered_ns, last_push_end_ns_);
+  last_push_end_ns_ = push.end_ns;
+  if (timing.arrived_ns < 0 || timing.delivered_ns < timing.arrived_ns) return;
+  const int64_t waited_ns =
+      timing.wait_slot.valid() ? timing.wait_slot.end_ns - timing.wait_slot.start_ns : 0;
+  const int64_t stay_ns = timing.delivered_ns - timing.arrived_ns - waited_ns +
+                          std::max<int64_t>(0, push.start_ns - ready_ns);
+  if (!latency_.add(stay_ns)) return;
+  GST_INFO_OBJECT(element, "measured latency is now %" GST_TIME_FORMAT ": asking to recompute",
+                  GST_TIME_ARGS(latency_.own(GST_CLOCK_TIME_NONE)));
+  gst_element_post_message(element, gst_message_new_latency(GST_OBJECT_CAST(element)));
+}
+
+}  // namespace cudaoverlap

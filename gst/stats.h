@@ -1,0 +1,189 @@
+// What the element can tell about itself while it runs: per-stage times and
+// frame counters (the `stats` property and the `stats-interval` bus
+// messages), the Chrome/Perfetto trace (`trace-file`), QoS dropping (`qos`)
+// and the latency it reports in the LATENCY query, measured instead of
+// guessed.
+//
+// Where the times come from: the engine measures each frame's device stages
+// with timing events and its host stages (waiting for a slot, staging copy)
+// with the host clock (FrameTiming, pipeline-core/engine.h); the element adds
+// the push (the src pad task times gst_pad_push) and the time from chain()
+// to the push, which is what GStreamer's latency tracer calls the element's
+// latency. Everything is read after the frame left the engine, on the src pad
+// task, so nothing here waits for the device or sits on the upload path.
+//
+// The element calls in from its pads, its task and its property functions;
+// see each method for which thread. Logic lives here, the element only hooks.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "qos.h"
+#include "trace_writer.h"
+
+namespace cudaoverlap {
+
+// Property ids of these instruments, far above the element's own (which count
+// up from 1), so the two lists never collide.
+enum InstrumentProperty : guint {
+  PROP_INSTRUMENT_STATS = 0x1000,
+  PROP_INSTRUMENT_STATS_INTERVAL,
+  PROP_INSTRUMENT_TRACE_FILE,
+  PROP_INSTRUMENT_QOS,
+};
+
+// Stages in the order of the `stats` structure. kLatency is not a stage but
+// the whole stay of a frame in the element: chain() to the start of its push.
+enum class StatsStage { kWaitSlot, kStaging, kUpload, kCompute, kDownload, kPush, kLatency };
+constexpr int kStatsStages = 7;
+const char* stats_stage_name(StatsStage stage);  // "wait-slot", "staging", …
+
+// Counters and per-stage mean/max since start() (or reset()).
+class ElementStats {
+ public:
+  // Streaming thread.
+  void frame_in();
+  void frame_dropped();
+  void frame_submitted();
+  // Src pad task, after each push.
+  void frame_out(const FrameTiming& timing, const TimeSpan& push);
+  // Streaming thread, FLUSH_STOP: frames in flight were discarded.
+  void flushed();
+  // Owner thread.
+  void reset();
+  // Any thread. A new "cudaoverlap-stats" structure (transfer full):
+  // frames-in/out/dropped (guint64), frames-in-flight (guint),
+  // <stage>-mean-ms / <stage>-max-ms (gdouble) for each stage,
+  // frames-per-second and overlap-efficiency (gdouble): the mean staging,
+  // upload, compute and download times over the wall time per frame.
+  GstStructure* to_structure() const;
+
+ private:
+  struct Stage {
+    uint64_t count = 0;
+    double sum_ms = 0.0;
+    double max_ms = 0.0;
+    void add(double ms);
+  };
+
+  // Lock order: a leaf; nothing else is called with it held.
+  mutable std::mutex mutex_;
+  // Guarded by mutex_.
+  uint64_t in_ = 0;
+  uint64_t out_ = 0;
+  uint64_t dropped_ = 0;
+  int64_t in_flight_ = 0;
+  std::array<Stage, kStatsStages> stages_{};
+  int64_t first_out_ns_ = -1;
+  int64_t last_out_ns_ = -1;
+};
+
+// Posts the stats as an element message every interval, from the system
+// clock's thread, so that an application sees them also while no frame
+// flows (a stalled pipeline shows as frames-out standing still).
+class StatsTicker {
+ public:
+  StatsTicker() = default;
+  ~StatsTicker() { stop(); }
+  StatsTicker(const StatsTicker&) = delete;
+  StatsTicker& operator=(const StatsTicker&) = delete;
+
+  // Owner thread. The clock entry holds a reference to `element` until
+  // stop(), which the element calls at PAUSED->READY.
+  void start(GstElement* element, const ElementStats* stats, guint interval_ms);
+  void stop();
+
+ private:
+  GstClockID id_ = nullptr;  // owner thread only
+};
+
+// The element's own latency, as measured: how long a frame stays in the
+// element (chain() to push, less the time downstream made it wait: see
+// Instruments::pushed). Until enough frames were seen, one frame duration is
+// reported (the element's answer before it could measure). Then the longest
+// stay of the last kWindow frames, plus 10 %: raised at once when a frame
+// stays longer than reported (it was late), lowered when the window's
+// longest stay falls well below what is reported, so that one hiccup at
+// start does not set the latency for good. Each change is announced with a
+// LATENCY message so that the pipeline asks again.
+class LatencyEstimate {
+ public:
+  // Src pad task: one frame's stay. True when the reported value changed.
+  bool add(int64_t stay_ns);
+  // Any thread: what to add to the LATENCY query's min.
+  GstClockTime own(GstClockTime frame_duration) const;
+  void reset();  // owner thread
+
+ private:
+  static constexpr int kSkip = 5;     // first frames: lazy module loads, cold caches
+  static constexpr int kWarmup = 30;  // frames measured before the first estimate
+  static constexpr size_t kWindow = 120;
+  static constexpr int kLowerEvery = 60;  // frames between checks for a lower value
+  mutable std::mutex mutex_;              // a leaf
+  // Guarded by mutex_.
+  int seen_ = 0;
+  std::vector<int64_t> window_;  // the last kWindow stays, as a ring
+  size_t next_ = 0;
+  int64_t reported_ns_ = -1;  // -1: not measured yet
+};
+
+class Instruments {
+ public:
+  // class_init: installs `stats`, `stats-interval`, `trace-file`, `qos`.
+  static void install_properties(GObjectClass* klass);
+  // set/get_property (the element holds its object lock): false when
+  // `prop_id` is not one of ours.
+  bool set_property(guint prop_id, const GValue* value);
+  bool get_property(guint prop_id, GValue* value) const;
+
+  // Owner thread, READY->PAUSED: resets the counters, opens the trace file
+  // and starts the stats messages. Returns an error sentence, or empty.
+  std::string start(GstElement* element);
+  // Owner thread, PAUSED->READY (and finalize): stops the messages and
+  // closes the trace. Twice is fine.
+  void stop();
+
+  // Streaming thread, chain(): counts the frame; true when QoS says it is
+  // too late to be worth uploading, in which case it is counted as dropped
+  // and a QoS message is posted.
+  bool drop_late(GstElement* element, GstBuffer* buffer);
+  void submitted() { stats_.frame_submitted(); }
+  // Streaming thread, every sink event before the element handles it
+  // (SEGMENT for QoS, FLUSH_STOP for the counters).
+  void sink_event(GstEvent* event);
+  // Any thread, every src pad event (QOS).
+  void src_event(GstEvent* event) { qos_.src_event(event); }
+  // Src pad task, after a frame's push returned: statistics, trace and a
+  // LATENCY message when the measured latency changed.
+  void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push);
+  // Any thread, src pad LATENCY query already answered upstream: adds the
+  // element's own. Min: the measured stay of a frame (LatencyEstimate), one
+  // frame until measured. Max: ring-size frames can wait in the element.
+  void add_own_latency(GstElement* element, GstQuery* query, gint fps_n, gint fps_d,
+                       int ring_size) const;
+
+ private:
+  // Settings; guarded by settings_mutex_ (lock order: the element's object
+  // lock, then settings_mutex_; nothing is called with it held).
+  mutable std::mutex settings_mutex_;
+  guint stats_interval_ms_ = 0;
+  std::string trace_file_;
+
+  ElementStats stats_;
+  StatsTicker ticker_;
+  LatencyEstimate latency_;
+  QosTracker qos_;
+  TraceWriter trace_;
+  uint64_t pushed_ = 0;            // src pad task: frame number in the trace
+  int64_t last_push_end_ns_ = -1;  // src pad task: when the previous push returned
+};
+
+}  // namespace cudaoverlap

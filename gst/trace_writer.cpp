@@ -1,0 +1,95 @@
+// The Chrome/Perfetto trace writer; see trace_writer.h. The format is the
+// "JSON Object Format" of the Trace Event Format document: complete events
+// ("X") with ts/dur in microseconds, and metadata events ("M") naming the
+// process and the lanes.
+#include "trace_writer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+
+namespace cudaoverlap {
+namespace {
+
+constexpr int kPid = 1;
+// Lanes, in the order they are drawn (tid = index + 1).
+constexpr const char* kLanes[] = {"staging", "upload", "compute", "download", "push"};
+
+// JSON string contents: element names are plain, but escape what matters.
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string TraceWriter::open(const std::string& path, const std::string& element_name) {
+  close();
+  std::lock_guard<std::mutex> lock(mutex_);
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_)
+    return "cannot write the trace file '" + path + "': " + std::strerror(errno) +
+           "; set trace-file to a writable path";
+  // One frame is about 1 kB of JSON; a large buffer keeps writes rare.
+  std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  origin_ns_ = host_now_ns();
+  std::fprintf(file_,
+               "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
+               "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+               "\"args\":{\"name\":\"cudaoverlap %s\"}}",
+               kPid, json_escape(element_name).c_str());
+  for (int i = 0; i < static_cast<int>(std::size(kLanes)); ++i)
+    std::fprintf(file_,
+                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                 "\"args\":{\"name\":\"%s\"}},\n"
+                 "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                 "\"args\":{\"sort_index\":%d}}",
+                 kPid, i + 1, kLanes[i], kPid, i + 1, i + 1);
+  return {};
+}
+
+void TraceWriter::slice(int lane, uint64_t frame, const TimeSpan& span) {
+  if (!span.valid()) return;
+  // Integer microseconds with three decimals: nanosecond resolution, and no
+  // rounding of large doubles.
+  const int64_t ts = span.start_ns - origin_ns_;
+  const int64_t dur = span.end_ns - span.start_ns;
+  std::fprintf(file_,
+               ",\n{\"name\":\"frame %llu\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+               "\"ts\":%s%lld.%03lld,\"dur\":%lld.%03lld,\"args\":{\"frame\":%llu}}",
+               static_cast<unsigned long long>(frame), kLanes[lane], kPid, lane + 1,
+               ts < 0 ? "-" : "", static_cast<long long>((ts < 0 ? -ts : ts) / 1000),
+               static_cast<long long>((ts < 0 ? -ts : ts) % 1000),
+               static_cast<long long>(dur / 1000), static_cast<long long>(dur % 1000),
+               static_cast<unsigned long long>(frame));
+}
+
+void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!file_) return;
+  slice(0, frame, timing.staging);
+  slice(1, frame, timing.upload);
+  slice(2, frame, timing.compute);
+  slice(3, frame, timing.download);
+  slice(4, frame, push);
+}
+
+void TraceWriter::close() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!file_) return;
+  std::fputs("\n]}\n", file_);
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+}  // namespace cudaoverlap

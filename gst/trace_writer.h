@@ -1,0 +1,44 @@
+// The `trace-file` of the element: a timeline of every frame in the
+// Chrome/Perfetto JSON trace format ({"traceEvents": [...]}), which opens in
+// ui.perfetto.dev and chrome://tracing, and which scripts/trace-to-png.py
+// draws. One lane (thread) per stage: staging, upload, compute, download,
+// push; one complete slice ("ph": "X") per frame and lane, named
+// "frame N". All times are on the host's steady clock (the engine places
+// GPU times on it), in microseconds since the file was opened, so
+// overlapping stages of consecutive frames show as overlapping slices.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "engine.h"
+
+namespace cudaoverlap {
+
+class TraceWriter {
+ public:
+  TraceWriter() = default;
+  ~TraceWriter() { close(); }
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Owner thread. Creates (truncates) `path` and writes the header; returns
+  // an error sentence, or empty.
+  std::string open(const std::string& path, const std::string& element_name);
+  // Src pad task: the slices of frame `frame`. Does nothing when not open.
+  void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push);
+  // Owner thread: ends the JSON and closes the file. Twice is fine.
+  void close();
+
+ private:
+  void slice(int lane, uint64_t frame, const TimeSpan& span);
+
+  // Lock order: a leaf. Held while writing one frame (a buffered fwrite).
+  std::mutex mutex_;
+  std::FILE* file_ = nullptr;  // guarded by mutex_
+  int64_t origin_ns_ = 0;      // guarded by mutex_
+};
+
+}  // namespace cudaoverlap

@@ -1,0 +1,45 @@
+// The `blur` kernel: a Gaussian blur with KernelParams::blur_sigma (0.5 to
+// 20 pixels), separable (a horizontal then a vertical pass), with the image
+// edges clamped (samples beyond an edge repeat the edge).
+//
+// Each plane is blurred at its own resolution: subsampled chroma planes with
+// sigma scaled down by their subsampling, so the blur has the same extent on
+// the picture for every plane. Colour, luma and chroma samples are blurred;
+// alpha and padding bytes of packed formats are copied.
+//
+// The arithmetic is integer so the GPU and the CPU reference agree to the
+// byte: the taps are the Gaussian quantised to integers summing to exactly
+// 4096 (so a flat image stays flat), the horizontal pass keeps 8 fractional
+// bits, and the vertical pass rounds to nearest once at the end. Against an
+// exact double-precision Gaussian with the same taps the result differs by
+// at most 1 (tested).
+#pragma once
+
+#include <cstdint>
+
+#include "video_format.h"
+
+struct CUstream_st;
+
+namespace cudaoverlap {
+
+constexpr double kBlurMinSigma = 0.5;
+constexpr double kBlurMaxSigma = 20.0;
+constexpr int kBlurMaxRadius = 60;   // ceil(3 * kBlurMaxSigma)
+constexpr int kBlurWeightBits = 12;  // taps sum to 1 << 12
+
+// Taps of one plane: weight[|d|] for offsets -radius..radius.
+struct BlurTaps {
+  int radius = 0;
+  int32_t weight[kBlurMaxRadius + 1] = {};
+};
+
+// The taps for `sigma` in picture pixels, on a plane subsampled by
+// 1 << shift (radius ceil(3 * sigma'), at least 1).
+BlurTaps blur_taps(double sigma, int shift);
+
+void blur_reference(const ImageRef& in, const ImageRef& out, double sigma);
+void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, bool inject_launch_failure,
+               CUstream_st* stream);
+
+}  // namespace cudaoverlap

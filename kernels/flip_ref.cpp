@@ -1,0 +1,60 @@
+// CPU reference of the `flip` kernel (see flip.h): for each output pixel
+// group, the input one it comes from, plane by plane.
+#include <cstring>
+
+#include "flip.h"
+
+namespace cudaoverlap {
+
+void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direction) {
+  const FormatInfo& info = format_info(in.format);
+  for (int p = 0; p < info.n_planes; ++p) {
+    const size_t pixel = static_cast<size_t>(info.pixel_bytes[p]);
+    // Plane sizes in pixel groups.
+    const long in_w = static_cast<long>(plane_row_bytes(in.format, p, in.width) / pixel);
+    const long in_h = static_cast<long>(plane_rows(in.format, p, in.height));
+    const long out_w = static_cast<long>(plane_row_bytes(out.format, p, out.width) / pixel);
+    const long out_h = static_cast<long>(plane_rows(out.format, p, out.height));
+    for (long y = 0; y < out_h; ++y) {
+      uint8_t* dst = out.planes[p].data + static_cast<size_t>(y) * out.planes[p].stride;
+      for (long x = 0; x < out_w; ++x) {
+        long sx = x, sy = y;
+        switch (direction) {
+          case FlipDirection::kIdentity:
+            break;
+          case FlipDirection::k90R:
+            sx = y;
+            sy = in_h - 1 - x;
+            break;
+          case FlipDirection::k180:
+            sx = in_w - 1 - x;
+            sy = in_h - 1 - y;
+            break;
+          case FlipDirection::k90L:
+            sx = in_w - 1 - y;
+            sy = x;
+            break;
+          case FlipDirection::kHoriz:
+            sx = in_w - 1 - x;
+            break;
+          case FlipDirection::kVert:
+            sy = in_h - 1 - y;
+            break;
+          case FlipDirection::kUlLr:
+            sx = y;
+            sy = x;
+            break;
+          case FlipDirection::kUrLl:
+            sx = in_w - 1 - y;
+            sy = in_h - 1 - x;
+            break;
+        }
+        const uint8_t* src = in.planes[p].data + static_cast<size_t>(sy) * in.planes[p].stride +
+                             static_cast<size_t>(sx) * pixel;
+        std::memcpy(dst + static_cast<size_t>(x) * pixel, src, pixel);
+      }
+    }
+  }
+}
+
+}  // namespace cudaoverlap

@@ -1,0 +1,323 @@
+// The element's instruments in whole pipelines on the backend under test:
+// exact frame counters and per-stage times in the `stats` property, the
+// periodic stats messages (also while no frame flows), QoS drops with a slow sink (and none without
+// one or with qos=false), the measured latency in the LATENCY query, and a trace-file that cannot
+// be written. The trace file's contents are checked by test_trace_file.py, with a real JSON parser.
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "element_test_util.h"
+
+namespace cudaoverlap_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const kTimedStages[] = {"staging", "upload", "compute", "download", "push", "latency"};
+
+// A gst-launch description with the element named "overlap"; runs it to EOS
+// and keeps the messages the element posted.
+class StatsPipeline {
+ public:
+  explicit StatsPipeline(const std::string& description) {
+    GError* error = nullptr;
+    pipeline_ = gst_parse_launch(description.c_str(), &error);
+    if (error != nullptr) {
+      ADD_FAILURE() << description << ": " << error->message;
+      g_error_free(error);
+      pipeline_ = nullptr;
+      return;
+    }
+    overlap_ = gst_bin_get_by_name(GST_BIN(pipeline_), "overlap");
+  }
+  ~StatsPipeline() {
+    for (GstMessage* m : messages_) gst_message_unref(m);
+    if (pipeline_ == nullptr) return;
+    run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline_, GST_STATE_NULL); });
+    gst_object_unref(overlap_);
+    gst_object_unref(pipeline_);
+  }
+  StatsPipeline(const StatsPipeline&) = delete;
+  StatsPipeline& operator=(const StatsPipeline&) = delete;
+
+  // Plays to EOS; returns the error text if one came first ("" on EOS).
+  std::string run(std::chrono::seconds timeout = 30s) {
+    if (pipeline_ == nullptr) return "no pipeline";
+    if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
+      return "state change to PLAYING failed: " + pop_error();
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    std::string result = "timed out";
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      GstMessage* m = gst_bus_timed_pop(bus, 100 * GST_MSECOND);
+      if (m == nullptr) continue;
+      const GstMessageType type = GST_MESSAGE_TYPE(m);
+      if (type == GST_MESSAGE_EOS) {
+        gst_message_unref(m);
+        result.clear();
+        break;
+      }
+      if (type == GST_MESSAGE_ERROR) {
+        GError* error = nullptr;
+        gst_message_parse_error(m, &error, nullptr);
+        result = error->message;
+        g_error_free(error);
+        gst_message_unref(m);
+        break;
+      }
+      if (GST_MESSAGE_SRC(m) == GST_OBJECT_CAST(overlap_))
+        messages_.push_back(m);
+      else
+        gst_message_unref(m);
+    }
+    gst_object_unref(bus);
+    return result;
+  }
+
+  std::string pop_error() {
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    gst_object_unref(bus);
+    if (m == nullptr) return {};
+    GError* error = nullptr;
+    gst_message_parse_error(m, &error, nullptr);
+    std::string text = error->message;
+    g_error_free(error);
+    gst_message_unref(m);
+    return text;
+  }
+
+  // The `stats` structure now (owned by the caller).
+  GstStructure* stats() const {
+    GstStructure* s = nullptr;
+    g_object_get(overlap_, "stats", &s, nullptr);
+    return s;
+  }
+  std::vector<GstMessage*> messages(GstMessageType type) const {
+    std::vector<GstMessage*> out;
+    for (GstMessage* m : messages_)
+      if (GST_MESSAGE_TYPE(m) == type) out.push_back(m);
+    return out;
+  }
+  GstElement* overlap() const { return overlap_; }
+
+ private:
+  GstElement* pipeline_ = nullptr;
+  GstElement* overlap_ = nullptr;
+  std::vector<GstMessage*> messages_;
+};
+
+std::string source(int frames, int fps, const std::string& extra = "") {
+  return "videotestsrc num-buffers=" + std::to_string(frames) + " " + extra +
+         " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) +
+         "/1 ! cudaoverlap name=overlap backend=" + test_backend() + " ";
+}
+
+guint64 u64(const GstStructure* s, const char* field) {
+  guint64 v = G_MAXUINT64;
+  EXPECT_TRUE(gst_structure_get_uint64(s, field, &v)) << field;
+  return v;
+}
+double dbl(const GstStructure* s, const char* field) {
+  double v = -1.0;
+  EXPECT_TRUE(gst_structure_get_double(s, field, &v)) << field;
+  return v;
+}
+
+TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
+  SKIP_WITHOUT_BACKEND();
+  for (const char* mode : {"overlapped", "serial"}) {
+    SCOPED_TRACE(mode);
+    StatsPipeline p(source(37, 30) + "mode=" + mode + " ! fakesink sync=false");
+    ASSERT_EQ(p.run(), "");
+    GstStructure* s = p.stats();
+    ASSERT_NE(s, nullptr);
+    EXPECT_STREQ(gst_structure_get_name(s), "cudaoverlap-stats");
+    EXPECT_EQ(u64(s, "frames-in"), 37u);
+    EXPECT_EQ(u64(s, "frames-out"), 37u);
+    EXPECT_EQ(u64(s, "frames-dropped"), 0u);
+    guint in_flight = 99;
+    EXPECT_TRUE(gst_structure_get_uint(s, "frames-in-flight", &in_flight));
+    EXPECT_EQ(in_flight, 0u);
+    for (const char* stage : kTimedStages) {
+      const std::string name(stage);
+      const double mean = dbl(s, (name + "-mean-ms").c_str());
+      const double max = dbl(s, (name + "-max-ms").c_str());
+      EXPECT_GT(mean, 0.0) << stage;
+      EXPECT_GE(max, mean) << stage;
+    }
+    EXPECT_GE(dbl(s, "wait-slot-mean-ms"), 0.0);
+    EXPECT_GT(dbl(s, "frames-per-second"), 0.0);
+    EXPECT_GT(dbl(s, "overlap-efficiency"), 0.0);
+    // The element's latency covers its stages.
+    EXPECT_GE(dbl(s, "latency-max-ms"), dbl(s, "upload-max-ms"));
+    gst_structure_free(s);
+  }
+}
+
+TEST(Stats, StartFromZeroOnEveryRun) {
+  SKIP_WITHOUT_BACKEND();
+  StatsPipeline p(source(5, 30) + "! fakesink sync=false");
+  GstStructure* before = p.stats();
+  ASSERT_NE(before, nullptr);
+  EXPECT_EQ(u64(before, "frames-in"), 0u);
+  EXPECT_EQ(dbl(before, "upload-max-ms"), 0.0);
+  gst_structure_free(before);
+  ASSERT_EQ(p.run(), "");
+  GstStructure* after = p.stats();
+  EXPECT_EQ(u64(after, "frames-out"), 5u);
+  gst_structure_free(after);
+}
+
+TEST(Stats, MessagesKeepComingWhileNoFrameFlows) {
+  SKIP_WITHOUT_BACKEND();
+  GstElement* pipeline = gst_parse_launch(
+      ("appsrc name=src format=time caps=video/x-raw,format=RGBA,width=16,height=8,framerate=30/1 "
+       "! cudaoverlap name=overlap stats-interval=20 backend=" +
+       test_backend() + " ! fakesink")
+          .c_str(),
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  int stats_messages = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (stats_messages < 3 && std::chrono::steady_clock::now() < deadline) {
+    GstMessage* m = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND, GST_MESSAGE_ELEMENT);
+    if (m == nullptr) continue;
+    const GstStructure* s = gst_message_get_structure(m);
+    if (gst_structure_has_name(s, "cudaoverlap-stats")) {
+      ++stats_messages;
+      EXPECT_EQ(u64(s, "frames-in"), 0u);
+    }
+    gst_message_unref(m);
+  }
+  EXPECT_EQ(stats_messages, 3);
+  gst_object_unref(bus);
+  run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
+  gst_object_unref(pipeline);
+}
+
+TEST(Stats, MessagesArePostedEveryIntervalAndNotByDefault) {
+  SKIP_WITHOUT_BACKEND();
+  {
+    // 40 frames at 100 frames/s against the clock: about 400 ms.
+    StatsPipeline p(source(40, 100) + "stats-interval=50 ! fakesink sync=true");
+    ASSERT_EQ(p.run(), "");
+    std::vector<guint64> outs;
+    for (GstMessage* m : p.messages(GST_MESSAGE_ELEMENT)) {
+      const GstStructure* s = gst_message_get_structure(m);
+      if (gst_structure_has_name(s, "cudaoverlap-stats")) outs.push_back(u64(s, "frames-out"));
+    }
+    // About 8 in 400 ms; the clock thread may be late on a loaded machine.
+    EXPECT_GE(outs.size(), 3u);
+    EXPECT_LE(outs.size(), 12u);
+    for (size_t i = 1; i < outs.size(); ++i) EXPECT_GE(outs[i], outs[i - 1]);
+    ASSERT_FALSE(outs.empty());
+    EXPECT_GT(outs.back(), 0u);
+  }
+  {
+    StatsPipeline p(source(20, 100) + "! fakesink sync=true");
+    ASSERT_EQ(p.run(), "");
+    EXPECT_TRUE(p.messages(GST_MESSAGE_ELEMENT).empty());
+  }
+}
+
+// Downstream that takes 40 ms per 16.7 ms frame, with a sink that reports
+// its lateness upstream.
+const char* const kSlowSink = "! identity sleep-time=40000 ! fakesink sync=true qos=true";
+
+TEST(Qos, LateFramesAreDroppedBeforeUploadWithASlowSink) {
+  SKIP_WITHOUT_BACKEND();
+  StatsPipeline p(source(30, 60) + kSlowSink);
+  ASSERT_EQ(p.run(), "");
+  GstStructure* s = p.stats();
+  const guint64 dropped = u64(s, "frames-dropped");
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(u64(s, "frames-in"), 30u);
+  EXPECT_EQ(u64(s, "frames-out") + dropped, 30u);
+  gst_structure_free(s);
+
+  // One QoS message per drop, as GstBaseTransform posts them.
+  const std::vector<GstMessage*> qos = p.messages(GST_MESSAGE_QOS);
+  EXPECT_EQ(qos.size(), dropped);
+  ASSERT_FALSE(qos.empty());
+  GstFormat format;
+  guint64 processed = 0, qos_dropped = 0;
+  gst_message_parse_qos_stats(qos.back(), &format, &processed, &qos_dropped);
+  EXPECT_EQ(format, GST_FORMAT_BUFFERS);
+  EXPECT_EQ(qos_dropped, dropped);  // the last message counts every drop
+  EXPECT_LE(processed + qos_dropped, 30u);
+  gint64 jitter = -1;
+  gst_message_parse_qos_values(qos.back(), &jitter, nullptr, nullptr);
+  EXPECT_GE(jitter, 0);
+}
+
+TEST(Qos, NothingIsDroppedWithAFastSinkOrWithQosOff) {
+  SKIP_WITHOUT_BACKEND();
+  // The fast sink keeps up with 30 frames/s; eight frames in flight give
+  // the (non-live) source 250 ms of lead, so that a loaded test machine
+  // stalling for a moment does not make a frame late for real.
+  const std::pair<int, std::string> cases[] = {
+      {30, "ring-size=8 ! fakesink sync=true qos=true"},
+      {60, std::string("qos=false ") + kSlowSink},
+  };
+  for (const auto& [fps, tail] : cases) {
+    SCOPED_TRACE(tail);
+    StatsPipeline p(source(30, fps) + tail);
+    ASSERT_EQ(p.run(), "");
+    GstStructure* s = p.stats();
+    EXPECT_EQ(u64(s, "frames-dropped"), 0u);
+    EXPECT_EQ(u64(s, "frames-out"), 30u);
+    gst_structure_free(s);
+    EXPECT_TRUE(p.messages(GST_MESSAGE_QOS).empty());
+  }
+}
+
+TEST(Latency, ReportsWhatItMeasuredOnceWarmedUp) {
+  SKIP_WITHOUT_BACKEND();
+  // 25 frames/s: one frame (the answer before measuring) is 40 ms, far more
+  // than the element needs for 64x48 frames.
+  StatsPipeline p(source(50, 25) + "! fakesink sync=false");
+  ASSERT_EQ(p.run(), "");
+  EXPECT_FALSE(p.messages(GST_MESSAGE_LATENCY).empty()) << "no LATENCY message after warm-up";
+
+  GstPad* src = gst_element_get_static_pad(p.overlap(), "src");
+  GstPad* sink = gst_element_get_static_pad(p.overlap(), "sink");
+  GstQuery* upstream = gst_query_new_latency();
+  ASSERT_TRUE(gst_pad_peer_query(sink, upstream));
+  GstQuery* query = gst_query_new_latency();
+  ASSERT_TRUE(gst_pad_query(src, query));
+  GstClockTime up_min, min;
+  gst_query_parse_latency(upstream, nullptr, &up_min, nullptr);
+  gst_query_parse_latency(query, nullptr, &min, nullptr);
+  gst_query_unref(upstream);
+  gst_query_unref(query);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+
+  const double own_ms = static_cast<double>(min - up_min) / 1e6;
+  GstStructure* s = p.stats();
+  const double work_ms = dbl(s, "staging-mean-ms") + dbl(s, "upload-mean-ms") +
+                         dbl(s, "compute-mean-ms") + dbl(s, "download-mean-ms");
+  gst_structure_free(s);
+  EXPECT_LT(own_ms, 40.0) << "still one frame: nothing was measured";
+  // Reported is the longest stay after warm-up, with a margin: never less
+  // than the work of an average frame. (Not the average of latency-mean-ms,
+  // which also counts waiting for this fast source's next free slot.)
+  EXPECT_GE(own_ms, work_ms);
+}
+
+TEST(TraceFile, AnUnwritablePathFailsTheStartWithASentence) {
+  SKIP_WITHOUT_BACKEND();
+  StatsPipeline p(source(5, 30) + "trace-file=/nonexistent-dir/trace.json ! fakesink");
+  const std::string error = p.run(5s);
+  EXPECT_NE(error.find("/nonexistent-dir/trace.json"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace cudaoverlap_test

@@ -1,0 +1,125 @@
+// Helpers of the kernel suites: images with random pixels in any layout,
+// pixel-byte comparison (row and plane padding ignored), and a GPU run of a
+// kernel through the Device interface the engine uses, so these tests need
+// no CUDA headers and skip where no device exists.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_device.h"
+#include "device.h"
+#include "error.h"
+#include "frame_layout.h"
+#include "kernel.h"
+
+namespace cudaoverlap::test {
+
+inline const PixelFormat kAllFormats[] = {
+    PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx,
+    PixelFormat::kBGRx, PixelFormat::kARGB, PixelFormat::kABGR,
+    PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
+
+inline const FlipDirection kAllDirections[] = {
+    FlipDirection::kIdentity, FlipDirection::k90R,  FlipDirection::k180,  FlipDirection::k90L,
+    FlipDirection::kHoriz,    FlipDirection::kVert, FlipDirection::kUlLr, FlipDirection::kUrLl};
+
+inline const char* direction_name(FlipDirection d) {
+  static const char* names[] = {"identity", "90r", "180", "90l", "horiz", "vert", "ul_lr", "ur_ll"};
+  return names[static_cast<int>(d)];
+}
+
+// An image that owns its bytes. Rows carry `pad` bytes of padding so that
+// every kernel has to honour strides.
+struct OwnedImage {
+  OwnedImage(PixelFormat format, int width, int height, size_t pad = 12)
+      : layout(FrameLayout::packed(format, width, height)) {
+    size_t at = 0;
+    for (int p = 0; p < layout.n_planes(); ++p) {
+      layout.offset[p] = at;
+      layout.stride[p] = layout.row_bytes(p) + pad;
+      at += layout.stride[p] * layout.rows(p);
+    }
+    layout.size = at;
+    bytes.assign(layout.size, 0xA5);
+    image = layout.at(bytes.data());
+  }
+  void fill_random(uint32_t seed) {
+    std::mt19937 random(seed);
+    for (auto& b : bytes) b = static_cast<uint8_t>(random());
+  }
+  FrameLayout layout;
+  std::vector<uint8_t> bytes;
+  ImageRef image;
+};
+
+// The output geometry `kernel` makes from `in` with `params`.
+inline void output_size(KernelId kernel, const KernelParams& params, int in_w, int in_h, int* w,
+                        int* h) {
+  const bool swap = kernel == KernelId::kFlip && flip_swaps_size(params.flip);
+  *w = swap ? in_h : in_w;
+  *h = swap ? in_w : in_h;
+}
+
+// Empty when the pixel bytes of `a` and `b` (same format and size) differ by
+// at most `tolerance`, else where the first larger difference is.
+inline std::string compare_images(const ImageRef& a, const ImageRef& b, int tolerance = 0,
+                                  int* max_diff = nullptr) {
+  int worst = 0;
+  std::string first;
+  const FormatInfo& info = format_info(a.format);
+  for (int p = 0; p < info.n_planes; ++p)
+    for (size_t y = 0; y < plane_rows(a.format, p, a.height); ++y)
+      for (size_t x = 0; x < plane_row_bytes(a.format, p, a.width); ++x) {
+        const int va = a.planes[p].data[y * a.planes[p].stride + x];
+        const int vb = b.planes[p].data[y * b.planes[p].stride + x];
+        const int d = std::abs(va - vb);
+        worst = std::max(worst, d);
+        if (d > tolerance && first.empty())
+          first = std::string(info.name) + " plane " + std::to_string(p) + " byte (" +
+                  std::to_string(x) + "," + std::to_string(y) + "): " + std::to_string(va) +
+                  " vs " + std::to_string(vb);
+      }
+  if (max_diff) *max_diff = worst;
+  return first;
+}
+
+// Runs `kernel` on `device` from host image `in` into host image `out`,
+// through device planes aligned to `align` bytes (256: the vector paths; 4:
+// the narrowest strides GStreamer makes).
+inline void run_on_device(Device& device, KernelId kernel, const KernelParams& params,
+                          const OwnedImage& in, OwnedImage& out, size_t align) {
+  const FrameLayout din_layout =
+      FrameLayout::packed(in.layout.format, in.layout.width, in.layout.height, align, align);
+  const FrameLayout dout_layout =
+      FrameLayout::packed(out.layout.format, out.layout.width, out.layout.height, align, align);
+  auto pinned_in = device.alloc_pinned(in.layout.size);
+  auto pinned_out = device.alloc_pinned(out.layout.size);
+  auto dev_in = device.alloc_device(din_layout.size);
+  auto dev_out = device.alloc_device(dout_layout.size);
+  std::memcpy(pinned_in->data(), in.bytes.data(), in.layout.size);
+  auto stream = device.create_stream();
+  const ImageRef src = in.layout.at(pinned_in->data());
+  const ImageRef din = din_layout.at(dev_in->data());
+  const ImageRef dout = dout_layout.at(dev_out->data());
+  const ImageRef dst = out.layout.at(pinned_out->data());
+  for (int p = 0; p < in.layout.n_planes(); ++p)
+    stream->copy_2d(din.planes[p].data, din.planes[p].stride, src.planes[p].data,
+                    src.planes[p].stride, in.layout.row_bytes(p), in.layout.rows(p),
+                    CopyKind::kHostToDevice);
+  stream->launch(kernel, params, din, dout);
+  for (int p = 0; p < out.layout.n_planes(); ++p)
+    stream->copy_2d(dst.planes[p].data, dst.planes[p].stride, dout.planes[p].data,
+                    dout.planes[p].stride, out.layout.row_bytes(p), out.layout.rows(p),
+                    CopyKind::kDeviceToHost);
+  stream->synchronize();
+  std::memcpy(out.bytes.data(), pinned_out->data(), out.layout.size);
+}
+
+}  // namespace cudaoverlap::test

@@ -1,0 +1,381 @@
+// The CPU references of flip and balance against their definitions, written
+// independently here, and the checks that refuse what a kernel cannot do.
+// (Agreement with GStreamer's own elements is test_vs_gstreamer.cpp; GPU
+// against these references is test_kernel_gpu.cpp.)
+#include "blur.h"
+#include "kernel_test_util.h"
+
+namespace cudaoverlap::test {
+namespace {
+
+OwnedImage run_reference(KernelId kernel, const KernelParams& params, const OwnedImage& in) {
+  int w, h;
+  output_size(kernel, params, in.layout.width, in.layout.height, &w, &h);
+  OwnedImage out(in.layout.format, w, h, 5);
+  run_kernel_reference(kernel, params, in.image, out.image);
+  return out;
+}
+
+OwnedImage flip(const OwnedImage& in, FlipDirection d) {
+  KernelParams params;
+  params.flip = d;
+  return run_reference(KernelId::kFlip, params, in);
+}
+
+// Packed and grey formats have one sample group per pixel, so the definition
+// of each direction can be checked pixel by pixel.
+TEST(FlipReference, EveryDirectionMovesEachPixelWhereItsDefinitionSays) {
+  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kABGR, PixelFormat::kGRAY8})
+    for (FlipDirection d : kAllDirections) {
+      OwnedImage in(f, 5, 3);
+      in.fill_random(1);
+      const OwnedImage out = flip(in, d);
+      const int W = 5, H = 3;
+      const size_t n = static_cast<size_t>(format_info(f).pixel_bytes[0]);
+      for (int y = 0; y < out.layout.height; ++y)
+        for (int x = 0; x < out.layout.width; ++x) {
+          // Where output pixel (x, y) comes from, by the geometry of each
+          // operation (rotations as a camera turned the other way).
+          int sx = x, sy = y;
+          if (d == FlipDirection::k90R) sx = y, sy = H - 1 - x;
+          if (d == FlipDirection::k180) sx = W - 1 - x, sy = H - 1 - y;
+          if (d == FlipDirection::k90L) sx = W - 1 - y, sy = x;
+          if (d == FlipDirection::kHoriz) sx = W - 1 - x;
+          if (d == FlipDirection::kVert) sy = H - 1 - y;
+          if (d == FlipDirection::kUlLr) sx = y, sy = x;
+          if (d == FlipDirection::kUrLl) sx = W - 1 - y, sy = H - 1 - x;
+          EXPECT_EQ(
+              0, std::memcmp(out.image.planes[0].data + y * out.image.planes[0].stride + x * n,
+                             in.image.planes[0].data + sy * in.image.planes[0].stride + sx * n, n))
+              << format_info(f).name << " " << direction_name(d) << " at " << x << "," << y;
+        }
+    }
+}
+
+// For every format and odd sizes (where chroma rounds up), the directions
+// compose as the symmetries of a rectangle do.
+TEST(FlipReference, DirectionsComposeAsTheSymmetriesOfARectangle) {
+  for (PixelFormat f : kAllFormats)
+    for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {8, 6}, {13, 7}}) {
+      OwnedImage in(f, w, h);
+      in.fill_random(static_cast<uint32_t>(w * 100 + h));
+      const std::string where =
+          std::string(format_info(f).name) + " " + std::to_string(w) + "x" + std::to_string(h);
+      EXPECT_EQ(compare_images(flip(in, FlipDirection::kIdentity).image, in.image), "") << where;
+      EXPECT_EQ(
+          compare_images(flip(flip(in, FlipDirection::k90R), FlipDirection::k90L).image, in.image),
+          "")
+          << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::k90R), FlipDirection::k90R).image,
+                               flip(in, FlipDirection::k180).image),
+                "")
+          << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::kHoriz), FlipDirection::kVert).image,
+                               flip(in, FlipDirection::k180).image),
+                "")
+          << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::kUlLr), FlipDirection::kUlLr).image,
+                               in.image),
+                "")
+          << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::kHoriz), FlipDirection::k90R).image,
+                               flip(in, FlipDirection::kUrLl).image),
+                "")
+          << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::kVert), FlipDirection::k90R).image,
+                               flip(in, FlipDirection::kUlLr).image),
+                "")
+          << where;
+    }
+}
+
+TEST(FlipReference, SizeMustMatchTheDirection) {
+  OwnedImage in(PixelFormat::kRGBA, 4, 2);
+  OwnedImage same(PixelFormat::kRGBA, 4, 2);
+  OwnedImage swapped(PixelFormat::kRGBA, 2, 4);
+  KernelParams params;
+  params.flip = FlipDirection::k90R;
+  EXPECT_EQ(kernel_check(KernelId::kFlip, params, in.image, swapped.image), "");
+  const std::string problem = kernel_check(KernelId::kFlip, params, in.image, same.image);
+  EXPECT_NE(problem.find("makes 2x4 from 4x2"), std::string::npos) << problem;
+  EXPECT_THROW(run_kernel_reference(KernelId::kFlip, params, in.image, same.image), Error);
+  // The engine's start-time check (without parameters) takes both sizes.
+  EXPECT_EQ(kernel_check(KernelId::kFlip, in.image, same.image), "");
+  EXPECT_EQ(kernel_check(KernelId::kFlip, in.image, swapped.image), "");
+  OwnedImage other(PixelFormat::kBGRA, 4, 2);
+  EXPECT_NE(kernel_check(KernelId::kFlip, in.image, other.image), "");
+}
+
+KernelParams balance(double brightness, double contrast, double saturation, double hue) {
+  KernelParams params;
+  params.balance.brightness = brightness;
+  params.balance.contrast = contrast;
+  params.balance.saturation = saturation;
+  params.balance.hue = hue;
+  return params;
+}
+
+TEST(BalanceReference, DefaultsCopyEveryByteAsVideobalancePassthroughDoes) {
+  for (PixelFormat f : kAllFormats) {
+    OwnedImage in(f, 7, 5);
+    in.fill_random(3);
+    EXPECT_EQ(
+        compare_images(run_reference(KernelId::kBalance, balance(0, 1, 1, 0), in).image, in.image),
+        "");
+  }
+}
+
+uint8_t at(const OwnedImage& image, int plane, int x, int y) {
+  return image.image.planes[plane].data[y * image.image.planes[plane].stride + x];
+}
+
+TEST(BalanceReference, LumaAndChromaFollowVideobalanceFormulas) {
+  OwnedImage in(PixelFormat::kI420, 2, 2);
+  for (int y = 0; y < 2; ++y)
+    std::memset(in.image.planes[0].data + y * in.layout.stride[0], 100, 2);
+  in.image.planes[1].data[0] = 100;  // u
+  in.image.planes[2].data[0] = 140;  // v
+  // contrast 2: 16 + (100 - 16) * 2 = 184; chroma untouched.
+  OwnedImage out = run_reference(KernelId::kBalance, balance(0, 2, 1, 0), in);
+  EXPECT_EQ(at(out, 0, 1, 1), 184);
+  EXPECT_EQ(at(out, 1, 0, 0), 100);
+  EXPECT_EQ(at(out, 2, 0, 0), 140);
+  // brightness 0.1: 100 + 25.5 = 125.5, rint (to even) gives 126; -1 clamps at 0.
+  EXPECT_EQ(at(run_reference(KernelId::kBalance, balance(0.1, 1, 1, 0), in), 0, 0, 0), 126);
+  EXPECT_EQ(at(run_reference(KernelId::kBalance, balance(-1, 1, 1, 0), in), 0, 0, 0), 0);
+  // saturation 0: grey chroma; 2: (100 - 128) * 2 + 128 = 72, (140 - 128) * 2 + 128 = 152.
+  out = run_reference(KernelId::kBalance, balance(0, 1, 0, 0), in);
+  EXPECT_EQ(at(out, 1, 0, 0), 128);
+  EXPECT_EQ(at(out, 2, 0, 0), 128);
+  out = run_reference(KernelId::kBalance, balance(0, 1, 2, 0), in);
+  EXPECT_EQ(at(out, 1, 0, 0), 72);
+  EXPECT_EQ(at(out, 2, 0, 0), 152);
+  // hue 1 (180 degrees) mirrors chroma through 128: 156 and 116.
+  out = run_reference(KernelId::kBalance, balance(0, 1, 1, 1), in);
+  EXPECT_EQ(at(out, 1, 0, 0), 156);
+  EXPECT_EQ(at(out, 2, 0, 0), 116);
+  // hue 0.5 (90 degrees): u' = 128 + v - 128 = 140, v' = 128 - (u - 128) = 156.
+  out = run_reference(KernelId::kBalance, balance(0, 1, 1, 0.5), in);
+  EXPECT_EQ(at(out, 1, 0, 0), 140);
+  EXPECT_EQ(at(out, 2, 0, 0), 156);
+}
+
+TEST(BalanceReference, RgbKeepsAlphaAndSaturationZeroMakesGrey) {
+  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kARGB,
+                        PixelFormat::kABGR, PixelFormat::kRGBx, PixelFormat::kBGRx}) {
+    OwnedImage in(f, 9, 4);
+    in.fill_random(11);
+    const OwnedImage out = run_reference(KernelId::kBalance, balance(0, 1, 0, 0), in);
+    const int alpha = format_info(f).alpha_byte;
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 9; ++x) {
+        const uint8_t* s = in.image.planes[0].data + y * in.layout.stride[0] + x * 4;
+        const uint8_t* d = out.image.planes[0].data + y * out.layout.stride[0] + x * 4;
+        EXPECT_EQ(d[alpha], s[alpha]) << format_info(f).name;
+        // Grey within the fixed-point matrices' rounding: 298 * y + 409 * 0
+        // and the other rows differ by at most 1 after >> 8.
+        int lo = 255, hi = 0;
+        for (int c = 0; c < 4; ++c)
+          if (c != alpha) lo = std::min<int>(lo, d[c]), hi = std::max<int>(hi, d[c]);
+        EXPECT_LE(hi - lo, 1) << format_info(f).name << " at " << x << "," << y;
+      }
+  }
+}
+
+TEST(BalanceReference, OutOfRangeValuesAreRefusedWithTheAllowedRange) {
+  OwnedImage in(PixelFormat::kRGBA, 2, 2), out(PixelFormat::kRGBA, 2, 2);
+  const std::pair<KernelParams, const char*> cases[] = {
+      {balance(1.5, 1, 1, 0), "brightness"},
+      {balance(0, -0.1, 1, 0), "contrast"},
+      {balance(0, 1, 2.5, 0), "saturation"},
+      {balance(0, 1, 1, -1.2), "hue"},
+  };
+  for (const auto& [params, name] : cases) {
+    const std::string problem = kernel_check(KernelId::kBalance, params, in.image, out.image);
+    EXPECT_NE(problem.find(name), std::string::npos) << problem;
+    EXPECT_NE(problem.find("it takes"), std::string::npos) << problem;
+    EXPECT_THROW(run_kernel_reference(KernelId::kBalance, params, in.image, out.image), Error);
+  }
+  EXPECT_EQ(kernel_check(KernelId::kBalance, balance(-1, 2, 0, 1), in.image, out.image), "");
+}
+
+KernelParams blur(double sigma) {
+  KernelParams params;
+  params.blur_sigma = sigma;
+  return params;
+}
+
+TEST(BlurReference, TapsSumToOneAndAFlatImageStaysFlat) {
+  for (double sigma : {0.5, 1.0, 2.0, 7.3, 20.0})
+    for (int shift : {0, 1}) {
+      const BlurTaps taps = blur_taps(sigma, shift);
+      int32_t sum = taps.weight[0];
+      for (int d = 1; d <= taps.radius; ++d) sum += 2 * taps.weight[d];
+      EXPECT_EQ(sum, 1 << kBlurWeightBits) << sigma;
+      EXPECT_LE(taps.radius, kBlurMaxRadius);
+    }
+  for (PixelFormat f : kAllFormats) {
+    OwnedImage in(f, 9, 7);
+    std::fill(in.bytes.begin(), in.bytes.end(), 77);
+    const OwnedImage out = run_reference(KernelId::kBlur, blur(3.0), in);
+    EXPECT_EQ(compare_images(out.image, in.image), "") << format_info(f).name;
+  }
+}
+
+// Against the same taps applied in double precision with one rounding at the
+// end: the integer passes lose at most 1.
+TEST(BlurReference, WithinOneOfTheDoublePrecisionConvolution) {
+  for (double sigma : {0.5, 1.7, 6.0}) {
+    OwnedImage in(PixelFormat::kGRAY8, 23, 17);
+    in.fill_random(static_cast<uint32_t>(sigma * 10));
+    const OwnedImage out = run_reference(KernelId::kBlur, blur(sigma), in);
+    const BlurTaps taps = blur_taps(sigma, 0);
+    const double total = 1 << kBlurWeightBits;
+    auto px = [&](int x, int y) {
+      x = std::clamp(x, 0, 22);
+      y = std::clamp(y, 0, 16);
+      return static_cast<double>(in.image.planes[0].data[y * in.layout.stride[0] + x]);
+    };
+    int worst = 0;
+    for (int y = 0; y < 17; ++y)
+      for (int x = 0; x < 23; ++x) {
+        double acc = 0;
+        for (int dy = -taps.radius; dy <= taps.radius; ++dy)
+          for (int dx = -taps.radius; dx <= taps.radius; ++dx)
+            acc += taps.weight[std::abs(dy)] * taps.weight[std::abs(dx)] / (total * total) *
+                   px(x + dx, y + dy);
+        const int want = static_cast<int>(std::lround(acc));
+        worst = std::max(worst, std::abs(want - at(out, 0, x, y)));
+      }
+    EXPECT_LE(worst, 1) << "sigma " << sigma;
+  }
+}
+
+TEST(BlurReference, KeepsAlphaAndRefusesSigmaOutOfRange) {
+  OwnedImage in(PixelFormat::kARGB, 6, 5);
+  in.fill_random(5);
+  const OwnedImage out = run_reference(KernelId::kBlur, blur(1.0), in);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 6; ++x) EXPECT_EQ(at(out, 0, x * 4, y), at(in, 0, x * 4, y));
+  for (double bad : {0.4, 20.5, -1.0}) {
+    const std::string problem = kernel_check(KernelId::kBlur, blur(bad), in.image, out.image);
+    EXPECT_NE(problem.find("it takes 0.500000 to 20.000000"), std::string::npos) << problem;
+    EXPECT_THROW(run_kernel_reference(KernelId::kBlur, blur(bad), in.image, out.image), Error);
+  }
+}
+
+TEST(EdgeReference, FlatIsZeroAndAStepGivesItsSobelResponse) {
+  // GRAY8 with a vertical step 10 -> 30 between columns 3 and 4: |gx| is
+  // (1 + 2 + 1) * 20 = 80 on the two columns next to the step, 0 elsewhere.
+  OwnedImage in(PixelFormat::kGRAY8, 8, 5);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 8; ++x)
+      in.image.planes[0].data[y * in.layout.stride[0] + x] = x < 4 ? 10 : 30;
+  const OwnedImage out = run_reference(KernelId::kEdge, {}, in);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 8; ++x) EXPECT_EQ(at(out, 0, x, y), (x == 3 || x == 4) ? 80 : 0) << x;
+  // A diagonal gradient: gx = gy = 4 * slope, magnitude floor(sqrt(2) * 4 * slope).
+  OwnedImage ramp(PixelFormat::kGRAY8, 6, 6);
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 6; ++x)
+      ramp.image.planes[0].data[y * ramp.layout.stride[0] + x] = 10 * (x + y);
+  EXPECT_EQ(at(run_reference(KernelId::kEdge, {}, ramp), 0, 2, 2), 113);  // sqrt(2 * 80^2) = 113.1
+}
+
+TEST(EdgeReference, RgbGetsGreyWithAlphaAndYuvGetsNeutralChroma) {
+  for (PixelFormat f : kAllFormats) {
+    OwnedImage in(f, 7, 6);
+    in.fill_random(8);
+    const OwnedImage out = run_reference(KernelId::kEdge, {}, in);
+    const FormatInfo& info = format_info(f);
+    for (int p = 1; p < info.n_planes; ++p)
+      for (size_t y = 0; y < out.layout.rows(p); ++y)
+        for (size_t x = 0; x < out.layout.row_bytes(p); ++x)
+          EXPECT_EQ(at(out, p, static_cast<int>(x), static_cast<int>(y)), 128) << info.name;
+    if (info.is_yuv || f == PixelFormat::kGRAY8) continue;
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 7; ++x) {
+        std::vector<int> colour;
+        for (int c = 0; c < 4; ++c)
+          if (c == info.alpha_byte)
+            EXPECT_EQ(at(out, 0, x * 4 + c, y), at(in, 0, x * 4 + c, y)) << info.name;
+          else
+            colour.push_back(at(out, 0, x * 4 + c, y));
+        EXPECT_TRUE(colour[0] == colour[1] && colour[1] == colour[2]) << info.name;
+      }
+  }
+}
+
+KernelParams convert(YuvMatrix in_matrix, bool in_full, YuvMatrix out_matrix, bool out_full) {
+  KernelParams params;
+  params.convert.in = {in_matrix, in_full};
+  params.convert.out = {out_matrix, out_full};
+  return params;
+}
+
+OwnedImage run_convert(const KernelParams& params, const OwnedImage& in, PixelFormat to) {
+  OwnedImage out(to, in.layout.width, in.layout.height, 5);
+  run_kernel_reference(KernelId::kConvert, params, in.image, out.image);
+  return out;
+}
+
+// Known values (videoconvert's, measured on GStreamer 1.22): BT.601 limited
+// range, red and white.
+TEST(ConvertReference, KnownColours) {
+  const KernelParams bt601 = convert(YuvMatrix::kBT601, false, YuvMatrix::kBT601, false);
+  OwnedImage rgba(PixelFormat::kRGBA, 2, 2);
+  const uint8_t red[4] = {255, 0, 0, 255}, white[4] = {255, 255, 255, 255};
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 2; ++x)
+      std::memcpy(rgba.image.planes[0].data + y * rgba.layout.stride[0] + x * 4,
+                  x == 0 ? red : white, 4);
+  const OwnedImage i420 = run_convert(bt601, rgba, PixelFormat::kI420);
+  EXPECT_NEAR(at(i420, 0, 0, 0), 81, 1);   // 16 + 219 * 0.299
+  EXPECT_NEAR(at(i420, 0, 1, 0), 235, 1);  // white
+  // chroma: the average of red's (90, 240) and white's (128, 128).
+  EXPECT_NEAR(at(i420, 1, 0, 0), 109, 1);
+  EXPECT_NEAR(at(i420, 2, 0, 0), 184, 1);
+  // And back: luma 128 with neutral chroma is (128, 128, 128) in
+  // videoconvert's 8-bit arithmetic (its fast path drops the 16 offset's
+  // rounding), alpha 255.
+  OwnedImage grey(PixelFormat::kI420, 2, 2);
+  std::fill(grey.bytes.begin(), grey.bytes.end(), 128);
+  const OwnedImage back = run_convert(bt601, grey, PixelFormat::kBGRA);
+  EXPECT_EQ(at(back, 0, 0, 0), 128);
+  EXPECT_EQ(at(back, 0, 3, 0), 255);
+}
+
+TEST(ConvertReference, RgbToRgbMovesBytesAndYuvToYuvRepacks) {
+  const KernelParams params = convert(YuvMatrix::kBT601, false, YuvMatrix::kBT601, false);
+  OwnedImage rgbx(PixelFormat::kRGBx, 5, 3);
+  rgbx.fill_random(4);
+  const OwnedImage argb = run_convert(params, rgbx, PixelFormat::kARGB);
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 5; ++x)
+      for (int c = 0; c < 4; ++c)  // RGBx byte c lands at ARGB byte (c + 1) % 4
+        EXPECT_EQ(at(argb, 0, x * 4 + (c + 1) % 4, y), at(rgbx, 0, x * 4 + c, y));
+  OwnedImage nv12(PixelFormat::kNV12, 5, 3);
+  nv12.fill_random(6);
+  const OwnedImage there = run_convert(params, nv12, PixelFormat::kI420);
+  const OwnedImage back = run_convert(params, there, PixelFormat::kNV12);
+  EXPECT_EQ(compare_images(back.image, nv12.image), "");
+}
+
+TEST(ConvertReference, RefusesWhatItCannotDoAndSaysWhy) {
+  OwnedImage i420(PixelFormat::kI420, 4, 4), nv12(PixelFormat::kNV12, 4, 4),
+      grey(PixelFormat::kGRAY8, 4, 4), small(PixelFormat::kRGBA, 2, 4);
+  const KernelParams change = convert(YuvMatrix::kBT601, false, YuvMatrix::kBT709, false);
+  std::string problem = kernel_check(KernelId::kConvert, change, i420.image, nv12.image);
+  EXPECT_NE(problem.find("same matrix and range"), std::string::npos) << problem;
+  const KernelParams bt709 = convert(YuvMatrix::kBT709, false, YuvMatrix::kBT709, false);
+  problem = kernel_check(KernelId::kConvert, bt709, i420.image, grey.image);
+  EXPECT_NE(problem.find("BT.601 matrix only"), std::string::npos) << problem;
+  problem = kernel_check(KernelId::kConvert, bt709, i420.image, small.image);
+  EXPECT_NE(problem.find("same size"), std::string::npos) << problem;
+  EXPECT_THROW(run_kernel_reference(KernelId::kConvert, change, i420.image, nv12.image), Error);
+  // Any pair of formats at the same size is taken otherwise.
+  EXPECT_EQ(kernel_check(KernelId::kConvert, bt709, i420.image, nv12.image), "");
+}
+
+}  // namespace
+}  // namespace cudaoverlap::test
