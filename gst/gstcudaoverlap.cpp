@@ -58,6 +58,7 @@
 #include "kernel_properties.h"
 #include "output_buffer.h"
 #include "output_queue.h"
+#include "pinned_allocator.h"
 #include "stats.h"
 #include "video_mapping.h"
 
@@ -386,7 +387,14 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
   info->format = priv->out_format;
   InputFrame input;
   input.image = mapped.image(priv->in_layout.format);
-  input.pinned = false;  // staged inside submit(), so the frame is unmapped right after
+  // Our pinned pool's memory uploads as it is and stays referenced until its
+  // upload is done; anything else is staged inside submit(), so the frame
+  // can be unmapped right after.
+  input.pinned = buffer_is_pinned(buffer, priv->device.get());
+  if (input.pinned)
+    input.keep_alive = std::shared_ptr<void>(gst_buffer_ref(buffer), [](void* b) {
+      gst_buffer_unref(static_cast<GstBuffer*>(b));
+    });
   input.user = std::move(info);
   input.arrived_ns = arrived_ns;
   const Status status = priv->engine->submit(std::move(input));
@@ -568,10 +576,16 @@ static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQ
     const gboolean ret = gst_cuda_overlap_common_query(self, pad, query, &handled);
     if (handled) return ret;
     if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
-      // The engine holds each input buffer until its frame comes out.
+      // The engine holds each input buffer until its frame comes out, and
+      // upstream writes the next: ring-size + 2, growing if upstream holds
+      // more (max 0) rather than stalling it.
       GST_OBJECT_LOCK(self);
-      const guint min_buffers = static_cast<guint>(self->priv->ring_size);
+      const guint min_buffers = static_cast<guint>(self->priv->ring_size) + 2;
       GST_OBJECT_UNLOCK(self);
+      // Pinned memory of our device: frames written there upload without a
+      // staging copy. Without a device (not started) a plain pool.
+      if (self->priv->device && propose_pinned_pool(query, self->priv->device, min_buffers))
+        return TRUE;
       return propose_video_pool(query, min_buffers);
     }
     if (GST_QUERY_IS_SERIALIZED(query)) {

@@ -141,4 +141,24 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
   return pool;
 }
 
+bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
+                         guint min_buffers) {
+  GstCaps* caps = nullptr;
+  gboolean need_pool = FALSE;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  GstVideoInfo info;
+  if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return false;
+  GstBufferPool* pool = pinned_pool_new(device, caps, min_buffers);
+  if (pool == nullptr) return false;
+  GstAllocator* allocator = pinned_allocator_new(device);
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  gst_query_add_allocation_param(query, allocator, &params);
+  gst_object_unref(allocator);
+  gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  gst_object_unref(pool);
+  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  return true;
+}
+
 }  // namespace cudaoverlap

@@ -35,4 +35,10 @@ bool buffer_is_pinned(GstBuffer* buffer, const Device* device);
 // Transfer full; nullptr when `caps` are not raw video.
 GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers);
 
+// Answers an ALLOCATION query with a pinned pool of `device` (and its
+// allocator, and GstVideoMeta support). False when the query's caps are not
+// raw video; the caller then falls back to a plain pool.
+bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
+                         guint min_buffers);
+
 }  // namespace cudaoverlap

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
   /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstcoretracers.so
 mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
+  build/tests/kernels/kernel-tests build/tests/kernels/kernel-vs-gst
   build/tests/bench/cudaoverlap-bench)
 for f in "${bins[@]}"; do
   [ -f "$f" ] && [ -x "$f" ] || continue

@@ -17,19 +17,25 @@ for t in .gpu/bin/test_*; do
   "$t" >"$out/$n.log" 2>&1
   echo "$n (rc $?): $(summary "$out/$n.log")"
 done
+.gpu/bin/kernel-tests >"$out/kernel-tests.log" 2>&1
+echo "kernel-tests (rc $?): $(summary "$out/kernel-tests.log")"
+.gpu/bin/kernel-vs-gst >"$out/kernel-vs-gst.log" 2>&1
+echo "kernel-vs-gst (rc $?): $(summary "$out/kernel-vs-gst.log")"
 CUDAOVERLAP_TEST_BACKEND=cuda .gpu/bin/element-tests >"$out/element-cuda.log" 2>&1
 echo "element-tests cuda (rc $?): $(summary "$out/element-cuda.log")"
 CUDAOVERLAP_TEST_BACKEND=cuda GST_TRACERS=leaks GST_REGISTRY="$out/registry-leaks.bin" \
   .gpu/bin/element-tests --gtest_filter='Leaks.*' >"$out/element-leaks-cuda.log" 2>&1
 echo "element-tests leaks cuda (rc $?): $(summary "$out/element-leaks-cuda.log")"
 
-# Whole pipelines: source included (videotestsrc writes each frame on the
-# CPU into ordinary memory, so the element stages it); the source alone is
-# timed too, to show its share.
+# Whole pipelines, source included: videotestsrc writes each frame on the
+# CPU. By default it writes into the element's pinned pool (zero-copy
+# upload); behind `identity drop-allocation=true` it writes into its own
+# memory and the element stages every frame. The source alone is timed too.
 frames=600
 for size in 1920x1080 3840x2160; do
   caps="video/x-raw,format=RGBA,width=${size%x*},height=${size#*x},framerate=60/1"
-  for what in "identity" "cudaoverlap mode=overlapped" "cudaoverlap mode=serial"; do
+  for what in "identity" "cudaoverlap" "identity drop-allocation=true ! cudaoverlap" \
+    "cudaoverlap mode=serial"; do
     start=$(date +%s%N)
     # shellcheck disable=SC2086
     gst-launch-1.0 -q videotestsrc num-buffers=$frames pattern=solid-color ! "$caps" \
@@ -40,3 +46,4 @@ for size in 1920x1080 3840x2160; do
   done
 done
 .gpu/bin/cudaoverlap-bench 2>&1 | tee "$out/bench.txt"
+.gpu/bin/cudaoverlap-bench --kernels 2>&1 | tee "$out/bench-kernels.txt"

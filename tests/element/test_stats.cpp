@@ -117,6 +117,15 @@ std::string source(int frames, int fps, const std::string& extra = "") {
          "/1 ! cudaoverlap name=overlap backend=" + test_backend() + " ";
 }
 
+// The same, with upstream writing into its own memory: identity drops the
+// ALLOCATION query, so our pinned pool is not used and every frame is staged.
+std::string source_unpinned(int frames, int fps) {
+  return "videotestsrc num-buffers=" + std::to_string(frames) +
+         " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) +
+         "/1 ! identity drop-allocation=true ! cudaoverlap name=overlap backend=" +
+         test_backend() + " ";
+}
+
 guint64 u64(const GstStructure* s, const char* field) {
   guint64 v = G_MAXUINT64;
   EXPECT_TRUE(gst_structure_get_uint64(s, field, &v)) << field;
@@ -132,7 +141,7 @@ TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
   SKIP_WITHOUT_BACKEND();
   for (const char* mode : {"overlapped", "serial"}) {
     SCOPED_TRACE(mode);
-    StatsPipeline p(source(37, 30) + "mode=" + mode + " ! fakesink sync=false");
+    StatsPipeline p(source_unpinned(37, 30) + "mode=" + mode + " ! fakesink sync=false");
     ASSERT_EQ(p.run(), "");
     GstStructure* s = p.stats();
     ASSERT_NE(s, nullptr);
@@ -157,6 +166,20 @@ TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
     EXPECT_GE(dbl(s, "latency-max-ms"), dbl(s, "upload-max-ms"));
     gst_structure_free(s);
   }
+}
+
+// videotestsrc honours the ALLOCATION answer, so it writes into the device's
+// pinned memory: no frame is staged, every frame is uploaded.
+TEST(Stats, APinnedUpstreamSkipsTheStagingCopy) {
+  SKIP_WITHOUT_BACKEND();
+  StatsPipeline p(source(23, 30) + "! fakesink sync=false");
+  ASSERT_EQ(p.run(), "");
+  GstStructure* s = p.stats();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(u64(s, "frames-out"), 23u);
+  EXPECT_EQ(dbl(s, "staging-max-ms"), 0.0) << "a pinned frame was staged";
+  EXPECT_GT(dbl(s, "upload-mean-ms"), 0.0);
+  gst_structure_free(s);
 }
 
 TEST(Stats, StartFromZeroOnEveryRun) {
