@@ -6,6 +6,10 @@
 // rounded intrinsics (__dmul_rn, __dadd_rn): they keep nvcc from fusing a
 // multiply and an add into an FMA, which would round differently from the
 // host's separate operations and break bit-exactness with the reference.
+// The double arithmetic is a few dozen operations per pair, far below what
+// the memory traffic costs, so every thread handles a 16-byte word (4 RGB
+// pixels, 16 luma samples, 8 chroma pairs) and planar formats do luma and
+// chroma in a single launch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,30 +52,120 @@ __device__ __forceinline__ void load_table(const BalanceArgs& a, uint8_t* table)
   __syncthreads();
 }
 
-// One thread per byte of luma (I420, NV12 plane 0, GRAY8).
-__global__ void balance_luma_kernel(const uint8_t* __restrict__ src, size_t src_stride,
-                                    uint8_t* __restrict__ dst, size_t dst_stride, int width,
-                                    int rows, BalanceArgs a) {
-  __shared__ uint8_t table[256];
-  load_table(a, table);
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  if (x >= width) return;
-  for (int y = blockIdx.y; y < rows; y += gridDim.y)
-    dst[y * dst_stride + x] = table[src[y * src_stride + x]];
+// Bytes (luma) or pixels (packed RGB) one thread handles: a 16-byte word of
+// luma or RGB when aligned. One byte or pixel per thread left each warp
+// moving 32 or 128 bytes and spent as much time on indexing as on data.
+constexpr int kLumaChunk = 16;
+constexpr int kRgbChunk = 4;
+// Chroma pairs per thread: 16 bytes of NV12's UV, 8 of each I420 plane, so
+// a chroma row needs as many threads as a luma row.
+constexpr int kChromaChunk = 8;
+
+__device__ __forceinline__ uint32_t map_word(const uint8_t* table, uint32_t w) {
+  return static_cast<uint32_t>(table[w & 0xFF]) |
+         static_cast<uint32_t>(table[(w >> 8) & 0xFF]) << 8 |
+         static_cast<uint32_t>(table[(w >> 16) & 0xFF]) << 16 |
+         static_cast<uint32_t>(table[w >> 24]) << 24;
 }
 
-// One thread per chroma pair: NV12's interleaved UV, or I420's two planes.
-__global__ void balance_chroma_kernel(const uint8_t* __restrict__ su, size_t su_stride,
-                                      const uint8_t* __restrict__ sv, size_t sv_stride,
-                                      uint8_t* __restrict__ du, size_t du_stride,
-                                      uint8_t* __restrict__ dv, size_t dv_stride, int step,
-                                      int width, int rows, BalanceArgs a) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  if (x >= width) return;
-  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
-    const size_t xs = static_cast<size_t>(x) * step;
-    balance_chroma(a, su[y * su_stride + xs], sv[y * sv_stride + xs], &du[y * du_stride + xs],
-                   &dv[y * dv_stride + xs]);
+struct PlanarArgs {
+  // Luma plane.
+  const uint8_t* sy;
+  size_t sy_stride;
+  uint8_t* dy;
+  size_t dy_stride;
+  int y_bytes, y_rows;
+  // Chroma: U and V samples at su[x * step], sv[x * step] (NV12: one plane,
+  // sv = su + 1, step 2; I420: two planes, step 1).
+  const uint8_t* su;
+  size_t su_stride;
+  const uint8_t* sv;
+  size_t sv_stride;
+  uint8_t* du;
+  size_t du_stride;
+  uint8_t* dv;
+  size_t dv_stride;
+  int pairs, c_rows;
+  bool nv12;
+  bool vector_ok;  // every plane pointer and stride 16-byte aligned
+};
+
+// Luma (blockIdx.z == 0) and chroma (blockIdx.z == 1) of planar YUV or GRAY8
+// in one launch: the chroma planes are small, and a launch of their own
+// costs about as much as their data.
+__global__ void balance_planar_kernel(PlanarArgs p, BalanceArgs a) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (blockIdx.z == 0) {
+    __shared__ uint8_t table[256];
+    load_table(a, table);
+    const int begin = t * kLumaChunk;
+    if (begin >= p.y_bytes) return;
+    const int end = min(begin + kLumaChunk, p.y_bytes);
+    for (int y = blockIdx.y; y < p.y_rows; y += gridDim.y) {
+      const uint8_t* s = p.sy + static_cast<size_t>(y) * p.sy_stride;
+      uint8_t* d = p.dy + static_cast<size_t>(y) * p.dy_stride;
+      if (p.vector_ok && end - begin == kLumaChunk) {
+        uint4 v = *reinterpret_cast<const uint4*>(s + begin);
+        v.x = map_word(table, v.x);
+        v.y = map_word(table, v.y);
+        v.z = map_word(table, v.z);
+        v.w = map_word(table, v.w);
+        *reinterpret_cast<uint4*>(d + begin) = v;
+      } else {
+        for (int x = begin; x < end; ++x) d[x] = table[s[x]];
+      }
+    }
+    return;
+  }
+  const int begin = t * kChromaChunk;
+  if (begin >= p.pairs) return;
+  const int end = min(begin + kChromaChunk, p.pairs);
+  for (int y = blockIdx.y; y < p.c_rows; y += gridDim.y) {
+    const uint8_t* su = p.su + static_cast<size_t>(y) * p.su_stride;
+    const uint8_t* sv = p.sv + static_cast<size_t>(y) * p.sv_stride;
+    uint8_t* du = p.du + static_cast<size_t>(y) * p.du_stride;
+    uint8_t* dv = p.dv + static_cast<size_t>(y) * p.dv_stride;
+    if (p.vector_ok && end - begin == kChromaChunk) {
+      uint8_t u[kChromaChunk], v[kChromaChunk];
+      if (p.nv12) {
+        const uint4 w = *reinterpret_cast<const uint4*>(su + 2 * begin);
+        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+        for (int i = 0; i < kChromaChunk; ++i) {
+          u[i] = static_cast<uint8_t>(words[i / 2] >> (16 * (i % 2)));
+          v[i] = static_cast<uint8_t>(words[i / 2] >> (16 * (i % 2) + 8));
+        }
+      } else {
+        const uint2 wu = *reinterpret_cast<const uint2*>(su + begin);
+        const uint2 wv = *reinterpret_cast<const uint2*>(sv + begin);
+        for (int i = 0; i < kChromaChunk; ++i) {
+          u[i] = static_cast<uint8_t>((i < 4 ? wu.x : wu.y) >> (8 * (i % 4)));
+          v[i] = static_cast<uint8_t>((i < 4 ? wv.x : wv.y) >> (8 * (i % 4)));
+        }
+      }
+      uint8_t uo[kChromaChunk], vo[kChromaChunk];
+      for (int i = 0; i < kChromaChunk; ++i) balance_chroma(a, u[i], v[i], &uo[i], &vo[i]);
+      if (p.nv12) {
+        uint32_t words[4];
+        for (int i = 0; i < 4; ++i)
+          words[i] = static_cast<uint32_t>(uo[2 * i]) | static_cast<uint32_t>(vo[2 * i]) << 8 |
+                     static_cast<uint32_t>(uo[2 * i + 1]) << 16 |
+                     static_cast<uint32_t>(vo[2 * i + 1]) << 24;
+        *reinterpret_cast<uint4*>(du + 2 * begin) =
+            make_uint4(words[0], words[1], words[2], words[3]);
+      } else {
+        uint32_t wu[2] = {0, 0}, wv[2] = {0, 0};
+        for (int i = 0; i < kChromaChunk; ++i) {
+          wu[i / 4] |= static_cast<uint32_t>(uo[i]) << (8 * (i % 4));
+          wv[i / 4] |= static_cast<uint32_t>(vo[i]) << (8 * (i % 4));
+        }
+        *reinterpret_cast<uint2*>(du + begin) = make_uint2(wu[0], wu[1]);
+        *reinterpret_cast<uint2*>(dv + begin) = make_uint2(wv[0], wv[1]);
+      }
+    } else {
+      const int step = p.nv12 ? 2 : 1;
+      for (int x = begin; x < end; ++x)
+        balance_chroma(a, su[x * step], sv[x * step], &du[x * step], &dv[x * step]);
+    }
   }
 }
 
@@ -83,39 +177,60 @@ __device__ __forceinline__ uint8_t clamp_u8(int v) {
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
-// One thread per packed 4-byte pixel; uchar4 loads when aligned.
-template <bool kAligned>
+// One packed pixel as 4 bytes in a word (byte c of the pixel in bits 8c).
+__device__ __forceinline__ uint32_t balance_pixel(const BalanceArgs& a, const uint8_t* table,
+                                                  uint32_t w) {
+  const int r = (w >> (8 * a.r)) & 0xFF, g = (w >> (8 * a.g)) & 0xFF, b = (w >> (8 * a.b)) & 0xFF;
+  const int yy = max(0, min(255, apply_matrix(66, 129, 25, 4096, r, g, b)));
+  const int u0 = max(0, min(255, apply_matrix(-38, -74, 112, 32768, r, g, b)));
+  const int v0 = max(0, min(255, apply_matrix(112, -94, -18, 32768, r, g, b)));
+  const int y1 = table[yy];
+  uint8_t u1, v1;
+  balance_chroma(a, u0, v0, &u1, &v1);
+  // Alpha or padding kept, the colours over it.
+  w &= ~((0xFFu << (8 * a.r)) | (0xFFu << (8 * a.g)) | (0xFFu << (8 * a.b)));
+  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, 0, 409, -57068, y1, u1, v1))) << (8 * a.r);
+  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, -100, -208, 34707, y1, u1, v1)))
+       << (8 * a.g);
+  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, 516, 0, -70870, y1, u1, v1))) << (8 * a.b);
+  return w;
+}
+
+// kRgbChunk packed pixels per thread: one 16-byte word when the plane is
+// 16-byte aligned, else pixel by pixel (4-byte words when 4-byte aligned).
+template <int kAlign>
 __global__ void balance_rgb_kernel(const uint8_t* __restrict__ src, size_t src_stride,
                                    uint8_t* __restrict__ dst, size_t dst_stride, int width,
                                    int rows, BalanceArgs a) {
   __shared__ uint8_t table[256];
   load_table(a, table);
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  if (x >= width) return;
+  const int begin = (blockIdx.x * blockDim.x + threadIdx.x) * kRgbChunk;
+  if (begin >= width) return;
+  const int end = min(begin + kRgbChunk, width);
   for (int y = blockIdx.y; y < rows; y += gridDim.y) {
-    const uint8_t* s = src + y * src_stride + static_cast<size_t>(x) * 4;
-    uint8_t* d = dst + y * dst_stride + static_cast<size_t>(x) * 4;
-    uint8_t p[4];
-    if (kAligned) {
-      const uchar4 v = *reinterpret_cast<const uchar4*>(s);
-      p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
-    } else {
-      for (int c = 0; c < 4; ++c) p[c] = s[c];
+    const uint8_t* s = src + static_cast<size_t>(y) * src_stride;
+    uint8_t* d = dst + static_cast<size_t>(y) * dst_stride;
+    if (kAlign == 16 && end - begin == kRgbChunk) {
+      uint4 v = *reinterpret_cast<const uint4*>(s + static_cast<size_t>(begin) * 4);
+      v.x = balance_pixel(a, table, v.x);
+      v.y = balance_pixel(a, table, v.y);
+      v.z = balance_pixel(a, table, v.z);
+      v.w = balance_pixel(a, table, v.w);
+      *reinterpret_cast<uint4*>(d + static_cast<size_t>(begin) * 4) = v;
+      continue;
     }
-    const int r = p[a.r], g = p[a.g], b = p[a.b];
-    const int yy = max(0, min(255, apply_matrix(66, 129, 25, 4096, r, g, b)));
-    const int u0 = max(0, min(255, apply_matrix(-38, -74, 112, 32768, r, g, b)));
-    const int v0 = max(0, min(255, apply_matrix(112, -94, -18, 32768, r, g, b)));
-    const int y1 = table[yy];
-    uint8_t u1, v1;
-    balance_chroma(a, u0, v0, &u1, &v1);
-    p[a.r] = clamp_u8(apply_matrix(298, 0, 409, -57068, y1, u1, v1));
-    p[a.g] = clamp_u8(apply_matrix(298, -100, -208, 34707, y1, u1, v1));
-    p[a.b] = clamp_u8(apply_matrix(298, 516, 0, -70870, y1, u1, v1));
-    if (kAligned) {
-      *reinterpret_cast<uchar4*>(d) = make_uchar4(p[0], p[1], p[2], p[3]);
-    } else {
-      for (int c = 0; c < 4; ++c) d[c] = p[c];
+    for (int x = begin; x < end; ++x) {
+      const uint8_t* sp = s + static_cast<size_t>(x) * 4;
+      uint8_t* dp = d + static_cast<size_t>(x) * 4;
+      if (kAlign >= 4) {
+        *reinterpret_cast<uint32_t*>(dp) =
+            balance_pixel(a, table, *reinterpret_cast<const uint32_t*>(sp));
+      } else {
+        uint32_t w = 0;
+        for (int c = 0; c < 4; ++c) w |= static_cast<uint32_t>(sp[c]) << (8 * c);
+        w = balance_pixel(a, table, w);
+        for (int c = 0; c < 4; ++c) dp[c] = static_cast<uint8_t>(w >> (8 * c));
+      }
     }
   }
 }
@@ -128,8 +243,8 @@ dim3 grid_for(size_t items, size_t rows, bool inject_launch_failure) {
   return grid;
 }
 
-bool aligned4(const PlaneRef& p) {
-  return reinterpret_cast<uintptr_t>(p.data) % 4 == 0 && p.stride % 4 == 0;
+bool aligned_to(const PlaneRef& p, size_t n) {
+  return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
 
 }  // namespace
@@ -147,40 +262,57 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   if (in.width == 0 || in.height == 0) return;
 
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {
-    const dim3 grid = grid_for(in.width, in.height, inject_launch_failure);
-    if (aligned4(in.planes[0]) && aligned4(out.planes[0]))
-      balance_rgb_kernel<true><<<grid, kThreads, 0, stream>>>(
-          in.planes[0].data, in.planes[0].stride, out.planes[0].data, out.planes[0].stride,
-          in.width, in.height, a);
+    const size_t chunks = (static_cast<size_t>(in.width) + kRgbChunk - 1) / kRgbChunk;
+    const dim3 grid = grid_for(chunks, in.height, inject_launch_failure);
+    const PlaneRef& s = in.planes[0];
+    const PlaneRef& d = out.planes[0];
+    if (aligned_to(s, 16) && aligned_to(d, 16))
+      balance_rgb_kernel<16><<<grid, kThreads, 0, stream>>>(s.data, s.stride, d.data, d.stride,
+                                                            in.width, in.height, a);
+    else if (aligned_to(s, 4) && aligned_to(d, 4))
+      balance_rgb_kernel<4><<<grid, kThreads, 0, stream>>>(s.data, s.stride, d.data, d.stride,
+                                                           in.width, in.height, a);
     else
-      balance_rgb_kernel<false><<<grid, kThreads, 0, stream>>>(
-          in.planes[0].data, in.planes[0].stride, out.planes[0].data, out.planes[0].stride,
-          in.width, in.height, a);
+      balance_rgb_kernel<1><<<grid, kThreads, 0, stream>>>(s.data, s.stride, d.data, d.stride,
+                                                           in.width, in.height, a);
     CO_CUDA_CHECK_LAUNCH("the balance kernel (RGB)");
     return;
   }
 
-  balance_luma_kernel<<<grid_for(in.width, in.height, inject_launch_failure), kThreads, 0,
-                        stream>>>(in.planes[0].data, in.planes[0].stride, out.planes[0].data,
-                                  out.planes[0].stride, in.width, in.height, a);
-  CO_CUDA_CHECK_LAUNCH("the balance kernel (luma)");
-  if (in.format == PixelFormat::kGRAY8) return;
-
-  const int cw = static_cast<int>(plane_row_bytes(in.format, 1, in.width) / info.pixel_bytes[1]);
-  const int ch = static_cast<int>(plane_rows(in.format, 1, in.height));
-  const dim3 grid = grid_for(cw, ch, inject_launch_failure);
-  if (in.format == PixelFormat::kNV12) {
-    balance_chroma_kernel<<<grid, kThreads, 0, stream>>>(
-        in.planes[1].data, in.planes[1].stride, in.planes[1].data + 1, in.planes[1].stride,
-        out.planes[1].data, out.planes[1].stride, out.planes[1].data + 1, out.planes[1].stride, 2,
-        cw, ch, a);
-  } else {
-    balance_chroma_kernel<<<grid, kThreads, 0, stream>>>(
-        in.planes[1].data, in.planes[1].stride, in.planes[2].data, in.planes[2].stride,
-        out.planes[1].data, out.planes[1].stride, out.planes[2].data, out.planes[2].stride, 1, cw,
-        ch, a);
+  PlanarArgs p{};
+  p.sy = in.planes[0].data;
+  p.sy_stride = in.planes[0].stride;
+  p.dy = out.planes[0].data;
+  p.dy_stride = out.planes[0].stride;
+  p.y_bytes = static_cast<int>(plane_row_bytes(in.format, 0, in.width));
+  p.y_rows = static_cast<int>(plane_rows(in.format, 0, in.height));
+  p.vector_ok = aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16);
+  size_t chunks = (static_cast<size_t>(p.y_bytes) + kLumaChunk - 1) / kLumaChunk;
+  size_t rows = p.y_rows;
+  unsigned planes = 1;
+  if (in.format != PixelFormat::kGRAY8) {
+    planes = 2;
+    p.nv12 = in.format == PixelFormat::kNV12;
+    const int v_plane = p.nv12 ? 1 : 2;
+    p.su = in.planes[1].data;
+    p.su_stride = in.planes[1].stride;
+    p.sv = in.planes[v_plane].data + (p.nv12 ? 1 : 0);
+    p.sv_stride = in.planes[v_plane].stride;
+    p.du = out.planes[1].data;
+    p.du_stride = out.planes[1].stride;
+    p.dv = out.planes[v_plane].data + (p.nv12 ? 1 : 0);
+    p.dv_stride = out.planes[v_plane].stride;
+    p.pairs = static_cast<int>(plane_row_bytes(in.format, 1, in.width) / info.pixel_bytes[1]);
+    p.c_rows = static_cast<int>(plane_rows(in.format, 1, in.height));
+    for (int i = 1; i < info.n_planes; ++i)
+      p.vector_ok = p.vector_ok && aligned_to(in.planes[i], 16) && aligned_to(out.planes[i], 16);
+    chunks = std::max(chunks, (static_cast<size_t>(p.pairs) + kChromaChunk - 1) / kChromaChunk);
+    rows = std::max(rows, static_cast<size_t>(p.c_rows));
   }
-  CO_CUDA_CHECK_LAUNCH("the balance kernel (chroma)");
+  dim3 grid = grid_for(chunks, rows, inject_launch_failure);
+  grid.z = planes;
+  balance_planar_kernel<<<grid, kThreads, 0, stream>>>(p, a);
+  CO_CUDA_CHECK_LAUNCH("the balance kernel (planar)");
 }
 
 }  // namespace cudaoverlap
