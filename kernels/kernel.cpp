@@ -118,6 +118,10 @@ void run_kernel_reference(KernelId id, const KernelParams& params, const ImageRe
                           const ImageRef& out) {
   if (params.inject_launch_failure)
     throw Error(std::string("injected failure of kernel '") + kernel_name(id) + "'");
+  // Every kernel refuses what it cannot do here, parameters included, which
+  // the engine's start-time check does not see.
+  const std::string problem = kernel_check(id, params, in, out);
+  if (!problem.empty()) throw Error(problem);
   switch (id) {
     case KernelId::kCopy:
       copy_reference(in, out);
@@ -128,18 +132,6 @@ void run_kernel_reference(KernelId id, const KernelParams& params, const ImageRe
     case KernelId::kSynthetic:
       synthetic_reference(in, out);
       return;
-    case KernelId::kFlip:
-    case KernelId::kBalance:
-    case KernelId::kBlur:
-    case KernelId::kEdge:
-    case KernelId::kConvert:
-      break;
-  }
-  // Parameterised kernels refuse what they cannot do here, because the
-  // engine's start-time check does not see the parameters.
-  const std::string problem = kernel_check(id, params, in, out);
-  if (!problem.empty()) throw Error(problem);
-  switch (id) {
     case KernelId::kFlip:
       flip_reference(in, out, params.flip);
       return;
@@ -155,8 +147,6 @@ void run_kernel_reference(KernelId id, const KernelParams& params, const ImageRe
     case KernelId::kConvert:
       convert_reference(in, out, params.convert);
       return;
-    default:
-      break;
   }
   throw Error("unknown kernel");
 }
@@ -167,6 +157,9 @@ bool kernels_have_cuda() { return true; }
 
 void launch_kernel_cuda(KernelId id, const KernelParams& params, const ImageRef& in,
                         const ImageRef& out, CUstream_st* stream) {
+  // A host-side check (no GPU work) before anything is enqueued.
+  const std::string problem = kernel_check(id, params, in, out);
+  if (!problem.empty()) throw Error(problem);
   switch (id) {
     case KernelId::kCopy:
       copy_cuda(in, out, params.inject_launch_failure, stream);
@@ -177,17 +170,6 @@ void launch_kernel_cuda(KernelId id, const KernelParams& params, const ImageRef&
     case KernelId::kSynthetic:
       synthetic_cuda(in, out, params.synthetic_us, params.inject_launch_failure, stream);
       return;
-    case KernelId::kFlip:
-    case KernelId::kBalance:
-    case KernelId::kBlur:
-    case KernelId::kEdge:
-    case KernelId::kConvert:
-      break;
-  }
-  // A host-side check (no GPU work) before anything is enqueued.
-  const std::string problem = kernel_check(id, params, in, out);
-  if (!problem.empty()) throw Error(problem);
-  switch (id) {
     case KernelId::kFlip:
       flip_cuda(in, out, params.flip, params.inject_launch_failure, stream);
       return;
@@ -203,8 +185,6 @@ void launch_kernel_cuda(KernelId id, const KernelParams& params, const ImageRef&
     case KernelId::kConvert:
       convert_cuda(in, out, params.convert, params.inject_launch_failure, stream);
       return;
-    default:
-      break;
   }
   throw Error("unknown kernel");
 }

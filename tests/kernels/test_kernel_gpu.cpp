@@ -24,6 +24,8 @@ struct NamedParams {
 
 std::vector<NamedParams> parameter_sets(long pixels) {
   std::vector<NamedParams> sets;
+  sets.push_back({"copy", KernelId::kCopy, {}});
+  sets.push_back({"invert", KernelId::kInvert, {}});
   for (FlipDirection d : kAllDirections) {
     NamedParams n{direction_name(d), KernelId::kFlip, {}};
     n.params.flip = d;
