@@ -17,6 +17,8 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -28,6 +30,7 @@ namespace cudaoverlap {
 namespace {
 
 std::atomic<size_t> g_live_buffers{0};
+std::atomic<size_t> g_live_registrations{0};
 
 class CpuEvent final : public Event {
  public:
@@ -205,6 +208,53 @@ class CpuBuffer final : public Buffer {
   std::shared_ptr<std::atomic<size_t>> used_;
 };
 
+// Registered host ranges of one device, refusing overlaps as CUDA does
+// (cudaErrorHostMemoryAlreadyRegistered), at page granularity.
+class HostRanges {
+ public:
+  void add(uintptr_t begin, uintptr_t end) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& r : ranges_)
+      if (begin < r.second && r.first < end)
+        throw Error("part of this host memory is already registered");
+    ranges_.emplace_back(begin, end);
+  }
+  void remove(uintptr_t begin) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = ranges_.begin(); it != ranges_.end(); ++it)
+      if (it->first == begin) {
+        ranges_.erase(it);
+        return;
+      }
+  }
+
+ private:
+  std::mutex mutex_;  // a leaf
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges_;
+};
+
+class CpuHostRegistration final : public HostRegistration {
+ public:
+  CpuHostRegistration(std::shared_ptr<HostRanges> ranges, void* data, size_t bytes)
+      : ranges_(std::move(ranges)) {
+    constexpr uintptr_t kPage = 4096;
+    begin_ = reinterpret_cast<uintptr_t>(data) / kPage * kPage;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) / kPage * kPage;
+    ranges_->add(begin_, end);
+    ++g_live_registrations;
+  }
+  ~CpuHostRegistration() override {
+    ranges_->remove(begin_);
+    --g_live_registrations;
+  }
+  CpuHostRegistration(const CpuHostRegistration&) = delete;
+  CpuHostRegistration& operator=(const CpuHostRegistration&) = delete;
+
+ private:
+  std::shared_ptr<HostRanges> ranges_;
+  uintptr_t begin_;
+};
+
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(const CpuDeviceOptions& options) : options_(options) {}
@@ -223,6 +273,10 @@ class CpuDevice final : public Device {
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override { return allocate(bytes); }
   std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override { return allocate(bytes); }
+  std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) override {
+    if (data == nullptr || bytes == 0) throw Error("no host memory to register");
+    return std::make_unique<CpuHostRegistration>(ranges_, data, bytes);
+  }
 
  private:
   std::unique_ptr<Buffer> allocate(size_t bytes) {
@@ -240,6 +294,7 @@ class CpuDevice final : public Device {
   const CpuDeviceOptions options_;
   uint64_t streams_ = 0;
   std::shared_ptr<std::atomic<size_t>> used_ = std::make_shared<std::atomic<size_t>>(0);
+  std::shared_ptr<HostRanges> ranges_ = std::make_shared<HostRanges>();
 };
 
 }  // namespace
@@ -249,5 +304,6 @@ std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options) {
 }
 
 size_t cpu_live_buffers() { return g_live_buffers; }
+size_t cpu_live_registrations() { return g_live_registrations; }
 
 }  // namespace cudaoverlap

@@ -26,5 +26,7 @@ std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options = {});
 
 // Buffers of the cpu backend alive in this process (for leak tests).
 size_t cpu_live_buffers();
+// Host memory registrations (Device::register_host) of the cpu backend alive.
+size_t cpu_live_registrations();
 
 }  // namespace cudaoverlap

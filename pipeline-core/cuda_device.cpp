@@ -12,6 +12,7 @@ namespace cudaoverlap {
 namespace {
 
 std::atomic<size_t> g_live_buffers{0};
+std::atomic<size_t> g_live_registrations{0};
 
 // Places the GPU times of timing events on the host's steady clock. CUDA
 // only tells the time between two events (cudaEventElapsedTime, in float
@@ -106,6 +107,28 @@ class CudaBuffer final : public Buffer {
   Memory memory_;
 };
 
+class CudaHostRegistration final : public HostRegistration {
+ public:
+  CudaHostRegistration(int device, void* data, size_t bytes) : device_(device), data_(data) {
+    CO_CUDA_CHECK(cudaSetDevice(device_));
+    CO_CUDA_CHECK(cudaHostRegister(data_, bytes, cudaHostRegisterDefault));
+    ++g_live_registrations;
+  }
+  ~CudaHostRegistration() override {
+    // Destructors do not throw: a failure here leaves the pages locked until
+    // the process ends, which is all that can be done about it.
+    if (cudaSetDevice(device_) != cudaSuccess || cudaHostUnregister(data_) != cudaSuccess)
+      (void)cudaGetLastError();
+    --g_live_registrations;
+  }
+  CudaHostRegistration(const CudaHostRegistration&) = delete;
+  CudaHostRegistration& operator=(const CudaHostRegistration&) = delete;
+
+ private:
+  int device_;
+  void* data_;
+};
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int id) : id_(id) {
@@ -133,6 +156,9 @@ class CudaDevice final : public Device {
   }
   std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override {
     return std::make_unique<CudaBuffer<PinnedMemory>>(bytes);
+  }
+  std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) override {
+    return std::make_unique<CudaHostRegistration>(id_, data, bytes);
   }
 
  private:
@@ -167,5 +193,6 @@ std::unique_ptr<Device> make_cuda_device(int device_id) {
 }
 
 size_t cuda_live_buffers() { return g_live_buffers; }
+size_t cuda_live_registrations() { return g_live_registrations; }
 
 }  // namespace cudaoverlap

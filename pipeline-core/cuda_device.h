@@ -20,5 +20,7 @@ std::unique_ptr<Device> make_cuda_device(int device_id);
 
 // Device and pinned buffers of the cuda backend alive in this process.
 size_t cuda_live_buffers();
+// Host memory registrations (Device::register_host) of the cuda backend alive.
+size_t cuda_live_registrations();
 
 }  // namespace cudaoverlap

@@ -74,6 +74,14 @@ class Stream {
   virtual void synchronize() = 0;
 };
 
+// Host memory owned by someone else, page-locked by Device::register_host
+// for as long as this object lives; destroying it unpins the memory (any
+// thread, before the memory is freed).
+class HostRegistration {
+ public:
+  virtual ~HostRegistration() = default;
+};
+
 // Memory owned by a backend: device memory or pinned host memory.
 class Buffer {
  public:
@@ -105,6 +113,13 @@ class Device {
   virtual std::unique_ptr<Event> create_timing_event() { return create_event(); }
   virtual std::unique_ptr<Buffer> alloc_device(size_t bytes) = 0;
   virtual std::unique_ptr<Buffer> alloc_pinned(size_t bytes) = 0;
+  // Page-locks `bytes` of existing host memory at `data`, so copies DMA
+  // straight from it (CUDA: cudaHostRegister): costly (pages are locked one
+  // by one), worth it for memory that is copied from again and again. The
+  // memory must outlive the registration. Throws Error when it cannot be
+  // done (a range overlapping one already registered, memory the OS will
+  // not lock).
+  virtual std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) = 0;
 };
 
 }  // namespace cudaoverlap
