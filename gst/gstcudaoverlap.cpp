@@ -46,6 +46,7 @@
 
 #include <gst/video/video.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,6 +60,7 @@
 #include "output_buffer.h"
 #include "output_queue.h"
 #include "pinned_allocator.h"
+#include "upstream_pinning.h"
 #include "stats.h"
 #include "video_mapping.h"
 
@@ -76,6 +78,7 @@ constexpr int DEFAULT_RING_SIZE = 3;
 constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
+constexpr bool DEFAULT_PIN_UPSTREAM = true;
 
 enum {
   PROP_0,
@@ -84,6 +87,7 @@ enum {
   PROP_MODE,
   PROP_BACKEND,
   PROP_DEVICE_ID,
+  PROP_PIN_UPSTREAM_MEMORY,
 };
 
 GstStaticPadTemplate sink_template =
@@ -103,6 +107,8 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
   KernelProperties kernel_props;  // video-direction, brightness, …
+  // Read by the streaming thread per frame; may change at any time.
+  std::atomic<bool> pin_upstream{DEFAULT_PIN_UPSTREAM};
 
   // Also guarded by the object lock: read by queries on any thread.
   gint fps_n = 0;
@@ -391,6 +397,13 @@ static GstFlowReturn gst_cuda_overlap_submit(GstCudaOverlap* self, GstBuffer* bu
   // upload is done; anything else is staged inside submit(), so the frame
   // can be unmapped right after.
   input.pinned = buffer_is_pinned(buffer, priv->device.get());
+  // Upstream's own memory that keeps coming back is pinned once, then
+  // treated the same way (upstream_pinning.h).
+  if (!input.pinned && priv->pin_upstream.load())
+    input.pinned = pin_upstream_memory(buffer, input.image, priv->in_layout, priv->device) ==
+                   UpstreamPin::kPinned;
+  GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is %s", buffer,
+                 input.pinned ? "pinned: uploaded without staging" : "staged");
   if (input.pinned)
     input.keep_alive = std::shared_ptr<void>(gst_buffer_ref(buffer), [](void* b) {
       gst_buffer_unref(static_cast<GstBuffer*>(b));
@@ -728,6 +741,10 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
                                           GParamSpec* pspec) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(object);
   GstCudaOverlapPrivate* priv = self->priv;
+  if (prop_id == PROP_PIN_UPSTREAM_MEMORY) {  // read per frame: any state
+    priv->pin_upstream = g_value_get_boolean(value);
+    return;
+  }
   GST_OBJECT_LOCK(self);
   // The engine and device are made with these at start and on caps.
   if (GST_STATE(self) > GST_STATE_READY) {
@@ -781,6 +798,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_DEVICE_ID:
       g_value_set_int(value, priv->device_id);
+      break;
+    case PROP_PIN_UPSTREAM_MEMORY:
+      g_value_set_boolean(value, priv->pin_upstream.load());
       break;
     default:
       if (!get_kernel_property(priv->kernel_props, kKernelPropertiesFirstId, prop_id, value) &&
@@ -856,6 +876,17 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
       g_param_spec_int("device-id", "Device ID",
                        "CUDA device to run on (as numbered by CUDA); ignored by the cpu backend", 0,
                        G_MAXINT, DEFAULT_DEVICE_ID, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_PIN_UPSTREAM_MEMORY,
+      g_param_spec_boolean(
+          "pin-upstream-memory", "Pin upstream memory",
+          "Page-lock a memory block of upstream's the second time it arrives (buffer pools "
+          "recycle theirs; imagefreeze pushes one again and again) and upload later frames in it "
+          "without the staging copy; unpinned when upstream frees it. Off: every frame not in "
+          "the element's own pinned pool is copied into pinned staging memory",
+          DEFAULT_PIN_UPSTREAM,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                   GST_PARAM_MUTABLE_PLAYING)));
   install_kernel_properties(gobject_class, kKernelPropertiesFirstId, flags);
   Instruments::install_properties(gobject_class);  // stats, stats-interval, trace-file, qos
 

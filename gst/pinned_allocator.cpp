@@ -1,7 +1,10 @@
 // See pinned_allocator.h. The allocator is a small GstAllocator subclass:
 // each GstMemory owns one Buffer from Device::alloc_pinned and frees it when
-// GStreamer frees the memory. Memory is not shareable (a sub-buffer copies),
-// which keeps ownership to one Buffer per GstMemory.
+// GStreamer frees the memory. Shares (sub-buffers, and what gst_memory_share
+// makes) own no Buffer: they keep their parent, which owns the bytes, alive.
+// Sharing matters: an element that pushes one buffer again and again
+// (imagefreeze) copies it shallowly, and a memory that could not be shared
+// would be copied into system memory for every frame instead.
 #include "pinned_allocator.h"
 
 #include <gst/video/video.h>
@@ -14,8 +17,14 @@ namespace {
 
 struct PinnedMemory {
   GstMemory mem;
-  std::unique_ptr<cudaoverlap::Buffer> buffer;  // owns the pinned bytes
+  std::unique_ptr<cudaoverlap::Buffer> buffer;  // owns the pinned bytes; null in a share
 };
+
+// The bytes of `mem`, a share or not.
+uint8_t* pinned_base(GstMemory* mem) {
+  GstMemory* owner = mem->parent ? mem->parent : mem;
+  return reinterpret_cast<PinnedMemory*>(owner)->buffer->data();
+}
 
 struct GstCudaOverlapPinnedAllocator {
   GstAllocator parent;
@@ -49,8 +58,7 @@ GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams
   const gsize offset = prefix + (misalign ? align + 1 - misalign : 0);
   auto* pm = new PinnedMemory();
   pm->buffer = std::move(buffer);
-  const auto flags = static_cast<GstMemoryFlags>(
-      (params ? params->flags : 0) | GST_MEMORY_FLAG_NO_SHARE);
+  const auto flags = static_cast<GstMemoryFlags>(params ? params->flags : 0);
   gst_memory_init(GST_MEMORY_CAST(pm), flags, allocator, nullptr, maxsize, align, offset, size);
   if (params && (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && offset)
     std::memset(pm->buffer->data(), 0, offset);
@@ -59,9 +67,7 @@ GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams
 
 void pinned_free(GstAllocator*, GstMemory* mem) { delete reinterpret_cast<PinnedMemory*>(mem); }
 
-gpointer pinned_map(GstMemory* mem, gsize, GstMapFlags) {
-  return reinterpret_cast<PinnedMemory*>(mem)->buffer->data();
-}
+gpointer pinned_map(GstMemory* mem, gsize, GstMapFlags) { return pinned_base(mem); }
 
 void pinned_unmap(GstMemory*) {}
 
@@ -71,10 +77,25 @@ GstMemory* pinned_copy(GstMemory* mem, gssize offset, gssize size) {
   GstMemory* copy = gst_allocator_alloc(nullptr, static_cast<gsize>(size), nullptr);
   GstMapInfo out;
   if (copy == nullptr || !gst_memory_map(copy, &out, GST_MAP_WRITE)) return copy;
-  const uint8_t* src = reinterpret_cast<PinnedMemory*>(mem)->buffer->data() + mem->offset + offset;
+  const uint8_t* src = pinned_base(mem) + mem->offset + offset;
   std::memcpy(out.data, src, static_cast<size_t>(size));
   gst_memory_unmap(copy, &out);
   return copy;
+}
+
+GstMemory* pinned_share(GstMemory* mem, gssize offset, gssize size) {
+  GstMemory* parent = mem->parent ? mem->parent : mem;
+  if (size < 0) size = static_cast<gssize>(mem->size) - offset;
+  auto* share = new PinnedMemory();
+  // gst_memory_init takes a reference on the parent (and a shared lock, so
+  // the parent is never written while shared); _gst_memory_free drops both.
+  // Shared memory is read-only, as GStreamer's own shares are.
+  gst_memory_init(GST_MEMORY_CAST(share),
+                  static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) |
+                                              GST_MINI_OBJECT_FLAG_LOCK_READONLY),
+                  mem->allocator, parent, mem->maxsize, mem->align,
+                  mem->offset + static_cast<gsize>(offset), static_cast<gsize>(size));
+  return GST_MEMORY_CAST(share);
 }
 
 void gst_cuda_overlap_pinned_allocator_finalize(GObject* object) {
@@ -95,6 +116,7 @@ void gst_cuda_overlap_pinned_allocator_init(GstCudaOverlapPinnedAllocator* self)
   allocator->mem_map = pinned_map;
   allocator->mem_unmap = pinned_unmap;
   allocator->mem_copy = pinned_copy;
+  allocator->mem_share = pinned_share;
   // Custom: gst_allocator_alloc(NULL, ...) must never pick this allocator.
   GST_OBJECT_FLAG_SET(allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
   self->device = new std::shared_ptr<cudaoverlap::Device>();

@@ -80,7 +80,10 @@ GstStructure* ElementStats::to_structure() const {
       gst_structure_new("cudaoverlap-stats", "frames-in", G_TYPE_UINT64, static_cast<guint64>(in_),
                         "frames-out", G_TYPE_UINT64, static_cast<guint64>(out_), "frames-dropped",
                         G_TYPE_UINT64, static_cast<guint64>(dropped_), "frames-in-flight",
-                        G_TYPE_UINT, static_cast<guint>(std::max<int64_t>(in_flight_, 0)), nullptr);
+                        G_TYPE_UINT, static_cast<guint>(std::max<int64_t>(in_flight_, 0)),
+                        "frames-staged", G_TYPE_UINT64,
+                        static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count),
+                        nullptr);
   for (int i = 0; i < kStatsStages; ++i) {
     const Stage& stage = stages_[i];
     const std::string name = kStageNames[i];

@@ -61,6 +61,7 @@ class ElementStats {
   void reset();
   // Any thread. A new "cudaoverlap-stats" structure (transfer full):
   // frames-in/out/dropped (guint64), frames-in-flight (guint),
+  // frames-staged (guint64: frames copied into pinned staging memory),
   // <stage>-mean-ms / <stage>-max-ms (gdouble) for each stage,
   // frames-per-second and overlap-efficiency (gdouble): the mean staging,
   // upload, compute and download times over the wall time per frame.

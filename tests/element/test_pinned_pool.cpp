@@ -1,7 +1,9 @@
 // The pinned allocator and pool the element offers upstream: buffers come
-// from the device's pinned memory and are recognised as such; anything else
-// (system memory, another device's memory, a copy) is not; every pinned
-// buffer is freed when GStreamer frees the memory.
+// from the device's pinned memory and are recognised as such, shallow copies
+// and sub-buffers too; anything else (system memory, another device's
+// memory, a deep copy) is not; every pinned buffer is freed when GStreamer
+// frees the memory. And pin-once of upstream memory that is not ours
+// (upstream_pinning.h): pinned at the second sighting, unpinned when freed.
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 
 #include "cpu_device.h"
 #include "pinned_allocator.h"
+#include "upstream_pinning.h"
 
 namespace cudaoverlap {
 namespace {
@@ -83,6 +86,125 @@ TEST_F(PinnedPoolTest, OtherMemoryIsNotTakenForPinned) {
   gst_buffer_unref(copy);
   gst_buffer_unref(ours);
   gst_object_unref(allocator);
+}
+
+// imagefreeze pushes shallow copies of one buffer; parsers push sub-buffers.
+// Both must stay our pinned memory (no copy into system memory per frame)
+// and show the same bytes.
+TEST_F(PinnedPoolTest, ShallowCopiesAndSubBuffersShareThePinnedMemory) {
+  const size_t before = cpu_live_buffers();
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstAllocator* allocator = pinned_allocator_new(device);
+  GstBuffer* ours = gst_buffer_new_allocate(allocator, 4096, nullptr);
+  ASSERT_NE(ours, nullptr);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(ours, &map, GST_MAP_WRITE));
+  for (gsize i = 0; i < map.size; ++i) map.data[i] = static_cast<guint8>(i * 7 + 1);
+  gst_buffer_unmap(ours, &map);
+
+  GstBuffer* copy = gst_buffer_copy(ours);
+  GstBuffer* sub = gst_buffer_copy_region(ours, GST_BUFFER_COPY_MEMORY, 100, 1000);
+  GstBuffer* sub_of_sub = gst_buffer_copy_region(sub, GST_BUFFER_COPY_MEMORY, 10, 50);
+  for (GstBuffer* b : {copy, sub, sub_of_sub}) {
+    EXPECT_TRUE(buffer_is_pinned(b, device.get()));
+    EXPECT_EQ(gst_buffer_peek_memory(b, 0)->allocator, allocator);
+  }
+  GstMapInfo a, b, c;
+  ASSERT_TRUE(gst_buffer_map(ours, &a, GST_MAP_READ));
+  ASSERT_TRUE(gst_buffer_map(sub, &b, GST_MAP_READ));
+  ASSERT_TRUE(gst_buffer_map(sub_of_sub, &c, GST_MAP_READ));
+  ASSERT_EQ(b.size, 1000u);
+  ASSERT_EQ(c.size, 50u);
+  EXPECT_EQ(b.data, a.data + 100) << "a sub-buffer is the same bytes, not a copy";
+  EXPECT_EQ(c.data, a.data + 110);
+  EXPECT_EQ(std::memcmp(b.data, a.data + 100, b.size), 0);
+  gst_buffer_unmap(ours, &a);
+  gst_buffer_unmap(sub, &b);
+  gst_buffer_unmap(sub_of_sub, &c);
+
+  // The pinned bytes live until the last share is gone.
+  gst_buffer_unref(ours);
+  gst_buffer_unref(copy);
+  gst_buffer_unref(sub);
+  EXPECT_EQ(cpu_live_buffers(), before + 1);
+  ASSERT_TRUE(gst_buffer_map(sub_of_sub, &c, GST_MAP_READ));
+  EXPECT_EQ(c.data[0], static_cast<guint8>(110 * 7 + 1));
+  gst_buffer_unmap(sub_of_sub, &c);
+  gst_buffer_unref(sub_of_sub);
+  EXPECT_EQ(cpu_live_buffers(), before);
+  gst_object_unref(allocator);
+}
+
+class UpstreamPinningTest : public PinnedPoolTest {
+ protected:
+  // `buffer` seen as a 64x32 RGBA frame starting in its first memory. (Not
+  // gst_buffer_map: that would merge a buffer of several memories into one.)
+  UpstreamPin pin(GstBuffer* buffer, const std::shared_ptr<Device>& device) {
+    const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 32);
+    GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
+    GstMapInfo map;
+    EXPECT_TRUE(gst_memory_map(memory, &map, GST_MAP_READ));
+    const ImageRef image = layout.at(map.data);
+    const UpstreamPin result = pin_upstream_memory(buffer, image, layout, device);
+    gst_memory_unmap(memory, &map);
+    return result;
+  }
+  static constexpr gsize kFrameBytes = 64 * 32 * 4;
+};
+
+TEST_F(UpstreamPinningTest, MemoryThatComesBackIsPinnedOnceAndUnpinnedWhenFreed) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  const size_t before = cpu_live_registrations();
+  GstBuffer* frame = gst_buffer_new_allocate(nullptr, kFrameBytes, nullptr);
+  EXPECT_EQ(pin(frame, device), UpstreamPin::kStaged) << "first sighting: staged";
+  EXPECT_EQ(cpu_live_registrations(), before);
+  EXPECT_EQ(pin(frame, device), UpstreamPin::kPinned) << "second sighting: pinned";
+  EXPECT_EQ(cpu_live_registrations(), before + 1);
+  // A shallow copy (imagefreeze) is the same memory: already pinned.
+  GstBuffer* copy = gst_buffer_copy(frame);
+  EXPECT_EQ(pin(copy, device), UpstreamPin::kPinned);
+  EXPECT_EQ(cpu_live_registrations(), before + 1) << "pinned once, not per frame";
+  gst_buffer_unref(copy);
+  EXPECT_EQ(cpu_live_registrations(), before + 1) << "the memory is still alive";
+  gst_buffer_unref(frame);
+  EXPECT_EQ(cpu_live_registrations(), before) << "freeing the memory unpins it";
+}
+
+TEST_F(UpstreamPinningTest, MemoryThatCannotBePinnedIsStagedWithoutRetrying) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstBuffer* frame = gst_buffer_new_allocate(nullptr, kFrameBytes, nullptr);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(frame, &map, GST_MAP_READ));
+  // Someone else registered part of it: the device refuses an overlap.
+  auto other = device->register_host(map.data + 100, 16);
+  gst_buffer_unmap(frame, &map);
+  const size_t before = cpu_live_registrations();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(pin(frame, device), UpstreamPin::kStaged);
+  // Once the overlap is gone it could be registered, but a refusal is final:
+  // no registration attempt per frame.
+  other.reset();
+  EXPECT_EQ(pin(frame, device), UpstreamPin::kStaged);
+  EXPECT_EQ(cpu_live_registrations(), before - 1);
+  gst_buffer_unref(frame);
+}
+
+TEST_F(UpstreamPinningTest, OtherDevicesAndSplitBuffersAreStaged) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  std::shared_ptr<Device> other = make_cpu_device();
+  GstBuffer* frame = gst_buffer_new_allocate(nullptr, kFrameBytes, nullptr);
+  EXPECT_EQ(pin(frame, device), UpstreamPin::kStaged);
+  EXPECT_EQ(pin(frame, device), UpstreamPin::kPinned);
+  EXPECT_EQ(pin(frame, other), UpstreamPin::kStaged) << "pinned for another device only";
+  gst_buffer_unref(frame);
+
+  // Planes spread over two memories: one registration cannot cover them.
+  GstBuffer* split = gst_buffer_new();
+  gst_buffer_append_memory(split, gst_allocator_alloc(nullptr, kFrameBytes / 2, nullptr));
+  gst_buffer_append_memory(split, gst_allocator_alloc(nullptr, kFrameBytes / 2, nullptr));
+  const size_t before = cpu_live_registrations();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pin(split, device), UpstreamPin::kStaged);
+  EXPECT_EQ(cpu_live_registrations(), before);
+  gst_buffer_unref(split);
 }
 
 TEST_F(PinnedPoolTest, AlignmentRequestsAreHonoured) {

@@ -6,6 +6,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
@@ -58,6 +59,14 @@ class AppPipeline {
   // Transfer full; null after 10 s or at EOS.
   GstSample* pull() { return gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 10 * GST_SECOND); }
   bool eos() { return gst_app_sink_is_eos(GST_APP_SINK(sink_)); }
+  // The element's `stats` now (owned by the caller).
+  GstStructure* stats() {
+    GstElement* overlap = gst_bin_get_by_name(GST_BIN(pipeline_), "overlap");
+    GstStructure* s = nullptr;
+    g_object_get(overlap, "stats", &s, nullptr);
+    gst_object_unref(overlap);
+    return s;
+  }
   std::string error() {
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
@@ -216,6 +225,69 @@ TEST(Pipelines, PlayingToNullWhileFramesFlowNeverDeadlocks) {
       EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     });
     gst_object_unref(pipeline);
+  }
+}
+
+// An upstream pool in miniature: three memory blocks of its own, refilled
+// with a new frame each time the element has let go of them. From the second
+// round on they are pinned and uploaded where they are, without staging; the
+// output must still be each frame's own content (the element holds a block
+// until its upload is done, so a refill never races the upload).
+TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
+  SKIP_WITHOUT_BACKEND();
+  for (const bool pin : {true, false}) {
+    SCOPED_TRACE(pin ? "pin-upstream-memory=true" : "pin-upstream-memory=false");
+    const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 66, 34);
+    AppPipeline pipeline(info, std::string("kernel=invert pin-upstream-memory=") +
+                                   (pin ? "true" : "false"));
+    ASSERT_TRUE(pipeline.ok());
+    constexpr int kBlocks = 3;
+    constexpr int kFrames = 30;
+    // Pages of their own, as large frames have: blocks that share a page
+    // with another registered block stay staged (the device refuses the
+    // overlap), which upstream_pinning.h describes and the unit tests cover.
+    std::vector<GstBuffer*> blocks;
+    const size_t bytes = (GST_VIDEO_INFO_SIZE(&info) + 4095) / 4096 * 4096;
+    for (int b = 0; b < kBlocks; ++b) {
+      void* data = std::aligned_alloc(4096, bytes);
+      blocks.push_back(gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes,
+                                                   0, GST_VIDEO_INFO_SIZE(&info), data, std::free));
+    }
+    std::vector<GstBuffer*> expected;
+    for (int i = 0; i < kFrames; ++i) {
+      GstBuffer* block = blocks[i % kBlocks];
+      // Wait until the element dropped its reference, as a pool would.
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (GST_MINI_OBJECT_REFCOUNT_VALUE(block) > 1 &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+      ASSERT_EQ(GST_MINI_OBJECT_REFCOUNT_VALUE(block), 1) << "frame " << i << " still held";
+      expected.push_back(make_frame(info, 31u * static_cast<uint32_t>(i + 1), i));
+      GstMapInfo src;
+      ASSERT_TRUE(gst_buffer_map(expected.back(), &src, GST_MAP_READ));
+      ASSERT_EQ(gst_buffer_fill(block, 0, src.data, src.size), src.size);
+      gst_buffer_unmap(expected.back(), &src);
+      GST_BUFFER_PTS(block) = GST_BUFFER_PTS(expected.back());
+      GST_BUFFER_DURATION(block) = GST_BUFFER_DURATION(expected.back());
+      pipeline.push(gst_buffer_ref(block));
+    }
+    pipeline.end();
+    for (int i = 0; i < kFrames; ++i) {
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << "frame " << i << " missing; error: " << pipeline.error();
+      EXPECT_EQ(compare_frames(info, expected[i], gst_sample_get_buffer(sample), Kernel::kInvert),
+                "")
+          << "frame " << i;
+      gst_sample_unref(sample);
+    }
+    GstStructure* s = pipeline.stats();
+    guint64 staged = 0;
+    ASSERT_TRUE(gst_structure_get_uint64(s, "frames-staged", &staged));
+    // Pinned: only each block's first frame is staged.
+    EXPECT_EQ(staged, pin ? static_cast<guint64>(kBlocks) : static_cast<guint64>(kFrames));
+    gst_structure_free(s);
+    for (GstBuffer* b : expected) gst_buffer_unref(b);
+    for (GstBuffer* b : blocks) gst_buffer_unref(b);
   }
 }
 

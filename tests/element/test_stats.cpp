@@ -118,11 +118,13 @@ std::string source(int frames, int fps, const std::string& extra = "") {
 }
 
 // The same, with upstream writing into its own memory: identity drops the
-// ALLOCATION query, so our pinned pool is not used and every frame is staged.
+// ALLOCATION query, so our pinned pool is not used, and with pinning of
+// upstream memory off every frame is staged.
 std::string source_unpinned(int frames, int fps) {
   return "videotestsrc num-buffers=" + std::to_string(frames) +
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) +
-         "/1 ! identity drop-allocation=true ! cudaoverlap name=overlap backend=" +
+         "/1 ! identity drop-allocation=true ! cudaoverlap name=overlap "
+         "pin-upstream-memory=false backend=" +
          test_backend() + " ";
 }
 
@@ -180,6 +182,37 @@ TEST(Stats, APinnedUpstreamSkipsTheStagingCopy) {
   EXPECT_EQ(dbl(s, "staging-max-ms"), 0.0) << "a pinned frame was staged";
   EXPECT_GT(dbl(s, "upload-mean-ms"), 0.0);
   gst_structure_free(s);
+}
+
+// imagefreeze pushes one buffer again and again. In our pinned pool (it
+// passes the ALLOCATION query on) or in its own memory, pinned once at the
+// second frame: at most one frame is staged. Without pinning, every frame.
+TEST(Stats, ABufferPushedAgainAndAgainIsStagedAtMostOnce) {
+  SKIP_WITHOUT_BACKEND();
+  const std::string still =
+      "videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! ";
+  const std::string element =
+      "imagefreeze num-buffers=25 ! cudaoverlap name=overlap backend=" + test_backend();
+  const struct {
+    std::string description;
+    guint64 staged;
+  } cases[] = {
+      {still + element + " ! fakesink sync=false", 0},
+      {still + "identity drop-allocation=true ! " + element + " ! fakesink sync=false", 1},
+      {still + "identity drop-allocation=true ! " + element +
+           " pin-upstream-memory=false ! fakesink sync=false",
+       25},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.description);
+    StatsPipeline p(c.description);
+    ASSERT_EQ(p.run(), "");
+    GstStructure* s = p.stats();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(u64(s, "frames-out"), 25u);
+    EXPECT_EQ(u64(s, "frames-staged"), c.staged);
+    gst_structure_free(s);
+  }
 }
 
 TEST(Stats, StartFromZeroOnEveryRun) {
