@@ -48,14 +48,15 @@ class CpuEvent final : public Event {
     // Taken before the generation is published, so a stream that waits on
     // this event stamps its own later events no earlier than this one.
     const int64_t now = host_now_ns();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (generation > completed_) {
-        completed_ = generation;
-        completed_at_ns_ = now;
-      }
-      if (!error.empty() && error_.empty()) error_ = error;
+    // Notified under the lock: a waiter may destroy the event (a marker on
+    // its stack in synchronize()) as soon as it sees the generation, which
+    // must not happen while notify_all() still touches the condition.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generation > completed_) {
+      completed_ = generation;
+      completed_at_ns_ = now;
     }
+    if (!error.empty() && error_.empty()) error_ = error;
     done_.notify_all();
   }
   // Blocks until `generation` completed; returns the failure it carries.

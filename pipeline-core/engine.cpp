@@ -6,7 +6,7 @@
 #include "engine.h"
 
 #include <condition_variable>
-#include <cstring>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "error.h"
+#include "parallel_copy.h"
 
 namespace cudaoverlap {
 namespace {
 
 constexpr int kMinRing = 1;
 constexpr int kMaxRing = 16;
+constexpr int kMaxStagingThreads = 64;
+static_assert(kMaxPlanes <= ParallelCopy::kMaxPlanes, "the staging copy takes every plane");
 // Device planes start on, and pitch to, 256 bytes: what cudaMallocPitch
 // would pick, and what lets kernels use 16-byte vector loads.
 constexpr size_t kDeviceAlign = 256;
@@ -111,6 +114,7 @@ class EngineCore {
   // Lock order: mutex_ is the only lock of the engine; no callback and no
   // device call that waits for device work is made while it is held, except
   // in stop/flush where only event waits that cannot depend on this lock run.
+  // The staging copy's lock (ParallelCopy) is a leaf, never taken under it.
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // any of the fields below changed
   std::deque<int> free_;             // free slots, oldest released first
@@ -357,6 +361,9 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
 
 struct EngineThreads {
   std::thread worker;
+  // The staging copy's threads, made in start() and joined in stop(); used
+  // by the producer thread only, inside submit().
+  std::unique_ptr<ParallelCopy> staging;
   EngineCallbacks callbacks;
   uint64_t next_sequence = 0;  // producer thread only
 };
@@ -385,10 +392,15 @@ void Engine::start() {
   const std::string kernel_problem =
       kernel_check(config_.kernel, geometry_only(config_.input), geometry_only(config_.output));
   if (!kernel_problem.empty()) throw Error(kernel_problem);
+  if (config_.staging_threads < 0 || config_.staging_threads > kMaxStagingThreads)
+    throw Error("staging-threads " + std::to_string(config_.staging_threads) +
+                " is out of range: use 0 (one per core) to " + std::to_string(kMaxStagingThreads));
 
   device_->make_current();
   auto core = std::make_shared<EngineCore>(device_, config_);
   core->allocate();  // throws before anything runs; the core frees what it got
+  threads_->staging = std::make_unique<ParallelCopy>(
+      config_.staging_threads == 0 ? ParallelCopy::automatic_threads() : config_.staging_threads);
   core_ = core;
   threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
 }
@@ -437,11 +449,16 @@ Status Engine::submit(InputFrame frame) {
       timing.staging.start_ns = host_now_ns();
       if (failing == FaultStage::kStaging) throw Error("injected failure");
       const ImageRef staging = c.staging_layout_.at(slot.pinned_in->data());
-      for (int p = 0; p < in.n_planes(); ++p)
-        for (size_t y = 0; y < in.rows(p); ++y)
-          std::memcpy(staging.planes[p].data + y * staging.planes[p].stride,
-                      frame.image.planes[p].data + y * frame.image.planes[p].stride,
-                      in.row_bytes(p));
+      PlaneCopy planes[kMaxPlanes];
+      for (int p = 0; p < in.n_planes(); ++p) {
+        planes[p].dst = staging.planes[p].data;
+        planes[p].dst_stride = staging.planes[p].stride;
+        planes[p].src = frame.image.planes[p].data;
+        planes[p].src_stride = frame.image.planes[p].stride;
+        planes[p].row_bytes = in.row_bytes(p);
+        planes[p].rows = in.rows(p);
+      }
+      threads_->staging->copy(planes, in.n_planes());
       source = staging;
       timing.staging.end_ns = host_now_ns();
     }
@@ -579,6 +596,7 @@ void Engine::stop() {
   }
   c.changed_.notify_all();
   if (threads_->worker.joinable()) threads_->worker.join();
+  threads_->staging.reset();  // no submit() runs now, so no copy either
 
   for (auto& stream : c.streams_) {
     try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine, after scripts/gpu-bundle.sh made .gpu/ here: runs every
-# suite on the cuda backend, the element through gst-launch-1.0, and the
-# engine benchmark. Full logs go to OUTDIR; a summary is printed.
+# suite on the cuda backend, the pipeline benchmark (scripts/bench-pipelines.sh)
+# and the engine benchmark (its overlap, kernel and staging tables). Full logs go to OUTDIR; a summary is printed.
 #   scripts/gpu-check.sh OUTDIR
 set -u
 out=${1:?usage: gpu-check.sh OUTDIR}
@@ -27,23 +27,9 @@ CUDAOVERLAP_TEST_BACKEND=cuda GST_TRACERS=leaks GST_REGISTRY="$out/registry-leak
   .gpu/bin/element-tests --gtest_filter='Leaks.*' >"$out/element-leaks-cuda.log" 2>&1
 echo "element-tests leaks cuda (rc $?): $(summary "$out/element-leaks-cuda.log")"
 
-# Whole pipelines, source included: videotestsrc writes each frame on the
-# CPU. By default it writes into the element's pinned pool (zero-copy
-# upload); behind `identity drop-allocation=true` it writes into its own
-# memory and the element stages every frame. The source alone is timed too.
-frames=600
-for size in 1920x1080 3840x2160; do
-  caps="video/x-raw,format=RGBA,width=${size%x*},height=${size#*x},framerate=60/1"
-  for what in "identity" "cudaoverlap" "identity drop-allocation=true ! cudaoverlap" \
-    "cudaoverlap mode=serial"; do
-    start=$(date +%s%N)
-    # shellcheck disable=SC2086
-    gst-launch-1.0 -q videotestsrc num-buffers=$frames pattern=solid-color ! "$caps" \
-      ! $what ! fakesink sync=false >>"$out/pipelines.log" 2>&1
-    rc=$?
-    end=$(date +%s%N)
-    echo "pipeline $size RGBA, $what: $((frames * 1000000000 / (end - start))) frames/s (rc $rc)"
-  done
-done
+# Whole gst-launch-1.0 pipelines against nvcodec's cudaupload ! cudadownload
+# and videoconvert (table and CSV; scripts/bench-plot.py draws the CSV).
+scripts/bench-pipelines.sh --csv "$out/pipelines.csv" 2>&1 | tee "$out/pipelines.txt"
 .gpu/bin/cudaoverlap-bench 2>&1 | tee "$out/bench.txt"
 .gpu/bin/cudaoverlap-bench --kernels 2>&1 | tee "$out/bench-kernels.txt"
+.gpu/bin/cudaoverlap-bench --staging 2>&1 | tee "$out/bench-staging.txt"

@@ -228,6 +228,46 @@ TEST(Pipelines, PlayingToNullWhileFramesFlowNeverDeadlocks) {
   }
 }
 
+// Downstream (an appsink the application reads slowly, a queue) may hold
+// output buffers for as long as it likes. A held buffer is the ring's
+// pinned memory, or a copy once downstream holds ring-size - 1 of them; in
+// neither case may the ring write into it while it is held. Holding more
+// than the ring has slots must not stall the stream either.
+TEST(Pipelines, HeldOutputBuffersNeverChange) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 64, 48);
+  AppPipeline pipeline(info, "kernel=invert ring-size=3");
+  ASSERT_TRUE(pipeline.ok());
+  constexpr int kHeld = 8;
+  constexpr int kMore = 24;
+  std::vector<GstBuffer*> inputs;
+  for (int i = 0; i < kHeld + kMore; ++i)
+    inputs.push_back(make_frame(info, 100u + static_cast<uint32_t>(i), i));
+  std::vector<GstSample*> held;
+  for (int i = 0; i < kHeld; ++i) {
+    pipeline.push(gst_buffer_ref(inputs[i]));
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << "frame " << i << " stalled; error: " << pipeline.error();
+    held.push_back(sample);
+  }
+  // More frames through every slot of the ring, while all of the above are held.
+  for (int i = kHeld; i < kHeld + kMore; ++i) {
+    pipeline.push(gst_buffer_ref(inputs[i]));
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << "frame " << i << " stalled; error: " << pipeline.error();
+    EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kInvert), "")
+        << "frame " << i;
+    gst_sample_unref(sample);
+  }
+  for (int i = 0; i < kHeld; ++i) {
+    EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(held[i]), Kernel::kInvert), "")
+        << "held frame " << i << " was overwritten";
+    gst_sample_unref(held[i]);
+  }
+  pipeline.end();
+  for (GstBuffer* b : inputs) gst_buffer_unref(b);
+}
+
 // An upstream pool in miniature: three memory blocks of its own, refilled
 // with a new frame each time the element has let go of them. From the second
 // round on they are pinned and uploaded where they are, without staging; the
@@ -256,12 +296,16 @@ TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
     std::vector<GstBuffer*> expected;
     for (int i = 0; i < kFrames; ++i) {
       GstBuffer* block = blocks[i % kBlocks];
-      // Wait until the element dropped its reference, as a pool would.
+      // Wait until nothing downstream holds the block, as a pool would: not
+      // the buffer, nor the memory (appsrc may push a shallow copy).
+      const auto free = [&] {
+        return GST_MINI_OBJECT_REFCOUNT_VALUE(block) == 1 &&
+               gst_buffer_is_all_memory_writable(block);
+      };
       const auto deadline = std::chrono::steady_clock::now() + 10s;
-      while (GST_MINI_OBJECT_REFCOUNT_VALUE(block) > 1 &&
-             std::chrono::steady_clock::now() < deadline)
+      while (!free() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(1ms);
-      ASSERT_EQ(GST_MINI_OBJECT_REFCOUNT_VALUE(block), 1) << "frame " << i << " still held";
+      ASSERT_TRUE(free()) << "frame " << i << " still held";
       expected.push_back(make_frame(info, 31u * static_cast<uint32_t>(i + 1), i));
       GstMapInfo src;
       ASSERT_TRUE(gst_buffer_map(expected.back(), &src, GST_MAP_READ));

@@ -78,10 +78,11 @@ def main():
             path = os.path.join(tmp, f"{mode}.json")
             cmd = [gst_launch, "-q", "videotestsrc", f"num-buffers={FRAMES}", "!",
                    "video/x-raw,format=RGBA,width=96,height=64", "!",
-                   # upstream's own memory, so every frame is staged and the
-                   # staging lane is filled too (the pinned pool skips it)
+                   # upstream's own memory, not pinned, so every frame is
+                   # staged and the staging lane is filled too (the pinned
+                   # pool and pinned upstream memory skip it)
                    "identity", "drop-allocation=true", "!", "cudaoverlap",
-                   f"backend={backend}", f"mode={mode}", f"trace-file={path}", "!",
+                   "pin-upstream-memory=false", f"backend={backend}", f"mode={mode}", f"trace-file={path}", "!",
                    "fakesink", "sync=false"]
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             if run.returncode != 0:

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Throughput of cudaoverlap in real gst-launch-1.0 pipelines, next to
+# GStreamer's own CUDA path (nvcodec's cudaupload ! cudadownload) and the
+# CPU's videoconvert. Prints a table: frames/s, GB/s each way, % of the PCIe
+# bound; with --csv FILE also writes the rows for scripts/bench-plot.py.
+#
+#   scripts/bench-pipelines.sh [--frames 600] [--sizes 1920x1080,3840x2160]
+#                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|blur]
+#
+# Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
+# scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
+# without GStreamer). Rows whose elements are missing say so and are skipped.
+#
+# How the source's cost is kept out: videotestsrc writes one frame and
+# imagefreeze pushes that buffer again and again, so upstream costs nothing
+# per frame. Where imagefreeze passes the ALLOCATION query on, the frame is
+# written into cudaoverlap's pinned pool (case "pinned pool"); behind
+# `identity drop-allocation=true` it is in upstream's own memory ("not
+# ours"), which cudaoverlap pins once, or, with pin-upstream-memory=false,
+# copies into pinned staging memory every frame (over the CPU's cores). A
+# last row per size has videotestsrc writing every frame, to show what a real
+# source costs. And how start-up is kept out: each pipeline runs twice, with
+# 60 and with 60 + N frames; frames/s is N over the difference of the two
+# wall times, so loading plugins, creating the CUDA context and allocating
+# pools cancel out.
+#
+# Cases, for each size:
+#   copy    RGBA -> RGBA: cudaoverlap (pinned pool / not ours, pinned once /
+#           not ours, staged / mode=serial), cudaupload ! cudadownload
+#   convert NV12 -> RGBA: the same with kernel=convert, cudaupload !
+#           cudaconvert ! cudadownload, videoconvert n-threads=<cores>
+#   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
+set -u
+frames=600
+sizes=1920x1080,3840x2160
+pcie=55
+csv=
+only=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --frames) frames=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --pcie-gbps) pcie=$2; shift 2 ;;
+    --csv) csv=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "bench-pipelines: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+command -v gst-launch-1.0 >/dev/null || {
+  echo "bench-pipelines: no gst-launch-1.0; source scripts/env.sh or .gpu/gst/env.sh" >&2
+  exit 2
+}
+gst-inspect-1.0 cudaoverlap >/dev/null 2>&1 || {
+  echo "bench-pipelines: the cudaoverlap plugin is not on GStreamer's path" >&2
+  exit 2
+}
+cores=$(nproc)
+warm=60
+[ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct" >"$csv"
+
+have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
+
+# Seconds (float) one gst-launch-1.0 run of DESCRIPTION takes; "fail" when
+# it does not end with EOS.
+run_once() {
+  local start end
+  start=$(date +%s%N)
+  # shellcheck disable=SC2086
+  if ! gst-launch-1.0 -q $1 >/tmp/bench-pipelines.log 2>&1; then
+    echo fail
+    return
+  fi
+  end=$(date +%s%N)
+  echo "$start $end" | awk '{printf "%.6f", ($2 - $1) / 1e9}'
+}
+
+# measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
+measure() {
+  local workload=$1 size=$2 name=$3 in_bytes=$4 out_bytes=$5 pipeline=$6
+  local short long
+  short=$(run_once "${pipeline//@N@/$warm}")
+  long=$(run_once "${pipeline//@N@/$((warm + frames))}")
+  if [ "$short" = fail ] || [ "$long" = fail ]; then
+    printf "%-8s %-10s %-44s %s\n" "$workload" "$size" "$name" \
+      "failed: $(tail -n 2 /tmp/bench-pipelines.log | tr '\n' ' ' | cut -c1-100)"
+    return
+  fi
+  awk -v n="$frames" -v s="$short" -v l="$long" -v i="$in_bytes" -v o="$out_bytes" \
+    -v bound="$pcie" -v w="$workload" -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
+      d = l - s; if (d <= 0) d = 1e-9
+      fps = n / d; gin = fps * i / 1e9; gout = fps * o / 1e9
+      big = (i > o ? i : o); pct = 100 * fps * big / (bound * 1e9)
+      printf "%-8s %-10s %-44s %9.0f %8.1f %8.1f %7.0f%%\n", w, z, c, fps, gin, gout, pct
+      if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f\n", w, z, c, fps, gin, gout, pct >> csv
+    }'
+}
+
+echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), sync=false;" \
+  "PCIe bound $pcie GB/s each way; $cores CPU cores"
+printf "%-8s %-10s %-44s %9s %8s %8s %8s\n" workload size case "frames/s" "in GB/s" \
+  "out GB/s" "% PCIe"
+IFS=, read -r -a size_list <<<"$sizes"
+for size in "${size_list[@]}"; do
+  w=${size%x*}
+  h=${size#*x}
+  rgba=$((w * h * 4))
+  nv12=$((w * h * 3 / 2))
+  still() { echo "videotestsrc num-buffers=1 pattern=smpte ! video/x-raw,format=$1,width=$w,height=$h,framerate=60/1"; }
+  freeze="imagefreeze num-buffers=@N@"
+  notours="identity drop-allocation=true ! $freeze"
+  sink="fakesink sync=false"
+
+  if [ -z "$only" ] || [ "$only" = copy ]; then
+    src=$(still RGBA)
+    measure copy "$size" "cudaoverlap, pinned pool" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap ! $sink"
+    measure copy "$size" "cudaoverlap, not ours, pinned once" $rgba $rgba \
+      "$src ! $notours ! cudaoverlap ! $sink"
+    measure copy "$size" "cudaoverlap, not ours, staged" $rgba $rgba \
+      "$src ! $notours ! cudaoverlap pin-upstream-memory=false ! $sink"
+    measure copy "$size" "cudaoverlap mode=serial" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap mode=serial ! $sink"
+    if have cudaupload && have cudadownload; then
+      measure copy "$size" "cudaupload ! cudadownload" $rgba $rgba \
+        "$src ! $freeze ! cudaupload ! cudadownload ! $sink"
+    else
+      echo "copy     $size cudaupload ! cudadownload: not available (nvcodec)"
+    fi
+    measure copy "$size" "videotestsrc (every frame) ! cudaoverlap" $rgba $rgba \
+      "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! cudaoverlap ! $sink"
+    measure copy "$size" "videotestsrc (every frame) alone" $rgba 0 \
+      "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! $sink"
+  fi
+
+  if [ -z "$only" ] || [ "$only" = convert ]; then
+    src=$(still NV12)
+    out="video/x-raw,format=RGBA"
+    measure convert "$size" "cudaoverlap, pinned pool" $nv12 $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=convert ! $out ! $sink"
+    measure convert "$size" "cudaoverlap, not ours, pinned once" $nv12 $rgba \
+      "$src ! $notours ! cudaoverlap kernel=convert ! $out ! $sink"
+    measure convert "$size" "cudaoverlap, not ours, staged" $nv12 $rgba \
+      "$src ! $notours ! cudaoverlap kernel=convert pin-upstream-memory=false ! $out ! $sink"
+    measure convert "$size" "cudaoverlap mode=serial" $nv12 $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=convert mode=serial ! $out ! $sink"
+    if have cudaupload && have cudaconvert && have cudadownload; then
+      measure convert "$size" "cudaupload ! cudaconvert ! cudadownload" $nv12 $rgba \
+        "$src ! $freeze ! cudaupload ! cudaconvert ! video/x-raw(memory:CUDAMemory),format=RGBA ! cudadownload ! $sink"
+    else
+      echo "convert  $size cudaupload ! cudaconvert ! cudadownload: not available (nvcodec)"
+    fi
+    measure convert "$size" "videoconvert n-threads=$cores" $nv12 $rgba \
+      "$src ! $freeze ! videoconvert n-threads=$cores dither=none ! $out ! $sink"
+  fi
+
+  if [ -z "$only" ] || [ "$only" = blur ]; then
+    src=$(still RGBA)
+    measure blur "$size" "cudaoverlap blur sigma=5" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=blur sigma=5 ! $sink"
+    measure blur "$size" "cudaoverlap blur sigma=5 mode=serial" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=blur sigma=5 mode=serial ! $sink"
+  fi
+done
