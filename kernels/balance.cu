@@ -1,19 +1,28 @@
 // CUDA implementation of the `balance` kernel (see balance.h).
 //
 // The luma table (256 bytes) travels in the kernel arguments and is copied to
-// shared memory per block. The 256x256 chroma tables do not fit there, so
-// chroma is computed per sample in double precision with the explicitly
-// rounded intrinsics (__dmul_rn, __dadd_rn): they keep nvcc from fusing a
-// multiply and an add into an FMA, which would round differently from the
-// host's separate operations and break bit-exactness with the reference.
-// The double arithmetic is a few dozen operations per pair, far below what
-// the memory traffic costs, so every thread handles a 16-byte word (4 RGB
-// pixels, 16 luma samples, 8 chroma pairs) and planar formats do luma and
-// chroma in a single launch.
+// shared memory per block. The chroma result depends only on the (u, v) pair
+// and the parameters, so, as videobalance does, it comes from a 256x256
+// table: built on the GPU in double precision with the explicitly rounded
+// intrinsics (__dmul_rn, __dadd_rn), which keep nvcc from fusing a multiply
+// and an add into an FMA that would round differently from the host's
+// separate operations. Computing it per sample cost a dozen double-precision
+// operations and conversions per pair, which bounded the kernel; a lookup
+// costs one cached 2-byte load. Each stream keeps its own table and rebuilds
+// it (one small launch) only when the parameters change, so tables are never
+// rewritten while another stream's kernel reads them.
+//
+// Every thread handles a 16-byte word (4 RGB pixels, 16 luma samples, 8
+// chroma pairs) and planar formats do luma and chroma in a single launch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
 
 #include "balance.h"
 #include "copy.h"
@@ -27,24 +36,45 @@ constexpr unsigned kMaxGridY = 65535;
 
 struct BalanceArgs {
   BalanceConstants k;
-  int r, g, b;  // byte offsets in packed RGB
+  int r, g, b;             // byte offsets in packed RGB
+  const uint16_t* chroma;  // the chroma table of these parameters, on the device
 };
 
-__device__ __forceinline__ uint8_t round_clamp(double v) {
+// Entries of the chroma table: u' in the low byte, v' in the high one,
+// indexed by u * 256 + v.
+constexpr int kChromaEntries = 256 * 256;
+
+__device__ __forceinline__ uint32_t round_clamp(double v) {
   v = v < 0.0 ? 0.0 : (v > 255.0 ? 255.0 : v);
-  return static_cast<uint8_t>(rint(v));
+  return static_cast<uint32_t>(rint(v));
 }
 
-// videobalance's tableu[u][v] and tablev[u][v].
-__device__ __forceinline__ void balance_chroma(const BalanceArgs& a, int u, int v, uint8_t* uo,
-                                               uint8_t* vo) {
+// videobalance's tableu[u][v] and tablev[u][v], for u = blockIdx.x and
+// v = threadIdx.x.
+__global__ void chroma_table_kernel(double hue_cos, double hue_sin, double saturation,
+                                    uint16_t* table) {
+  const int u = blockIdx.x, v = threadIdx.x;
   const double i = u - 128;
   const double j = v - 128;
   const double mi = -(u - 128);
-  const double su = __dadd_rn(__dmul_rn(i, a.k.hue_cos), __dmul_rn(j, a.k.hue_sin));
-  const double sv = __dadd_rn(__dmul_rn(mi, a.k.hue_sin), __dmul_rn(j, a.k.hue_cos));
-  *uo = round_clamp(__dadd_rn(128.0, __dmul_rn(su, a.k.saturation)));
-  *vo = round_clamp(__dadd_rn(128.0, __dmul_rn(sv, a.k.saturation)));
+  const double su = __dadd_rn(__dmul_rn(i, hue_cos), __dmul_rn(j, hue_sin));
+  const double sv = __dadd_rn(__dmul_rn(mi, hue_sin), __dmul_rn(j, hue_cos));
+  const uint32_t uo = round_clamp(__dadd_rn(128.0, __dmul_rn(su, saturation)));
+  const uint32_t vo = round_clamp(__dadd_rn(128.0, __dmul_rn(sv, saturation)));
+  table[u * 256 + v] = static_cast<uint16_t>(uo | vo << 8);
+}
+
+// The table's (u', v') for index u * 256 + v, as the bytes of a 16-bit value.
+__device__ __forceinline__ uint32_t balance_chroma(const uint16_t* __restrict__ table,
+                                                   uint32_t index) {
+  return __ldg(table + index);
+}
+
+// Two NV12 (u, v) pairs in a word. A pair read as a 16-bit value is its
+// table index byte-swapped, and the entry is the output pair as stored.
+__device__ __forceinline__ uint32_t nv12_pairs(const uint16_t* __restrict__ table, uint32_t w) {
+  return balance_chroma(table, __byte_perm(w, 0, 0x4401)) |
+         balance_chroma(table, __byte_perm(w, 0, 0x4423)) << 16;
 }
 
 __device__ __forceinline__ void load_table(const BalanceArgs& a, uint8_t* table) {
@@ -126,45 +156,37 @@ __global__ void balance_planar_kernel(PlanarArgs p, BalanceArgs a) {
     uint8_t* du = p.du + static_cast<size_t>(y) * p.du_stride;
     uint8_t* dv = p.dv + static_cast<size_t>(y) * p.dv_stride;
     if (p.vector_ok && end - begin == kChromaChunk) {
-      uint8_t u[kChromaChunk], v[kChromaChunk];
       if (p.nv12) {
-        const uint4 w = *reinterpret_cast<const uint4*>(su + 2 * begin);
-        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-        for (int i = 0; i < kChromaChunk; ++i) {
-          u[i] = static_cast<uint8_t>(words[i / 2] >> (16 * (i % 2)));
-          v[i] = static_cast<uint8_t>(words[i / 2] >> (16 * (i % 2) + 8));
-        }
+        uint4 w = *reinterpret_cast<const uint4*>(su + 2 * begin);
+        w.x = nv12_pairs(a.chroma, w.x);
+        w.y = nv12_pairs(a.chroma, w.y);
+        w.z = nv12_pairs(a.chroma, w.z);
+        w.w = nv12_pairs(a.chroma, w.w);
+        *reinterpret_cast<uint4*>(du + 2 * begin) = w;
       } else {
         const uint2 wu = *reinterpret_cast<const uint2*>(su + begin);
         const uint2 wv = *reinterpret_cast<const uint2*>(sv + begin);
-        for (int i = 0; i < kChromaChunk; ++i) {
-          u[i] = static_cast<uint8_t>((i < 4 ? wu.x : wu.y) >> (8 * (i % 4)));
-          v[i] = static_cast<uint8_t>((i < 4 ? wv.x : wv.y) >> (8 * (i % 4)));
+        uint32_t ou[2] = {0, 0}, ov[2] = {0, 0};
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t u4 = h == 0 ? wu.x : wu.y, v4 = h == 0 ? wv.x : wv.y;
+          for (int i = 0; i < 4; ++i) {
+            // Byte i of the V word and of the U word: index u * 256 + v.
+            const uint32_t t =
+                balance_chroma(a.chroma, __byte_perm(v4, u4, 0x40 + 0x11 * i) & 0xFFFF);
+            ou[h] |= (t & 0xFF) << (8 * i);
+            ov[h] |= (t >> 8) << (8 * i);
+          }
         }
-      }
-      uint8_t uo[kChromaChunk], vo[kChromaChunk];
-      for (int i = 0; i < kChromaChunk; ++i) balance_chroma(a, u[i], v[i], &uo[i], &vo[i]);
-      if (p.nv12) {
-        uint32_t words[4];
-        for (int i = 0; i < 4; ++i)
-          words[i] = static_cast<uint32_t>(uo[2 * i]) | static_cast<uint32_t>(vo[2 * i]) << 8 |
-                     static_cast<uint32_t>(uo[2 * i + 1]) << 16 |
-                     static_cast<uint32_t>(vo[2 * i + 1]) << 24;
-        *reinterpret_cast<uint4*>(du + 2 * begin) =
-            make_uint4(words[0], words[1], words[2], words[3]);
-      } else {
-        uint32_t wu[2] = {0, 0}, wv[2] = {0, 0};
-        for (int i = 0; i < kChromaChunk; ++i) {
-          wu[i / 4] |= static_cast<uint32_t>(uo[i]) << (8 * (i % 4));
-          wv[i / 4] |= static_cast<uint32_t>(vo[i]) << (8 * (i % 4));
-        }
-        *reinterpret_cast<uint2*>(du + begin) = make_uint2(wu[0], wu[1]);
-        *reinterpret_cast<uint2*>(dv + begin) = make_uint2(wv[0], wv[1]);
+        *reinterpret_cast<uint2*>(du + begin) = make_uint2(ou[0], ou[1]);
+        *reinterpret_cast<uint2*>(dv + begin) = make_uint2(ov[0], ov[1]);
       }
     } else {
       const int step = p.nv12 ? 2 : 1;
-      for (int x = begin; x < end; ++x)
-        balance_chroma(a, su[x * step], sv[x * step], &du[x * step], &dv[x * step]);
+      for (int x = begin; x < end; ++x) {
+        const uint32_t t = balance_chroma(a.chroma, su[x * step] << 8 | sv[x * step]);
+        du[x * step] = static_cast<uint8_t>(t);
+        dv[x * step] = static_cast<uint8_t>(t >> 8);
+      }
     }
   }
 }
@@ -185,8 +207,8 @@ __device__ __forceinline__ uint32_t balance_pixel(const BalanceArgs& a, const ui
   const int u0 = max(0, min(255, apply_matrix(-38, -74, 112, 32768, r, g, b)));
   const int v0 = max(0, min(255, apply_matrix(112, -94, -18, 32768, r, g, b)));
   const int y1 = table[yy];
-  uint8_t u1, v1;
-  balance_chroma(a, u0, v0, &u1, &v1);
+  const uint32_t t = balance_chroma(a.chroma, u0 << 8 | v0);
+  const int u1 = t & 0xFF, v1 = t >> 8;
   // Alpha or padding kept, the colours over it.
   w &= ~((0xFFu << (8 * a.r)) | (0xFFu << (8 * a.g)) | (0xFFu << (8 * a.b)));
   w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, 0, 409, -57068, y1, u1, v1))) << (8 * a.r);
@@ -247,6 +269,86 @@ bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
 
+// A device buffer holding one chroma table, freed on destruction; neither
+// copied nor moved (the cache holds it by pointer).
+class ChromaTable {
+ public:
+  ChromaTable() { CO_CUDA_CHECK(cudaMalloc(&data_, kChromaEntries * sizeof(uint16_t))); }
+  ~ChromaTable() { CO_CUDA_CHECK_NOEXCEPT(cudaFree(data_)); }
+  ChromaTable(const ChromaTable&) = delete;
+  ChromaTable& operator=(const ChromaTable&) = delete;
+  uint16_t* get() const { return data_; }
+
+  // The parameters the last build on this table's stream used; unset until
+  // a build was enqueued without error.
+  bool built = false;
+  double hue_cos = 0, hue_sin = 0, saturation = 0;
+
+ private:
+  uint16_t* data_ = nullptr;
+};
+
+// One table per (device, stream): work on one stream runs in order, so a
+// rebuild there never overtakes a kernel still reading the previous table,
+// and no stream reads another's. A destroyed stream's handle is only reused
+// once its work has finished. Tables live until the process ends.
+class ChromaTableCache {
+  // (device, stream, host thread): the thread only for cudaStreamPerThread,
+  // which names a different stream on every host thread.
+  using Key = std::tuple<int, cudaStream_t, std::thread::id>;
+
+ public:
+  // Any thread. Returns the table of `k` for the current device and
+  // `stream`, enqueuing its build on `stream` first if needed.
+  const uint16_t* get(const BalanceConstants& k, cudaStream_t stream) {
+    int device = 0;
+    CO_CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Key key{device, stream,
+                  stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id()};
+    std::unique_ptr<ChromaTable>& table = tables_[key];
+    if (!table) {
+      if (tables_.size() > kMaxTables) evict_all_but(key);
+      table = std::make_unique<ChromaTable>();
+    }
+    if (!(table->built && table->hue_cos == k.hue_cos && table->hue_sin == k.hue_sin &&
+          table->saturation == k.saturation)) {
+      table->built = false;
+      chroma_table_kernel<<<256, 256, 0, stream>>>(k.hue_cos, k.hue_sin, k.saturation,
+                                                   table->get());
+      CO_CUDA_CHECK_LAUNCH("the balance chroma table kernel");
+      table->built = true;
+      table->hue_cos = k.hue_cos;
+      table->hue_sin = k.hue_sin;
+      table->saturation = k.saturation;
+    }
+    return table->get();
+  }
+
+ private:
+  // Past this many streams (128 KiB each), the others' tables go. Rare:
+  // the engine keeps its streams; only a process making many short-lived
+  // streams gets here.
+  static constexpr size_t kMaxTables = 64;
+
+  // Called with mutex_ held. Waits for the device first, since a freed
+  // table may still be read by work enqueued on its stream.
+  void evict_all_but(const Key& key) {
+    CO_CUDA_CHECK(cudaDeviceSynchronize());
+    for (auto it = tables_.begin(); it != tables_.end();)
+      it = it->first == key ? std::next(it) : tables_.erase(it);
+  }
+
+  std::mutex mutex_;
+  // Guarded by mutex_.
+  std::map<Key, std::unique_ptr<ChromaTable>> tables_;
+};
+
+ChromaTableCache& chroma_tables() {
+  static ChromaTableCache cache;
+  return cache;
+}
+
 }  // namespace
 
 void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
@@ -260,6 +362,7 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   rgb_byte_offsets(in.format, &a.r, &a.g, &a.b);
   const FormatInfo& info = format_info(in.format);
   if (in.width == 0 || in.height == 0) return;
+  a.chroma = in.format == PixelFormat::kGRAY8 ? nullptr : chroma_tables().get(a.k, stream);
 
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {
     const size_t chunks = (static_cast<size_t>(in.width) + kRgbChunk - 1) / kRgbChunk;

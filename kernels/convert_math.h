@@ -48,6 +48,18 @@ CO_HD int rgb_to(const int32_t* row, int r, int g, int b) {
   return clamp255((row[0] * r + row[1] * g + row[2] * b + row[3]) >> 16);
 }
 
+// One step of videoconvert's 3:1 chroma interpolation: (3 a + b) / 4,
+// rounded.
+CO_HD int mix31(int a, int b) { return (3 * a + b + 2) >> 2; }
+
+// mix31 on two 16-bit lanes at once (U low, V high). With samples below 256
+// no lane exceeds 1022 before the shift, so the lanes never carry into each
+// other and each lane is mix31 of its own samples; the mask drops the bits
+// the shift moves from the high lane into the low one.
+CO_HD uint32_t mix31_lanes(uint32_t a, uint32_t b) {
+  return ((3 * a + b + 0x00020002u) >> 2) & 0x3FFF3FFFu;
+}
+
 struct Pixel {
   int c[3];  // R, G, B, or Y, U, V
   int a;     // alpha or padding byte of packed input; 255 otherwise
@@ -71,9 +83,9 @@ CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int compon
   if (!k.linear_chroma) return sample(cx, cy);
   const int cy2 = clamp_index((y & 1) ? cy + 1 : cy - 1, ch);
   const int cx2 = clamp_index((x & 1) ? cx + 1 : cx - 1, cw);
-  const int row1 = (3 * sample(cx, cy) + sample(cx2, cy) + 2) >> 2;
-  const int row2 = (3 * sample(cx, cy2) + sample(cx2, cy2) + 2) >> 2;
-  return (3 * row1 + row2 + 2) >> 2;
+  const int row1 = mix31(sample(cx, cy), sample(cx2, cy));
+  const int row2 = mix31(sample(cx, cy2), sample(cx2, cy2));
+  return mix31(row1, row2);
 }
 
 CO_HD Pixel load(const ConvertCoefficients& k, const ImageRef& in, int x, int y) {
