@@ -4,7 +4,7 @@
 # CPU's videoconvert. Prints a table: frames/s, GB/s each way, % of the PCIe
 # bound; with --csv FILE also writes the rows for scripts/bench-plot.py.
 #
-#   scripts/bench-pipelines.sh [--frames 600] [--sizes 1920x1080,3840x2160]
+#   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|blur]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
@@ -19,10 +19,10 @@
 # ours"), which cudaoverlap pins once, or, with pin-upstream-memory=false,
 # copies into pinned staging memory every frame (over the CPU's cores). A
 # last row per size has videotestsrc writing every frame, to show what a real
-# source costs. And how start-up is kept out: each pipeline runs twice, with
-# 60 and with 60 + N frames; frames/s is N over the difference of the two
-# wall times, so loading plugins, creating the CUDA context and allocating
-# pools cancel out.
+# source costs. And how start-up is kept out: the time is gst-launch-1.0's
+# own, from PLAYING to EOS, and each pipeline runs with 60 and with 60 + N
+# frames; frames/s is N over the difference, so whatever the first frames
+# cost cancels out. The median of --repeats such pairs is reported.
 #
 # Cases, for each size:
 #   copy    RGBA -> RGBA: cudaoverlap (pinned pool / not ours, pinned once /
@@ -32,6 +32,7 @@
 #   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
 set -u
 frames=600
+repeats=3
 sizes=1920x1080,3840x2160
 pcie=55
 csv=
@@ -39,6 +40,7 @@ only=
 while [ $# -gt 0 ]; do
   case $1 in
     --frames) frames=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --pcie-gbps) pcie=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
@@ -61,43 +63,51 @@ warm=60
 
 have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
 
-# Seconds (float) one gst-launch-1.0 run of DESCRIPTION takes; "fail" when
-# it does not end with EOS.
+# Seconds (float) from PLAYING to EOS of one gst-launch-1.0 run of
+# DESCRIPTION, as gst-launch-1.0 reports it ("Execution ended after"): plugin
+# loading and the preroll (device and pool set-up) are not in it. "fail"
+# when the run does not end with EOS.
 run_once() {
-  local start end
-  start=$(date +%s%N)
   # shellcheck disable=SC2086
-  if ! gst-launch-1.0 -q $1 >/tmp/bench-pipelines.log 2>&1; then
+  if ! gst-launch-1.0 $1 >/tmp/bench-pipelines.log 2>&1; then
     echo fail
     return
   fi
-  end=$(date +%s%N)
-  echo "$start $end" | awk '{printf "%.6f", ($2 - $1) / 1e9}'
+  sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\).*/\1 \2 \3/p' \
+    /tmp/bench-pipelines.log | awk '{printf "%.6f", $1 * 3600 + $2 * 60 + $3}'
 }
 
 # measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
+# Frames/s over N frames: the difference of a run of warm + N frames and one
+# of warm frames, which takes out what the first frames cost; the median of
+# `repeats` such pairs.
 measure() {
   local workload=$1 size=$2 name=$3 in_bytes=$4 out_bytes=$5 pipeline=$6
-  local short long
-  short=$(run_once "${pipeline//@N@/$warm}")
-  long=$(run_once "${pipeline//@N@/$((warm + frames))}")
-  if [ "$short" = fail ] || [ "$long" = fail ]; then
-    printf "%-8s %-10s %-44s %s\n" "$workload" "$size" "$name" \
-      "failed: $(tail -n 2 /tmp/bench-pipelines.log | tr '\n' ' ' | cut -c1-100)"
-    return
-  fi
-  awk -v n="$frames" -v s="$short" -v l="$long" -v i="$in_bytes" -v o="$out_bytes" \
-    -v bound="$pcie" -v w="$workload" -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
-      d = l - s; if (d <= 0) d = 1e-9
-      fps = n / d; gin = fps * i / 1e9; gout = fps * o / 1e9
+  local short long rates=() r
+  for ((r = 0; r < repeats; r++)); do
+    short=$(run_once "${pipeline//@N@/$warm}")
+    long=$(run_once "${pipeline//@N@/$((warm + frames))}")
+    if [ "$short" = fail ] || [ "$long" = fail ] || [ -z "$short" ] || [ -z "$long" ]; then
+      printf "%-8s %-10s %-44s %s\n" "$workload" "$size" "$name" \
+        "failed: $(grep -m1 -i error /tmp/bench-pipelines.log | cut -c1-100)"
+      return
+    fi
+    rates+=("$(awk -v n="$frames" -v s="$short" -v l="$long" \
+      'BEGIN { d = l - s; printf "%.3f", (d > 0 ? n / d : 0) }')")
+  done
+  local fps
+  fps=$(printf "%s\n" "${rates[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  awk -v fps="$fps" -v i="$in_bytes" -v o="$out_bytes" -v bound="$pcie" -v w="$workload" \
+    -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
+      gin = fps * i / 1e9; gout = fps * o / 1e9
       big = (i > o ? i : o); pct = 100 * fps * big / (bound * 1e9)
       printf "%-8s %-10s %-44s %9.0f %8.1f %8.1f %7.0f%%\n", w, z, c, fps, gin, gout, pct
       if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f\n", w, z, c, fps, gin, gout, pct >> csv
     }'
 }
 
-echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), sync=false;" \
-  "PCIe bound $pcie GB/s each way; $cores CPU cores"
+echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), median of" \
+  "$repeats, sync=false; PCIe bound $pcie GB/s each way; $cores CPU cores"
 printf "%-8s %-10s %-44s %9s %8s %8s %8s\n" workload size case "frames/s" "in GB/s" \
   "out GB/s" "% PCIe"
 IFS=, read -r -a size_list <<<"$sizes"
@@ -123,7 +133,7 @@ for size in "${size_list[@]}"; do
       "$src ! $freeze ! cudaoverlap mode=serial ! $sink"
     if have cudaupload && have cudadownload; then
       measure copy "$size" "cudaupload ! cudadownload" $rgba $rgba \
-        "$src ! $freeze ! cudaupload ! cudadownload ! $sink"
+        "$src ! $freeze ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudadownload ! video/x-raw ! $sink"
     else
       echo "copy     $size cudaupload ! cudadownload: not available (nvcodec)"
     fi
@@ -146,7 +156,7 @@ for size in "${size_list[@]}"; do
       "$src ! $freeze ! cudaoverlap kernel=convert mode=serial ! $out ! $sink"
     if have cudaupload && have cudaconvert && have cudadownload; then
       measure convert "$size" "cudaupload ! cudaconvert ! cudadownload" $nv12 $rgba \
-        "$src ! $freeze ! cudaupload ! cudaconvert ! video/x-raw(memory:CUDAMemory),format=RGBA ! cudadownload ! $sink"
+        "$src ! $freeze ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudaconvert ! video/x-raw(memory:CUDAMemory),format=RGBA ! cudadownload ! video/x-raw ! $sink"
     else
       echo "convert  $size cudaupload ! cudaconvert ! cudadownload: not available (nvcodec)"
     fi
