@@ -81,8 +81,11 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
     GST_LOG("upstream memory %p: other device", static_cast<void*>(memory));
     return UpstreamPin::kStaged;  // another element's device
   }
-  if (state->registration)
-    return first >= state->begin && last <= state->end ? UpstreamPin::kPinned : UpstreamPin::kStaged;
+  const auto pinned_if_covered = [&] {
+    return first >= state->begin && last <= state->end ? UpstreamPin::kPinned
+                                                       : UpstreamPin::kStaged;
+  };
+  if (state->registration) return pinned_if_covered();
   if (state->refused) return UpstreamPin::kStaged;
   if (++state->sightings < 2) {
     GST_LOG("upstream memory %p: first sighting", static_cast<void*>(memory));
@@ -106,8 +109,7 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
     GST_DEBUG("upstream memory %p stays pageable: %s", map.data, e.what());
   }
   gst_memory_unmap(memory, &map);
-  if (!state->registration) return UpstreamPin::kStaged;
-  return first >= state->begin && last <= state->end ? UpstreamPin::kPinned : UpstreamPin::kStaged;
+  return state->registration ? pinned_if_covered() : UpstreamPin::kStaged;
 }
 
 }  // namespace cudaoverlap
