@@ -13,7 +13,11 @@
 // rewritten while another stream's kernel reads them.
 //
 // Every thread handles a 16-byte word (4 RGB pixels, 16 luma samples, 8
-// chroma pairs) and planar formats do luma and chroma in a single launch.
+// chroma pairs) of one row (packed RGB) or of kRowsPerThread rows (planar),
+// and planar formats do luma and chroma in a single launch. A thread issues
+// its first global loads before the block copies the luma table to shared
+// memory and meets at the barrier, so that the memory latency overlaps the
+// copy rather than following it.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,8 +40,13 @@ constexpr unsigned kMaxGridY = 65535;
 
 struct BalanceArgs {
   BalanceConstants k;
-  int r, g, b;             // byte offsets in packed RGB
   const uint16_t* chroma;  // the chroma table of these parameters, on the device
+  // Packed RGB only, laid out by the format's byte offsets of R, G and B
+  // (see rgb_words): the forward matrix's rows as dp4a coefficient bytes
+  // (0 for alpha or padding), and the byte_perm selectors that place the
+  // results and keep the fourth byte.
+  uint32_t coef_y, coef_u, coef_v;
+  uint32_t sel_rg, sel_ba;
 };
 
 // Entries of the chroma table: u' in the low byte, v' in the high one,
@@ -120,140 +129,273 @@ struct PlanarArgs {
   bool vector_ok;  // every plane pointer and stride 16-byte aligned
 };
 
+// Rows per thread in the planar kernel. The loads of all of them go out
+// together, so each thread keeps 64 bytes in flight instead of 16, and four
+// rows share a block's table copy and barrier. One row per thread left the
+// GRAY8 kernel waiting on memory latency at a fifth of the DRAM bandwidth.
+constexpr int kRowsPerThread = 4;
+// Chroma rows per thread: half as many, for planes of half the height, so
+// that the chroma blocks of a 4:2:0 frame line up with the luma blocks (none
+// idle) and hold fewer table lookups, hence registers, at once.
+constexpr int kChromaRowsPerThread = kRowsPerThread / 2;
+
+// Four I420 pairs, u_i and v_i in byte i of the U and V words; returns the
+// new U word in .x and the new V word in .y.
+__device__ __forceinline__ uint2 i420_pairs(const uint16_t* __restrict__ table, uint32_t u4,
+                                            uint32_t v4) {
+  uint32_t t[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    // Byte i of the V word and of the U word: index u * 256 + v.
+    t[i] = balance_chroma(table, __byte_perm(v4, u4, 0x40 + 0x11 * i) & 0xFFFF);
+  // Each entry holds (u', v') in its low two bytes: (u'0, u'1, v'0, v'1) and
+  // (u'2, u'3, v'2, v'3), then the U and V words from those.
+  const uint32_t t01 = __byte_perm(t[0], t[1], 0x5140);
+  const uint32_t t23 = __byte_perm(t[2], t[3], 0x5140);
+  return make_uint2(__byte_perm(t01, t23, 0x5410), __byte_perm(t01, t23, 0x7632));
+}
+
 // Luma (blockIdx.z == 0) and chroma (blockIdx.z == 1) of planar YUV or GRAY8
 // in one launch: the chroma planes are small, and a launch of their own
-// costs about as much as their data.
-__global__ void balance_planar_kernel(PlanarArgs p, BalanceArgs a) {
+// costs about as much as their data. Block row blockIdx.y handles
+// kRowsPerThread luma rows from kRowsPerThread * blockIdx.y, then those
+// kRowsPerThread * gridDim.y rows further on, and so on (chroma likewise
+// with kChromaRowsPerThread). GRAY8 (kChroma false) gets an instance of its
+// own without the chroma code, whose many lookups in flight need more
+// registers than the luma code: at 48 registers, five blocks fit on an SM,
+// and all of a 4K frame's blocks on the GPU at once. The chroma instance is
+// held to 64, four blocks, which it fits without spilling.
+template <bool kChroma>
+__global__ void __launch_bounds__(kThreads, kChroma ? 4 : 5)
+    balance_planar_kernel(PlanarArgs p, BalanceArgs a) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (blockIdx.z == 0) {
+  if (!kChroma || blockIdx.z == 0) {
     __shared__ uint8_t table[256];
-    load_table(a, table);
     const int begin = t * kLumaChunk;
+    const bool vec = p.vector_ok && begin + kLumaChunk <= p.y_bytes;
+    int y0 = blockIdx.y * kRowsPerThread;
+    uint4 v[kRowsPerThread];
+    // Rows y0 .. y0 + kRowsPerThread - 1 that lie in the plane.
+    auto load = [&] {
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k)
+        if (y0 + k < p.y_rows)
+          v[k] = *reinterpret_cast<const uint4*>(p.sy + static_cast<size_t>(y0 + k) * p.sy_stride +
+                                                 begin);
+    };
+    // The first rows' loads go out before the table copy and its barrier.
+    if (vec) load();
+    load_table(a, table);
     if (begin >= p.y_bytes) return;
-    const int end = min(begin + kLumaChunk, p.y_bytes);
-    for (int y = blockIdx.y; y < p.y_rows; y += gridDim.y) {
-      const uint8_t* s = p.sy + static_cast<size_t>(y) * p.sy_stride;
-      uint8_t* d = p.dy + static_cast<size_t>(y) * p.dy_stride;
-      if (p.vector_ok && end - begin == kLumaChunk) {
-        uint4 v = *reinterpret_cast<const uint4*>(s + begin);
-        v.x = map_word(table, v.x);
-        v.y = map_word(table, v.y);
-        v.z = map_word(table, v.z);
-        v.w = map_word(table, v.w);
-        *reinterpret_cast<uint4*>(d + begin) = v;
+    for (;;) {
+      if (vec) {
+#pragma unroll
+        for (int k = 0; k < kRowsPerThread; ++k) {
+          if (y0 + k >= p.y_rows) break;
+          v[k].x = map_word(table, v[k].x);
+          v[k].y = map_word(table, v[k].y);
+          v[k].z = map_word(table, v[k].z);
+          v[k].w = map_word(table, v[k].w);
+          *reinterpret_cast<uint4*>(p.dy + static_cast<size_t>(y0 + k) * p.dy_stride + begin) =
+              v[k];
+        }
       } else {
-        for (int x = begin; x < end; ++x) d[x] = table[s[x]];
+        const int end = min(begin + kLumaChunk, p.y_bytes);
+        const int y_end = min(y0 + kRowsPerThread, p.y_rows);
+        for (int y = y0; y < y_end; ++y) {
+          const uint8_t* s = p.sy + static_cast<size_t>(y) * p.sy_stride;
+          uint8_t* d = p.dy + static_cast<size_t>(y) * p.dy_stride;
+          for (int x = begin; x < end; ++x) d[x] = table[s[x]];
+        }
       }
+      y0 += gridDim.y * kRowsPerThread;
+      if (y0 >= p.y_rows) return;
+      if (vec) load();
     }
-    return;
   }
+  if (!kChroma) return;
   const int begin = t * kChromaChunk;
   if (begin >= p.pairs) return;
-  const int end = min(begin + kChromaChunk, p.pairs);
-  for (int y = blockIdx.y; y < p.c_rows; y += gridDim.y) {
-    const uint8_t* su = p.su + static_cast<size_t>(y) * p.su_stride;
-    const uint8_t* sv = p.sv + static_cast<size_t>(y) * p.sv_stride;
-    uint8_t* du = p.du + static_cast<size_t>(y) * p.du_stride;
-    uint8_t* dv = p.dv + static_cast<size_t>(y) * p.dv_stride;
-    if (p.vector_ok && end - begin == kChromaChunk) {
-      if (p.nv12) {
-        uint4 w = *reinterpret_cast<const uint4*>(su + 2 * begin);
-        w.x = nv12_pairs(a.chroma, w.x);
-        w.y = nv12_pairs(a.chroma, w.y);
-        w.z = nv12_pairs(a.chroma, w.z);
-        w.w = nv12_pairs(a.chroma, w.w);
-        *reinterpret_cast<uint4*>(du + 2 * begin) = w;
-      } else {
-        const uint2 wu = *reinterpret_cast<const uint2*>(su + begin);
-        const uint2 wv = *reinterpret_cast<const uint2*>(sv + begin);
-        uint32_t ou[2] = {0, 0}, ov[2] = {0, 0};
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t u4 = h == 0 ? wu.x : wu.y, v4 = h == 0 ? wv.x : wv.y;
-          for (int i = 0; i < 4; ++i) {
-            // Byte i of the V word and of the U word: index u * 256 + v.
-            const uint32_t t =
-                balance_chroma(a.chroma, __byte_perm(v4, u4, 0x40 + 0x11 * i) & 0xFFFF);
-            ou[h] |= (t & 0xFF) << (8 * i);
-            ov[h] |= (t >> 8) << (8 * i);
-          }
+  const bool vec = p.vector_ok && begin + kChromaChunk <= p.pairs;
+  for (int y0 = blockIdx.y * kChromaRowsPerThread; y0 < p.c_rows;
+       y0 += gridDim.y * kChromaRowsPerThread) {
+    const int rows = min(kChromaRowsPerThread, p.c_rows - y0);
+    const size_t su = static_cast<size_t>(y0) * p.su_stride,
+                 sv = static_cast<size_t>(y0) * p.sv_stride;
+    const size_t du = static_cast<size_t>(y0) * p.du_stride,
+                 dv = static_cast<size_t>(y0) * p.dv_stride;
+    if (vec && p.nv12) {
+      // All rows' words first, then their lookups, which can all be in
+      // flight together.
+      uint4 w[kChromaRowsPerThread];
+#pragma unroll
+      for (int k = 0; k < kChromaRowsPerThread; ++k)
+        if (k < rows)
+          w[k] = *reinterpret_cast<const uint4*>(p.su + su + k * p.su_stride + 2 * begin);
+#pragma unroll
+      for (int k = 0; k < kChromaRowsPerThread; ++k) {
+        if (k >= rows) break;
+        w[k].x = nv12_pairs(a.chroma, w[k].x);
+        w[k].y = nv12_pairs(a.chroma, w[k].y);
+        w[k].z = nv12_pairs(a.chroma, w[k].z);
+        w[k].w = nv12_pairs(a.chroma, w[k].w);
+        *reinterpret_cast<uint4*>(p.du + du + k * p.du_stride + 2 * begin) = w[k];
+      }
+    } else if (vec) {
+      uint2 wu[kChromaRowsPerThread], wv[kChromaRowsPerThread];
+#pragma unroll
+      for (int k = 0; k < kChromaRowsPerThread; ++k)
+        if (k < rows) {
+          wu[k] = *reinterpret_cast<const uint2*>(p.su + su + k * p.su_stride + begin);
+          wv[k] = *reinterpret_cast<const uint2*>(p.sv + sv + k * p.sv_stride + begin);
         }
-        *reinterpret_cast<uint2*>(du + begin) = make_uint2(ou[0], ou[1]);
-        *reinterpret_cast<uint2*>(dv + begin) = make_uint2(ov[0], ov[1]);
+#pragma unroll
+      for (int k = 0; k < kChromaRowsPerThread; ++k) {
+        if (k >= rows) break;
+        const uint2 lo = i420_pairs(a.chroma, wu[k].x, wv[k].x);
+        const uint2 hi = i420_pairs(a.chroma, wu[k].y, wv[k].y);
+        *reinterpret_cast<uint2*>(p.du + du + k * p.du_stride + begin) = make_uint2(lo.x, hi.x);
+        *reinterpret_cast<uint2*>(p.dv + dv + k * p.dv_stride + begin) = make_uint2(lo.y, hi.y);
       }
     } else {
+      const int end = min(begin + kChromaChunk, p.pairs);
       const int step = p.nv12 ? 2 : 1;
-      for (int x = begin; x < end; ++x) {
-        const uint32_t t = balance_chroma(a.chroma, su[x * step] << 8 | sv[x * step]);
-        du[x * step] = static_cast<uint8_t>(t);
-        dv[x * step] = static_cast<uint8_t>(t >> 8);
+      for (int k = 0; k < rows; ++k) {
+        const uint8_t* su_row = p.su + su + k * p.su_stride;
+        const uint8_t* sv_row = p.sv + sv + k * p.sv_stride;
+        uint8_t* du_row = p.du + du + k * p.du_stride;
+        uint8_t* dv_row = p.dv + dv + k * p.dv_stride;
+        for (int x = begin; x < end; ++x) {
+          const uint32_t t = balance_chroma(a.chroma, su_row[x * step] << 8 | sv_row[x * step]);
+          du_row[x * step] = static_cast<uint8_t>(t);
+          dv_row[x * step] = static_cast<uint8_t>(t >> 8);
+        }
       }
     }
   }
 }
 
-__device__ __forceinline__ int apply_matrix(int m0, int m1, int m2, int m3, int a, int b, int c) {
-  return (m0 * a + m1 * b + m2 * c + m3) >> 8;
+// dp4a of unsigned bytes in `a` and signed bytes in `b`: c plus the sum of
+// the four byte products, exact in 32 bits. No intrinsic mixes the two.
+__device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
 }
 
-__device__ __forceinline__ uint8_t clamp_u8(int v) {
-  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+// c + lo * b0 + hi * b1, for the signed 16-bit halves lo and hi of `a` and
+// the unsigned bytes 0 and 1 of `b`, exact in 32 bits.
+__device__ __forceinline__ int dp2a_lo_su(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
 }
 
-// One packed pixel as 4 bytes in a word (byte c of the pixel in bits 8c).
+// A backward matrix row's coefficients of u' and v' as dp2a halves.
+__host__ __device__ constexpr uint32_t coef_pair(int cu, int cv) {
+  return static_cast<uint16_t>(cu) | static_cast<uint32_t>(static_cast<uint16_t>(cv)) << 16;
+}
+
+// One packed pixel as 4 bytes in a word (byte c of the pixel in bits 8c),
+// with videobalance's matrices: yuv = (m * rgb + offset) >> 8, then
+// rgb' = clamp((m' * yuv' + offset') >> 8).
+//
+// Forward: each row is one dp4a over the pixel word against that row's
+// coefficients laid out by the format's byte offsets (alpha's 0). For 8-bit
+// inputs the sums lie in [4096, 60196] for Y and [4208, 61328] for U and V
+// (the negative coefficients of U and V add up to -112, the positive one is
+// 112), so after >> 8 they are within [16, 239] and the reference's clamps
+// never act. Being in [0, 65535], each sum holds its result in byte 1 and
+// zeros above, so one byte_perm forms the chroma index u0 * 256 + v0.
+//
+// Backward: the chroma entry holds u' and v' in bytes 0 and 1, which dp2a
+// multiplies by a row's two 16-bit coefficients, added to 298 * y' plus the
+// row's offset. clamp(x >> 8, 0, 255) equals byte 1 of clamp(x, 0, 65535)
+// (x < 0 gives 0 either way, x > 65535 gives 255, and otherwise x >> 8 is
+// byte 1 of x), so the results are clamped unshifted and byte_perm takes byte
+// 1 of each straight to its place: sel_rg puts R and G there, sel_ba B and
+// the pixel's own fourth byte, zeros elsewhere (byte 3 of a clamped value).
 __device__ __forceinline__ uint32_t balance_pixel(const BalanceArgs& a, const uint8_t* table,
                                                   uint32_t w) {
-  const int r = (w >> (8 * a.r)) & 0xFF, g = (w >> (8 * a.g)) & 0xFF, b = (w >> (8 * a.b)) & 0xFF;
-  const int yy = max(0, min(255, apply_matrix(66, 129, 25, 4096, r, g, b)));
-  const int u0 = max(0, min(255, apply_matrix(-38, -74, 112, 32768, r, g, b)));
-  const int v0 = max(0, min(255, apply_matrix(112, -94, -18, 32768, r, g, b)));
-  const int y1 = table[yy];
-  const uint32_t t = balance_chroma(a.chroma, u0 << 8 | v0);
-  const int u1 = t & 0xFF, v1 = t >> 8;
-  // Alpha or padding kept, the colours over it.
-  w &= ~((0xFFu << (8 * a.r)) | (0xFFu << (8 * a.g)) | (0xFFu << (8 * a.b)));
-  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, 0, 409, -57068, y1, u1, v1))) << (8 * a.r);
-  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, -100, -208, 34707, y1, u1, v1)))
-       << (8 * a.g);
-  w |= static_cast<uint32_t>(clamp_u8(apply_matrix(298, 516, 0, -70870, y1, u1, v1))) << (8 * a.b);
-  return w;
+  const uint32_t yf = __dp4a(w, a.coef_y, 4096u);
+  const int uf = dp4a_us(w, a.coef_u, 32768);
+  const int vf = dp4a_us(w, a.coef_v, 32768);
+  const int y1 = table[yf >> 8];
+  const uint32_t t = balance_chroma(a.chroma, __byte_perm(vf, uf, 0x3351));
+  const int y298 = 298 * y1;
+  const int r = __vimin_s32_relu(dp2a_lo_su(coef_pair(0, 409), t, y298 - 57068), 65535);
+  const int g = __vimin_s32_relu(dp2a_lo_su(coef_pair(-100, -208), t, y298 + 34707), 65535);
+  const int b = __vimin_s32_relu(dp2a_lo_su(coef_pair(516, 0), t, y298 - 70870), 65535);
+  return __byte_perm(r, g, a.sel_rg) | __byte_perm(b, w, a.sel_ba);
 }
 
-// kRgbChunk packed pixels per thread: one 16-byte word when the plane is
-// 16-byte aligned, else pixel by pixel (4-byte words when 4-byte aligned).
+// Rows per thread in the packed RGB kernel. The words of both are loaded
+// before either is processed, so each thread keeps 32 bytes in flight: with
+// the arithmetic now light, one 16-byte word per thread would leave the
+// kernel waiting on memory latency.
+constexpr int kRgbRowsPerThread = 2;
+
+// kRgbChunk packed pixels per thread in each of kRgbRowsPerThread rows (from
+// kRgbRowsPerThread * blockIdx.y, then kRgbRowsPerThread * gridDim.y rows
+// further on, and so on): one 16-byte word when the plane is 16-byte
+// aligned, else pixel by pixel (4-byte words when 4-byte aligned).
 template <int kAlign>
 __global__ void balance_rgb_kernel(const uint8_t* __restrict__ src, size_t src_stride,
                                    uint8_t* __restrict__ dst, size_t dst_stride, int width,
                                    int rows, BalanceArgs a) {
   __shared__ uint8_t table[256];
-  load_table(a, table);
   const int begin = (blockIdx.x * blockDim.x + threadIdx.x) * kRgbChunk;
+  const bool vec = kAlign == 16 && begin + kRgbChunk <= width;
+  const size_t offset = static_cast<size_t>(begin) * 4;
+  int y0 = blockIdx.y * kRgbRowsPerThread;
+  uint4 v[kRgbRowsPerThread];
+  // Rows y0 .. y0 + kRgbRowsPerThread - 1 that lie in the plane.
+  auto load = [&] {
+#pragma unroll
+    for (int k = 0; k < kRgbRowsPerThread; ++k)
+      if (y0 + k < rows)
+        v[k] = *reinterpret_cast<const uint4*>(src + static_cast<size_t>(y0 + k) * src_stride +
+                                               offset);
+  };
+  // The first rows' words are loaded before the table copy and its barrier.
+  if (vec) load();
+  load_table(a, table);
   if (begin >= width) return;
   const int end = min(begin + kRgbChunk, width);
-  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
-    const uint8_t* s = src + static_cast<size_t>(y) * src_stride;
-    uint8_t* d = dst + static_cast<size_t>(y) * dst_stride;
-    if (kAlign == 16 && end - begin == kRgbChunk) {
-      uint4 v = *reinterpret_cast<const uint4*>(s + static_cast<size_t>(begin) * 4);
-      v.x = balance_pixel(a, table, v.x);
-      v.y = balance_pixel(a, table, v.y);
-      v.z = balance_pixel(a, table, v.z);
-      v.w = balance_pixel(a, table, v.w);
-      *reinterpret_cast<uint4*>(d + static_cast<size_t>(begin) * 4) = v;
-      continue;
-    }
-    for (int x = begin; x < end; ++x) {
-      const uint8_t* sp = s + static_cast<size_t>(x) * 4;
-      uint8_t* dp = d + static_cast<size_t>(x) * 4;
-      if (kAlign >= 4) {
-        *reinterpret_cast<uint32_t*>(dp) =
-            balance_pixel(a, table, *reinterpret_cast<const uint32_t*>(sp));
-      } else {
-        uint32_t w = 0;
-        for (int c = 0; c < 4; ++c) w |= static_cast<uint32_t>(sp[c]) << (8 * c);
-        w = balance_pixel(a, table, w);
-        for (int c = 0; c < 4; ++c) dp[c] = static_cast<uint8_t>(w >> (8 * c));
+  for (;;) {
+    if (vec) {
+#pragma unroll
+      for (int k = 0; k < kRgbRowsPerThread; ++k) {
+        if (y0 + k >= rows) break;
+        v[k].x = balance_pixel(a, table, v[k].x);
+        v[k].y = balance_pixel(a, table, v[k].y);
+        v[k].z = balance_pixel(a, table, v[k].z);
+        v[k].w = balance_pixel(a, table, v[k].w);
+        *reinterpret_cast<uint4*>(dst + static_cast<size_t>(y0 + k) * dst_stride + offset) = v[k];
+      }
+    } else {
+      const int y_end = min(y0 + kRgbRowsPerThread, rows);
+      for (int y = y0; y < y_end; ++y) {
+        const uint8_t* s = src + static_cast<size_t>(y) * src_stride;
+        uint8_t* d = dst + static_cast<size_t>(y) * dst_stride;
+        for (int x = begin; x < end; ++x) {
+          const uint8_t* sp = s + static_cast<size_t>(x) * 4;
+          uint8_t* dp = d + static_cast<size_t>(x) * 4;
+          if (kAlign >= 4) {
+            *reinterpret_cast<uint32_t*>(dp) =
+                balance_pixel(a, table, *reinterpret_cast<const uint32_t*>(sp));
+          } else {
+            uint32_t w = 0;
+            for (int c = 0; c < 4; ++c) w |= static_cast<uint32_t>(sp[c]) << (8 * c);
+            w = balance_pixel(a, table, w);
+            for (int c = 0; c < 4; ++c) dp[c] = static_cast<uint8_t>(w >> (8 * c));
+          }
+        }
       }
     }
+    y0 += gridDim.y * kRgbRowsPerThread;
+    if (y0 >= rows) return;
+    if (vec) load();
   }
 }
 
@@ -349,6 +491,30 @@ ChromaTableCache& chroma_tables() {
   return cache;
 }
 
+// The dp4a coefficient words and byte_perm selectors of a packed RGB format
+// (see BalanceArgs and balance_pixel).
+void rgb_words(PixelFormat format, BalanceArgs* a) {
+  int r, g, b;
+  rgb_byte_offsets(format, &r, &g, &b);
+  const int alpha = 6 - r - g - b;  // the offsets are three of 0..3
+  const auto coefs = [&](int cr, int cg, int cb) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(cr)) << (8 * r) |
+           static_cast<uint32_t>(static_cast<uint8_t>(cg)) << (8 * g) |
+           static_cast<uint32_t>(static_cast<uint8_t>(cb)) << (8 * b);
+  };
+  a->coef_y = coefs(66, 129, 25);
+  a->coef_u = coefs(-38, -74, 112);
+  a->coef_v = coefs(112, -94, -18);
+  // Nibble k of a selector names the source of the result's byte k: 1 and 5
+  // are byte 1 of the first and second operands (a clamped result), 3 is
+  // byte 3 of the first (zero), and 4 + k is byte k of the pixel itself.
+  a->sel_rg = a->sel_ba = 0;
+  for (int k = 0; k < 4; ++k) {
+    a->sel_rg |= (k == r ? 1u : k == g ? 5u : 3u) << (4 * k);
+    a->sel_ba |= (k == b ? 1u : k == alpha ? 4u + k : 3u) << (4 * k);
+  }
+}
+
 }  // namespace
 
 void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
@@ -359,14 +525,16 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   }
   BalanceArgs a;
   a.k = balance_constants(params);
-  rgb_byte_offsets(in.format, &a.r, &a.g, &a.b);
+  rgb_words(in.format, &a);
   const FormatInfo& info = format_info(in.format);
   if (in.width == 0 || in.height == 0) return;
   a.chroma = in.format == PixelFormat::kGRAY8 ? nullptr : chroma_tables().get(a.k, stream);
 
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {
     const size_t chunks = (static_cast<size_t>(in.width) + kRgbChunk - 1) / kRgbChunk;
-    const dim3 grid = grid_for(chunks, in.height, inject_launch_failure);
+    const dim3 grid = grid_for(
+        chunks, (static_cast<size_t>(in.height) + kRgbRowsPerThread - 1) / kRgbRowsPerThread,
+        inject_launch_failure);
     const PlaneRef& s = in.planes[0];
     const PlaneRef& d = out.planes[0];
     if (aligned_to(s, 16) && aligned_to(d, 16))
@@ -391,7 +559,8 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   p.y_rows = static_cast<int>(plane_rows(in.format, 0, in.height));
   p.vector_ok = aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16);
   size_t chunks = (static_cast<size_t>(p.y_bytes) + kLumaChunk - 1) / kLumaChunk;
-  size_t rows = p.y_rows;
+  // Block rows enough for every plane's rows at its rows per thread.
+  size_t block_rows = (static_cast<size_t>(p.y_rows) + kRowsPerThread - 1) / kRowsPerThread;
   unsigned planes = 1;
   if (in.format != PixelFormat::kGRAY8) {
     planes = 2;
@@ -410,11 +579,15 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
     for (int i = 1; i < info.n_planes; ++i)
       p.vector_ok = p.vector_ok && aligned_to(in.planes[i], 16) && aligned_to(out.planes[i], 16);
     chunks = std::max(chunks, (static_cast<size_t>(p.pairs) + kChromaChunk - 1) / kChromaChunk);
-    rows = std::max(rows, static_cast<size_t>(p.c_rows));
+    block_rows = std::max(block_rows, (static_cast<size_t>(p.c_rows) + kChromaRowsPerThread - 1) /
+                                          kChromaRowsPerThread);
   }
-  dim3 grid = grid_for(chunks, rows, inject_launch_failure);
+  dim3 grid = grid_for(chunks, block_rows, inject_launch_failure);
   grid.z = planes;
-  balance_planar_kernel<<<grid, kThreads, 0, stream>>>(p, a);
+  if (planes == 1)
+    balance_planar_kernel<false><<<grid, kThreads, 0, stream>>>(p, a);
+  else
+    balance_planar_kernel<true><<<grid, kThreads, 0, stream>>>(p, a);
   CO_CUDA_CHECK_LAUNCH("the balance kernel (planar)");
 }
 

@@ -10,11 +10,14 @@
 // YUV -> RGB splits videoconvert's formula into a chroma part and a luma
 // part; the sums are the same integers in the same groupings, and the
 // chroma part is computed once per sample where 4 pixels share one (I420's
-// nearest sample). NV12's 3:1 interpolation runs on U and V together in two
-// 16-bit lanes, and its horizontal step is shared by the block's two rows.
-// The per-pixel instruction count, more than memory traffic, bounded the
-// 2x2 byte-wise version (YUV input, with the fewest bytes per pixel, was
-// the furthest from the memory bound).
+// nearest sample). Each splat-and-multiply is one byte permute and one
+// high-word multiply, and the sums are clamped two channels at a time in
+// 16-bit lanes (see yuv_pixel). NV12's 3:1 interpolation runs on U and V
+// together in two 16-bit lanes; a thread converts a column of several
+// blocks, so each chroma row's horizontal step serves the three block rows
+// that read it. The per-pixel instruction count, more than memory traffic,
+// bounded the earlier versions (YUV input, with the fewest bytes per pixel,
+// was the furthest from the memory bound).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,11 +30,8 @@
 namespace cudaoverlap {
 namespace {
 
-using convert_math::clamp255;
 using convert_math::clamp_index;
 using convert_math::mix31_lanes;
-using convert_math::mulhsw;
-using convert_math::splat;
 
 constexpr int kBlockX = 32;
 constexpr int kBlockY = 8;
@@ -48,33 +48,63 @@ struct ConvertLayout {
   uint32_t out_perm;
   // Packed input pixel -> packed output pixel.
   uint32_t repack_perm;
+  // yuv_pixel's lanes (R, B, G, alpha at bytes 0, 2, 4, 6) -> packed output.
+  uint32_t yuv_perm;
   // Pointer and stride of each plane a multiple of 4 (a4), 16 (a16; packed
   // planes only) or 2 (a2; for 2-byte chroma loads and stores).
   bool in_a4[3], in_a2[3], in_a16;
   bool out_a4[3], out_a2[3], out_a16;
 };
 
-// The chroma part of videoconvert's YUV -> RGB (convert_math::yuv_to_rgb),
-// with its + 128 folded in: R = clamp255(wy + r), and so on.
-struct ChromaTerms {
-  int r, g, b;
-};
-
-__device__ __forceinline__ ChromaTerms chroma_terms(const ConvertCoefficients& k, int u, int v) {
-  const int wu = splat(u - 128);
-  const int wv = splat(v - 128);
-  return {mulhsw(wv, k.to_rgb[1]) + 128, mulhsw(wu, k.to_rgb[3]) + mulhsw(wv, k.to_rgb[4]) + 128,
-          mulhsw(wu, k.to_rgb[2]) + 128};
+// videoconvert's YUV -> RGB (convert_math::yuv_to_rgb) in as few
+// instructions as the same integers allow. splat(s) of a sample s - 128 is
+// its byte s ^ 0x80 duplicated into a signed 16-bit value, so the byte
+// placed in bytes 2 and 3 of a word (one byte permute) reads, as a signed
+// 32-bit value, splat(s) * 65536 exactly; the high word of its product with
+// a coefficient is then floor(splat(s) * c / 65536) == mulhsw(splat(s), c),
+// one multiply. The three channels are summed and clamped in two signed
+// 16-bit lanes (R and B in one word, G and a lane that always saturates to
+// 255 for alpha in the other), each sum far inside 16 bits, and a byte
+// permute puts the four bytes where the output format wants them.
+//
+// Selector of the byte permute that puts the byte at index `i` of a word
+// into its bytes 2 and 3 (zeros below).
+__device__ __forceinline__ uint32_t splat_sel(int i) {
+  return static_cast<uint32_t>(i * 0x1100 + 0x44);
 }
 
-// yuv_to_rgb's R, G, B for luma y and chroma terms t, as a canonical pixel
-// word (alpha 255): sat8(wy + c) + 128 == clamp255(wy + (c + 128)).
-__device__ __forceinline__ uint32_t rgb_word(const ConvertCoefficients& k, int y,
-                                             const ChromaTerms& t) {
-  const int wy = mulhsw(splat(y - 128), k.to_rgb[0]);
-  return static_cast<uint32_t>(clamp255(wy + t.r)) |
-         static_cast<uint32_t>(clamp255(wy + t.g)) << 8 |
-         static_cast<uint32_t>(clamp255(wy + t.b)) << 16 | 0xFF000000u;
+// The chroma terms of one (U, V) pair: R in the low lane and B in the high
+// lane of `rb`; G in the low lane of `ga` and 511 or 512 in its high lane,
+// which saturates with any luma term. xu and xv are the samples' splats
+// times 65536 (see above).
+struct ChromaTerms {
+  uint32_t rb, ga;
+};
+
+__device__ __forceinline__ ChromaTerms chroma_terms(const ConvertCoefficients& k, int xu, int xv) {
+  const int r = __mulhi(xv, k.to_rgb[1]);
+  const int b = __mulhi(xu, k.to_rgb[2]);
+  const int g = __mulhi(xu, k.to_rgb[3]) + __mulhi(xv, k.to_rgb[4]);
+  // |g| < 65536, so adding 512 << 16 leaves the low lane g's low 16 bits
+  // and the high one 512 (g >= 0) or 511 (g < 0).
+  return {__byte_perm(static_cast<uint32_t>(r), static_cast<uint32_t>(b), 0x5410),
+          static_cast<uint32_t>(g + 0x02000000)};
+}
+
+// The pixel of luma splat xy (times 65536) and chroma terms t, through the
+// permute `sel` (R, B, G, alpha at bytes 0, 2, 4, 6 of the lanes) into the
+// output format: clamp255(wy + term + 128) == sat8(wy + term) + 128 for
+// every channel, in lanes, with the + 128 in the luma term. The lanes'
+// sums lie within +-1024 (|wy| < 150, |term| < 300, G's alpha lane below
+// 800), far from 16-bit wrap-around. Each add-and-clamp of two lanes is one
+// instruction from sm_90 on.
+__device__ __forceinline__ uint32_t yuv_pixel(const ConvertCoefficients& k, int xy,
+                                              const ChromaTerms& t, uint32_t sel) {
+  const uint32_t wy = static_cast<uint32_t>(__mulhi(xy, k.to_rgb[0]) + 128);
+  const uint32_t wy2 = __byte_perm(wy, 0, 0x1010);  // in both lanes
+  const uint32_t rb = __viaddmin_s16x2_relu(wy2, t.rb, 0x00FF00FFu);
+  const uint32_t ga = __viaddmin_s16x2_relu(wy2, t.ga, 0x00FF00FFu);
+  return __byte_perm(rb, ga, sel);
 }
 
 __device__ __forceinline__ int byte_of(uint32_t w, uint32_t sel) {
@@ -179,46 +209,6 @@ __device__ __forceinline__ void uv_pair(const ConvertLayout& L, const ImageRef& 
   *s1 = uv_at(L, in, nv12, min(c + 1, cw - 1), r);
 }
 
-// The chroma (lanes) of the block's 8 pixels, [dy][i], as
-// convert_math::chroma_at computes them. The block's chroma columns are
-// c0 = 2 * bx4 and c0 + 1, its chroma row by. Pixels past the right edge get
-// clamped columns; their outputs are not written.
-__device__ __forceinline__ void block_uv(const ConvertLayout& L, const ImageRef& in, int bx4,
-                                         int by, uint32_t uv[2][4]) {
-  const bool nv12 = in.format == PixelFormat::kNV12;
-  const int cw = (in.width + 1) >> 1, ch = (in.height + 1) >> 1;
-  const int c0 = 2 * bx4;  // inside: its pixel 4 * bx4 is
-  uint32_t s0, s1;
-  if (!L.k.linear_chroma) {
-    // Nearest sample: pixels 0, 1 take column c0, pixels 2, 3 column c0 + 1.
-    uv_pair(L, in, nv12, c0, by, cw, &s0, &s1);
-    for (int dy = 0; dy < 2; ++dy) {
-      uv[dy][0] = uv[dy][1] = s0;
-      uv[dy][2] = uv[dy][3] = s1;
-    }
-    return;
-  }
-  // Pixel i's own column is c0 + i / 2 and its second one c0 - 1 + {0, 2,
-  // 1, 3}[i] (the left neighbour for even x, the right one for odd x), all
-  // clamped: columns c0 - 1 .. c0 + 2 of rows by - 1, by, by + 1.
-  const int rows[3] = {clamp_index(by - 1, ch), by, clamp_index(by + 1, ch)};
-  uint32_t h[3][4];  // the horizontal step, per chroma row and pixel
-  for (int j = 0; j < 3; ++j) {
-    uv_pair(L, in, nv12, c0, rows[j], cw, &s0, &s1);
-    const uint32_t left = uv_at(L, in, nv12, clamp_index(c0 - 1, cw), rows[j]);
-    const uint32_t right = uv_at(L, in, nv12, clamp_index(c0 + 2, cw), rows[j]);
-    h[j][0] = mix31_lanes(s0, left);
-    h[j][1] = mix31_lanes(s0, s1);
-    h[j][2] = mix31_lanes(s1, s0);
-    h[j][3] = mix31_lanes(s1, right);
-  }
-  // The vertical step: even rows (dy 0) look up, odd rows (dy 1) down.
-  for (int i = 0; i < 4; ++i) {
-    uv[0][i] = mix31_lanes(h[1][i], h[0][i]);
-    uv[1][i] = mix31_lanes(h[1][i], h[2][i]);
-  }
-}
-
 // The 4x2 block of pixels (4 * bx4 .. + 3, 2 * by .. + 1) for the families
 // kIn -> kOut.
 template <int kIn, int kOut>
@@ -246,37 +236,17 @@ __device__ __forceinline__ void convert_quad(const ConvertLayout& L, const Image
   }
 
   if (kOut == kPacked) {
-    ChromaTerms t[2][4] = {};
-    if (kIn == kYuv420) {
-      uint32_t uv[2][4];
-      block_uv(L, in, bx4, by, uv);
-      if (!k.linear_chroma) {
-        // Nearest sample: two samples serve all 8 pixels.
-        const ChromaTerms left = chroma_terms(k, uv[0][0] & 0xFFFF, uv[0][0] >> 16);
-        const ChromaTerms right = chroma_terms(k, uv[0][2] & 0xFFFF, uv[0][2] >> 16);
-        for (int dy = 0; dy < 2; ++dy) {
-          t[dy][0] = t[dy][1] = left;
-          t[dy][2] = t[dy][3] = right;
-        }
-      } else {
-        for (int dy = 0; dy < 2; ++dy)
-          for (int i = 0; i < 4; ++i)
-            t[dy][i] = chroma_terms(k, uv[dy][i] & 0xFFFF, uv[dy][i] >> 16);
-      }
-    }
+    // 4:2:0 input has its own kernel (yuv_to_packed_kernel).
     for (int dy = 0; dy < 2; ++dy) {
       if (!row_inside[dy]) continue;
       uint32_t w[4];
       if (kIn == kPacked) {
         // RGB to RGB moves bytes, alpha or padding with the pixel.
         for (int i = 0; i < 4; ++i) w[i] = __byte_perm(px[dy][i], 0, L.repack_perm);
-      } else if (kIn == kGrey) {
+      } else {
         for (int i = 0; i < 4; ++i)
           w[i] =
               __byte_perm(((luma[dy] >> (8 * i)) & 0xFFu) * 0x010101u | 0xFF000000u, 0, L.out_perm);
-      } else {
-        for (int i = 0; i < 4; ++i)
-          w[i] = __byte_perm(rgb_word(k, (luma[dy] >> (8 * i)) & 0xFF, t[dy][i]), 0, L.out_perm);
       }
       uint8_t* row = out.planes[0].data + static_cast<size_t>(ys[dy]) * out.planes[0].stride;
       store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
@@ -369,6 +339,182 @@ __global__ void __launch_bounds__(kThreads)
     convert_quad<kIn, kOut>(L, in, out, bx, by);
 }
 
+// --- 4:2:0 input to packed output: a thread converts a column of `rows`
+// consecutive 4x2 blocks, top to bottom, so that each chroma row's loads and
+// horizontal interpolation serve the three block rows that read it, and
+// issues the loads of the next block before converting the current one.
+
+// What a block takes from chroma row r of a 4:2:0 input around its columns
+// c0 and c0 + 1 (c0 + 1 clamped to the plane): `mid` holds U(c0), V(c0),
+// U(c0 + 1), V(c0 + 1) in bytes 0..3; for interpolated chroma, `left` and
+// `right` hold U and V of columns c0 - 1 and c0 + 2, clamped, in bytes 0
+// and 1. Loaded as words when the plane's alignment and the columns allow.
+struct ChromaRow {
+  uint32_t mid, left, right;
+};
+
+// U | V << 8 of column c, row r (inside the plane).
+__device__ __forceinline__ uint32_t uv_bytes(const ImageRef& in, bool nv12, int c, int r) {
+  if (nv12) {
+    const uint8_t* p = in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + 2 * c;
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
+  }
+  return static_cast<uint32_t>(
+             in.planes[1].data[static_cast<size_t>(r) * in.planes[1].stride + c]) |
+         static_cast<uint32_t>(in.planes[2].data[static_cast<size_t>(r) * in.planes[2].stride + c])
+             << 8;
+}
+
+template <bool kLinear>
+__device__ __forceinline__ ChromaRow fetch_chroma_row(const ConvertLayout& L, const ImageRef& in,
+                                                      bool nv12, int c0, int r, int cw) {
+  ChromaRow row{0, 0, 0};
+  const bool pair = c0 + 1 < cw;
+  if (nv12) {
+    const uint8_t* p = in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + 2 * c0;
+    row.mid = L.in_a4[1] && pair ? *reinterpret_cast<const uint32_t*>(p)
+                                 : __byte_perm(uv_bytes(in, true, c0, r),
+                                               uv_bytes(in, true, min(c0 + 1, cw - 1), r), 0x5410);
+    if (kLinear) {
+      if (L.in_a2[1] && c0 >= 1 && c0 + 2 < cw) {
+        row.left = *reinterpret_cast<const uint16_t*>(p - 2);
+        row.right = *reinterpret_cast<const uint16_t*>(p + 4);
+      } else {
+        row.left = uv_bytes(in, true, clamp_index(c0 - 1, cw), r);
+        row.right = uv_bytes(in, true, clamp_index(c0 + 2, cw), r);
+      }
+    }
+    return row;
+  }
+  if (L.in_a2[1] && L.in_a2[2] && pair) {
+    const uint32_t u2 = *reinterpret_cast<const uint16_t*>(
+        in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + c0);
+    const uint32_t v2 = *reinterpret_cast<const uint16_t*>(
+        in.planes[2].data + static_cast<size_t>(r) * in.planes[2].stride + c0);
+    row.mid = __byte_perm(u2, v2, 0x5140);
+  } else {
+    row.mid = __byte_perm(uv_bytes(in, false, c0, r),
+                          uv_bytes(in, false, min(c0 + 1, cw - 1), r), 0x5410);
+  }
+  if (kLinear) {
+    row.left = uv_bytes(in, false, clamp_index(c0 - 1, cw), r);
+    row.right = uv_bytes(in, false, clamp_index(c0 + 2, cw), r);
+  }
+  return row;
+}
+
+// The horizontal step of convert_math::chroma_at for the block's 4 pixels,
+// U and V in lanes: pixel i's own column is c0 + i / 2 and its second one
+// c0 - 1 + {0, 2, 1, 3}[i] (the left neighbour for even x, the right one
+// for odd x).
+__device__ __forceinline__ void horizontal_step(const ChromaRow& row, uint32_t h[4]) {
+  const uint32_t s0 = __byte_perm(row.mid, 0, 0x4140);
+  const uint32_t s1 = __byte_perm(row.mid, 0, 0x4342);
+  h[0] = mix31_lanes(s0, __byte_perm(row.left, 0, 0x4140));
+  h[1] = mix31_lanes(s0, s1);
+  h[2] = mix31_lanes(s1, s0);
+  h[3] = mix31_lanes(s1, __byte_perm(row.right, 0, 0x4140));
+}
+
+// The inputs of one block row: its two luma rows (4 samples each) and the
+// chroma row it fetches (the one below for interpolated chroma, its own
+// otherwise).
+struct BlockInput {
+  uint32_t luma[2];
+  ChromaRow chroma;
+};
+
+template <bool kLinear>
+__device__ __forceinline__ BlockInput fetch_block(const ConvertLayout& L, const ImageRef& in,
+                                                  bool nv12, int x0, bool full, int by, int cw,
+                                                  int ch) {
+  BlockInput b;
+  for (int dy = 0; dy < 2; ++dy) {
+    const int y = clamp_index(2 * by + dy, in.height);
+    b.luma[dy] = load_luma(in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride, x0,
+                           in.width, full, L.in_a4[0]);
+  }
+  b.chroma = fetch_chroma_row<kLinear>(L, in, nv12, x0 >> 1, kLinear ? min(by + 1, ch - 1) : by,
+                                       cw);
+  return b;
+}
+
+template <bool kLinear>
+__global__ void __launch_bounds__(kThreads)
+    yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
+                         int rows) {
+  const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx4 >= blocks_x) return;
+  const ConvertCoefficients& k = L.k;
+  const bool nv12 = in.format == PixelFormat::kNV12;
+  const int width = in.width;
+  const int cw = (width + 1) >> 1, ch = (in.height + 1) >> 1;
+  const int x0 = 4 * bx4;
+  const bool full = x0 + 4 <= width;
+  const int stride_rows = gridDim.y * blockDim.y * rows;
+  for (int first = (blockIdx.y * blockDim.y + threadIdx.y) * rows; first < blocks_y;
+       first += stride_rows) {
+    const int last = min(first + rows, blocks_y);
+    // Horizontal steps of the chroma rows above (clamped) and at the block
+    // row; the loop fetches the one below.
+    uint32_t h_up[4] = {}, h_mid[4] = {};
+    if (kLinear) {
+      horizontal_step(fetch_chroma_row<true>(L, in, nv12, x0 >> 1, max(first - 1, 0), cw), h_up);
+      horizontal_step(fetch_chroma_row<true>(L, in, nv12, x0 >> 1, first, cw), h_mid);
+    }
+    BlockInput cur = fetch_block<kLinear>(L, in, nv12, x0, full, first, cw, ch);
+    for (int by = first; by < last; ++by) {
+      BlockInput next = cur;
+      if (by + 1 < last) next = fetch_block<kLinear>(L, in, nv12, x0, full, by + 1, cw, ch);
+      // The splats (times 65536) of each pixel's U and V, per row: bytes 0
+      // and 2 of uv[dy][i] are U ^ 0x80 and V ^ 0x80.
+      uint32_t uv[2][4];
+      if (kLinear) {
+        uint32_t h_down[4];
+        horizontal_step(cur.chroma, h_down);
+        // The vertical step, mix31 of lanes below 256, with 512 more per
+        // lane: (3 a + b + 2 + 512) >> 2 == mix31(a, b) + 128, whose low
+        // byte is mix31(a, b) ^ 0x80; no lane exceeds 11 bits, so none
+        // carries into the other and bytes 0 and 2 after the shift are the
+        // two lanes' results (the bits above them in each lane are unused).
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t a = 3 * h_mid[i] + 0x02020202u;
+          uv[0][i] = (a + h_up[i]) >> 2;    // even rows look up
+          uv[1][i] = (a + h_down[i]) >> 2;  // odd rows down
+          h_up[i] = h_mid[i];
+          h_mid[i] = h_down[i];
+        }
+      } else {
+        // Nearest sample: pixels 0, 1 take column c0, pixels 2, 3 column
+        // c0 + 1, of both rows.
+        const uint32_t m = cur.chroma.mid ^ 0x80808080u;
+        const uint32_t left = __byte_perm(m, 0, 0x4140), right = __byte_perm(m, 0, 0x4342);
+        for (int dy = 0; dy < 2; ++dy) {
+          uv[dy][0] = uv[dy][1] = left;
+          uv[dy][2] = uv[dy][3] = right;
+        }
+      }
+      for (int dy = 0; dy < 2; ++dy) {
+        const int y = 2 * by + dy;
+        if (y >= in.height) continue;  // a clamped row is read, not written
+        const uint32_t ly = cur.luma[dy] ^ 0x80808080u;
+        uint32_t w[4];
+        for (int i = 0; i < 4; ++i) {
+          // Nearest chroma: pixels 1 and 3 share pixels 0 and 2's terms,
+          // which the compiler computes once.
+          const ChromaTerms t =
+              chroma_terms(k, static_cast<int>(__byte_perm(uv[dy][i], 0, splat_sel(0))),
+                           static_cast<int>(__byte_perm(uv[dy][i], 0, splat_sel(2))));
+          w[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
+        }
+        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+        store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+      }
+      cur = next;
+    }
+  }
+}
+
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
@@ -379,7 +525,21 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   using namespace convert_math;
   switch (out_family) {
     case kPacked:
-      convert_kernel<kIn, kPacked><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      if constexpr (kIn == kYuv420) {
+        // Columns of block rows per thread: 4 where the picture still gives
+        // several waves of thread blocks on a large GPU (4K gives about a
+        // thousand), fewer for smaller pictures, down to one.
+        const int rows = bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+        if (grid.x != 0)
+          grid.y = static_cast<unsigned>(
+              std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
+        if (L.k.linear_chroma)
+          yuv_to_packed_kernel<true><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+        else
+          yuv_to_packed_kernel<false><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+      } else {
+        convert_kernel<kIn, kPacked><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      }
       break;
     case kGrey:
       convert_kernel<kIn, kGrey><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
@@ -402,6 +562,7 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
   for (int c = 0; c < 4; ++c) {
     L.out_perm |= static_cast<uint32_t>(c) << (4 * k.out_offsets[c]);
     L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * k.out_offsets[c]);
+    L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * k.out_offsets[c]);
   }
   const int in_planes = format_info(in.format).n_planes;
   const int out_planes = format_info(out.format).n_planes;

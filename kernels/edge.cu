@@ -1,24 +1,37 @@
 // CUDA implementation of the `edge` kernel (see edge.h).
 //
-// One launch does the whole image. The blocks of its first grid rows each
-// compute a 128x16 tile of luma output: they stage the tile's luma and a
-// 1-sample halo (clamped at the edges) in shared memory, loaded a 4-pixel
-// word at a time, and every thread then computes a 4x2 patch, 4 pixels wide
-// so its output row leaves as one word (16 bytes for packed RGB). The
-// remaining grid rows fill the chroma planes of YUV with 128 in 16-byte
-// stores; two cudaMemset2DAsync calls cost more in launch gaps than that
-// data.
+// One launch does the whole image. Each warp computes a strip 128 pixels
+// wide and kRows rows tall (14 for luma, 8 for packed RGB), every thread 4
+// pixels side by side (a word of luma output, or 16 bytes of packed RGB) on
+// each of those rows. A thread loads its own 4 columns of the kRows + 2
+// input rows, all loads first so that they are in flight together; the
+// neighbouring columns come from the lanes beside it by shuffle, and the
+// warp's two outer columns from a halo word that lanes 0..kRows+1 (left)
+// and 16..16+kRows+1 (right) load alongside. No shared memory, no barrier:
+// the shared-memory tile of the previous version spent more instructions
+// on staging than on the Sobel sums. Row addresses are one wide
+// multiply-add of a 32-bit stride. The grid rows past the Sobel strips fill
+// the chroma planes of YUV with 128 in 16-byte stores; two
+// cudaMemset2DAsync calls cost more in launch gaps than that data.
 //
-// The Sobel sums run on two 16-bit lanes per register (columns 0 and 2,
-// columns 1 and 3 of a patch row), biased so that no lane goes negative:
-// with 8-bit samples every lane stays within 0..2044, so the lanes never
-// carry into each other and the results are exactly the reference's
-// integers. Per-pixel integer work bounded the previous version, not
-// memory: 1-byte luma ran at 4-6 times the memory time, packed RGB, with 4
-// times the bytes for the same work, at 2.
+// The Sobel operator runs separably on two 16-bit lanes per register
+// (columns 0 and 2, columns 1 and 3 of a thread's 4): per input row the
+// horizontal difference and the horizontal [1 2 1] sum, shared by the three
+// output rows that read the row; per output row their vertical [1 2 1] sum
+// (gx) and difference (gy). Lanes are biased so that none goes negative or
+// carries into the other, so the results are exactly the reference's
+// integers. The magnitude runs on the FP32 pipe: gx and gy leave their
+// lanes as exact floats, gx^2 + gy^2 + 1/2 is exact in single precision, and
+// floor(sqrt(n + 1/2)) is the integer square root of n; the hardware's
+// approximate square root is far closer than the distance to the next
+// integer (checked for every gradient the kernel can meet by the
+// edge_magnitudes_cuda test hook). Packed RGB becomes luma with one dp4a per
+// pixel. Integer and FP32 work per pixel, not memory, bounded the previous
+// versions.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "balance.h"
 #include "cuda_check.h"
@@ -28,28 +41,31 @@
 namespace cudaoverlap {
 namespace {
 
-constexpr int kThreadsX = 32;
-constexpr int kThreadsY = 8;
-constexpr int kThreads = kThreadsX * kThreadsY;
-// Output pixels a thread computes: 4 side by side (a word of luma output,
-// or 16 bytes of packed RGB), on 2 rows that share 2 of their 4 input rows.
-constexpr int kPerThread = 4;
-constexpr int kRowsPerThread = 2;
-constexpr int kTileX = kThreadsX * kPerThread;
-constexpr int kTileY = kThreadsY * kRowsPerThread;
-// Shared luma columns: the tile, one halo column each side, padded to whole
-// words on both sides so the halo loads and the reads stay word-aligned.
-// Column word c holds x = x0 - 4 + 4c .. x0 - 1 + 4c.
-constexpr int kTileWords = kTileX / 4 + 2;
-constexpr int kTileRows = kTileY + 2;
-constexpr int kLoadsPerThread = (kTileRows * kTileWords + kThreads - 1) / kThreads;
+constexpr int kWarps = 2;  // per block, stacked vertically
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTileX = 32 * 4;  // columns per warp and block
+// Output rows per thread: the more, the fewer input rows are loaded and
+// taken apart twice (kRows + 2 for kRows), up to 14 (the halo word of each
+// input row lives in a lane of its own half-warp). Packed RGB holds 4 times
+// the bytes per row in flight, so it takes fewer.
+template <bool kRgb>
+constexpr int kRows = kRgb ? 8 : 14;
+template <bool kRgb>
+constexpr int kTileY = kRows<kRgb> * kWarps;  // rows per block
+static_assert(kRows<false> + 2 <= 16 && kRows<true> + 2 <= 16,
+              "the halo word of each input row lives in its own lane");
 
 struct EdgeLayout {
   int width, height;
-  bool rgb;
-  int r, g, b;                    // byte offsets in packed RGB
+  // Row strides; 32 bits, so a row's address is one wide multiply-add.
+  uint32_t src_stride, dst_stride;
+  uint32_t lane_base;   // 0x4B000000, in a register: see lane_lo
+  uint32_t grey_coef;   // packed RGB: 77, 150, 29 at the R, G, B bytes (dp4a)
+  uint32_t keep_mask;   // packed RGB: the alpha or padding byte
+  uint32_t keep_pack;   // __byte_perm selector: the kept bytes of two pixels
+  uint32_t keep_sel;    // __byte_perm selector of pixel 0: magnitude, kept byte
   bool src_aligned, dst_aligned;  // 4-byte (luma) or 16-byte (RGB) pointer and stride
-  int tiles_y;                    // grid rows of Sobel tiles; the rest fill chroma
+  int tiles_y;                    // grid rows of Sobel strips; the rest fill chroma
   // Chroma planes to fill with 128 (NV12: 1, I420: 2, else 0).
   int n_chroma;
   uint8_t* chroma[2];
@@ -58,187 +74,220 @@ struct EdgeLayout {
   bool chroma_aligned;            // 16-byte pointers and strides
 };
 
-__device__ __forceinline__ int grey_of(const uint8_t* p, const EdgeLayout& l) {
-  return (77 * p[l.r] + 150 * p[l.g] + 29 * p[l.b] + 128) >> 8;
+// Luma of the packed pixel w: (77 R + 150 G + 29 B + 128) >> 8, at most
+// 65408 before the shift, so it is byte 1 of the sum.
+__device__ __forceinline__ uint32_t grey_sum(uint32_t w, const EdgeLayout& l) {
+  return __dp4a(w, l.grey_coef, 128u);
 }
 
-__device__ __forceinline__ int grey_of_word(uint32_t w, const EdgeLayout& l) {
-  const int r = (w >> (8 * l.r)) & 0xFF, g = (w >> (8 * l.g)) & 0xFF, b = (w >> (8 * l.b)) & 0xFF;
-  return (77 * r + 150 * g + 29 * b + 128) >> 8;
+// The luma of 4 packed pixels as the bytes of a word.
+__device__ __forceinline__ uint32_t grey4(const uint4& v, const EdgeLayout& l) {
+  const uint32_t lo = __byte_perm(grey_sum(v.x, l), grey_sum(v.y, l), 0x0051);
+  const uint32_t hi = __byte_perm(grey_sum(v.z, l), grey_sum(v.w, l), 0x0051);
+  return __byte_perm(lo, hi, 0x5410);
 }
 
-// min(floor(sqrt(n)), 255) for n >= 0, as floor(sqrt(n + 1/4)) with n
-// clamped to 255^2 first. For integers, n + 1/4 has the same integer root
-// (k^2 <= n + 1/4 < (k + 1)^2), and keeps zero, which sends the square root
-// down a slow path, out. Single precision is exact here: n + 1/4 is
-// representable, its correctly rounded root is at least sqrt(k^2 + 1/4) > k
-// and at most sqrt(k^2 + 2k + 1/4) < k + 1 - 1/700, far more than half a
-// unit in the last place (2^-17 below 256) from k + 1, so truncating it
-// gives the reference's integer. __fsqrt_rn stays correctly rounded whatever
-// the fast-math flags. The conversions go through floats whose units are
-// 1/4 (at 2^21) and 1 (at 2^23): adds on the FP32 pipe instead of
-// conversions on the slower pipe that the square root already uses.
-__device__ __forceinline__ uint32_t magnitude(int gx, int gy) {
-  const uint32_t n = static_cast<uint32_t>(min(gx * gx + gy * gy, 255 * 255));
-  constexpr float kTwo21 = 2097152.0f;  // bits 0x4A000000, units of 1/4
-  const float f = __uint_as_float(0x4A000000u | (4 * n + 1)) - kTwo21;  // exactly n + 1/4
-  const float s = __fsqrt_rn(f);
-  constexpr float kTwo23 = 8388608.0f;                         // bits 0x4B000000, units of 1
-  return __float_as_uint(__fadd_rz(s, kTwo23)) - 0x4B000000u;  // floor(s)
-}
-
-// Luma of 4 pixels starting at x (a multiple of 4), clamped at the edges,
-// as the bytes of a word.
-__device__ __forceinline__ uint32_t luma_word(const uint8_t* row, const EdgeLayout& l, int x) {
-  if (!l.rgb) {
-    if (l.src_aligned && x >= 0 && x + 4 <= l.width)
-      return *reinterpret_cast<const uint32_t*>(row + x);
-    uint32_t w = 0;
-    for (int k = 0; k < 4; ++k) {
-      const int c = min(max(x + k, 0), l.width - 1);
-      w |= static_cast<uint32_t>(row[c]) << (8 * k);
-    }
-    return w;
-  }
-  if (l.src_aligned && x >= 0 && x + 4 <= l.width) {
-    const uint4 v = *reinterpret_cast<const uint4*>(row + static_cast<size_t>(x) * 4);
-    return static_cast<uint32_t>(grey_of_word(v.x, l)) |
-           static_cast<uint32_t>(grey_of_word(v.y, l)) << 8 |
-           static_cast<uint32_t>(grey_of_word(v.z, l)) << 16 |
-           static_cast<uint32_t>(grey_of_word(v.w, l)) << 24;
-  }
+// Luma of 4 pixels starting at x, clamped at the edges, as the bytes of a
+// word: the slow path for words that cross an edge or planes that are not
+// aligned for word loads.
+// Not inlined, so the unrolled row loop carries one copy; its arguments go
+// by value, since a reference would put the layout on the stack.
+template <bool kRgb>
+__device__ __noinline__ uint32_t luma_word_clamped(const uint8_t* row, int width,
+                                                   uint32_t grey_coef, int x) {
   uint32_t w = 0;
   for (int k = 0; k < 4; ++k) {
-    const int c = min(max(x + k, 0), l.width - 1);
-    w |= static_cast<uint32_t>(grey_of(row + static_cast<size_t>(c) * 4, l)) << (8 * k);
+    const int c = min(max(x + k, 0), width - 1);
+    uint32_t s;
+    if (kRgb) {
+      const uint8_t* p = row + static_cast<size_t>(c) * 4;
+      const uint32_t px = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+      s = __dp4a(px, grey_coef, 128u) >> 8;
+    } else {
+      s = row[c];
+    }
+    w |= s << (8 * k);
   }
   return w;
 }
 
-// One patch row's luma as 16-bit lanes: even = columns (0, 2), odd =
-// columns (1, 3), left = column -1, right = column 4 (in lane 0).
-struct SplitRow {
-  uint32_t even, odd, left, right;
+// The luma word of the 4 pixels at p, which lie inside an aligned plane,
+// and, for packed RGB, their kept bytes as the bytes of *keep.
+template <bool kRgb>
+__device__ __forceinline__ uint32_t load_luma(const uint8_t* p, const EdgeLayout& l,
+                                              uint32_t* keep) {
+  if (!kRgb) return *reinterpret_cast<const uint32_t*>(p);
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  *keep = __byte_perm(__byte_perm(v.x, v.y, l.keep_pack), __byte_perm(v.z, v.w, l.keep_pack),
+                      0x5410);
+  return grey4(v, l);
+}
+
+// One input row, horizontally: the difference p(c + 1) - p(c - 1) + 256
+// (1..511) and the sum p(c - 1) + 2 p(c) + p(c + 1) (0..1020), for columns
+// 0 and 2 (even) and 1 and 3 (odd) of the thread's word, in 16-bit lanes.
+struct RowTerms {
+  uint32_t d_even, d_odd, s_even, s_odd;
 };
 
-__device__ __forceinline__ SplitRow split_row(uint32_t l, uint32_t c, uint32_t r) {
-  return {__byte_perm(c, 0, 0x4240), __byte_perm(c, 0, 0x4341), __byte_perm(l, 0, 0x4443),
-          __byte_perm(r, 0, 0x4440)};
+__device__ __forceinline__ RowTerms row_terms(uint32_t left, uint32_t centre, uint32_t right) {
+  const uint32_t even = __byte_perm(centre, 0, 0x4240);  // columns 0, 2
+  const uint32_t odd = __byte_perm(centre, 0, 0x4341);   // columns 1, 3
+  const uint32_t m = __byte_perm(odd, left, 0x1017);     // columns -1, 1
+  const uint32_t p = __byte_perm(even, right, 0x1412);   // columns 2, 4
+  return {odd + 0x01000100u - m, p + 0x01000100u - even, m + 2 * even + odd,
+          even + 2 * odd + p};
 }
 
-// Lane-wise up + 2 * mid + down (the Sobel column weights), at most 1020.
-__device__ __forceinline__ uint32_t column_sum(uint32_t up, uint32_t mid, uint32_t down) {
-  return up + 2 * mid + down;
+// The lanes of a biased word as exact floats: the lane's bits placed in the
+// mantissa of 2^23 (one byte permute with base = 0x4B000000, which comes
+// from the layout so that it sits in a register and the selector can be
+// the immediate), less 2^23 and the bias of 1024.
+constexpr float kLaneBase = 8389632.0f;  // 2^23 + 1024
+__device__ __forceinline__ float lane_lo(uint32_t v, uint32_t base) {
+  return __uint_as_float(__byte_perm(v, base, 0x7610)) - kLaneBase;
+}
+__device__ __forceinline__ float lane_hi(uint32_t v, uint32_t base) {
+  return __uint_as_float(__byte_perm(v, base, 0x7632)) - kLaneBase;
 }
 
-// Lane-wise down - up + 256, in 1..511.
-__device__ __forceinline__ uint32_t column_diff(uint32_t up, uint32_t down) {
-  return down + 0x01000100u - up;
+// min(floor(sqrt(gx^2 + gy^2)), 255) in the low byte of the result. With
+// integer gx, gy in [-1020, 1020], n = gx^2 + gy^2 + 1/2 is exact in single
+// precision (below 2^22, in halves), and for k^2 <= n < (k + 1)^2 the root
+// of n + 1/2 lies at least 1/(4 (k + 1)) > 1/1100 from either integer:
+// thousands of times the approximate square root's error. Adding 2^23
+// rounded toward zero leaves floor(root) in the low mantissa bits.
+__device__ __forceinline__ uint32_t magnitude(float gx, float gy) {
+  const float n = fminf(fmaf(gx, gx, fmaf(gy, gy, 0.5f)), 65025.5f);
+  float s;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(s) : "f"(n));
+  return __float_as_uint(__fadd_rz(s, 8388608.0f));
 }
 
-// The 4 magnitudes of one patch row, from its rows above, at and below, as
-// the bytes of a word.
-__device__ __forceinline__ uint32_t sobel_row(const SplitRow& up, const SplitRow& mid,
-                                              const SplitRow& down) {
-  const uint32_t ve = column_sum(up.even, mid.even, down.even);
-  const uint32_t vo = column_sum(up.odd, mid.odd, down.odd);
-  const uint32_t vl = column_sum(up.left, mid.left, down.left);
-  const uint32_t vr = column_sum(up.right, mid.right, down.right);
-  const uint32_t de = column_diff(up.even, down.even);
-  const uint32_t dd = column_diff(up.odd, down.odd);
-  const uint32_t dl = column_diff(up.left, down.left);
-  const uint32_t dr = column_diff(up.right, down.right);
-  // Columns (-1, 1) and (2, 4), from lanes of the above.
-  const uint32_t vm = __byte_perm(vl, vo, 0x5410), vp = __byte_perm(ve, vr, 0x5432);
-  const uint32_t dm = __byte_perm(dl, dd, 0x5410), dp = __byte_perm(de, dr, 0x5432);
-  // gx = V(c + 1) - V(c - 1), gy = D(c - 1) + 2 D(c) + D(c + 1); each lane
-  // biased by 1024, so 4..2044.
-  const uint32_t gx_even = vo + 0x04000400u - vm;
-  const uint32_t gx_odd = vp + 0x04000400u - ve;
-  const uint32_t gy_even = dm + 2 * de + dd;
-  const uint32_t gy_odd = de + 2 * dd + dp;
-  auto lo = [](uint32_t v) { return static_cast<int>(v & 0xFFFF) - 1024; };
-  auto hi = [](uint32_t v) { return static_cast<int>(v >> 16) - 1024; };
-  return magnitude(lo(gx_even), lo(gy_even)) | magnitude(lo(gx_odd), lo(gy_odd)) << 8 |
-         magnitude(hi(gx_even), hi(gy_even)) << 16 | magnitude(hi(gx_odd), hi(gy_odd)) << 24;
+// The 4 magnitudes of one output row from the terms of its rows above (a),
+// at (b) and below (c), as the bytes of a word.
+__device__ __forceinline__ uint32_t sobel_row(const RowTerms& a, const RowTerms& b,
+                                              const RowTerms& c, uint32_t base) {
+  // gx: vertical [1 2 1] of the differences, biased by 1024 (4..2044); gy:
+  // vertical difference of the sums, biased by 1024 (4..2044).
+  const uint32_t gx_even = a.d_even + 2 * b.d_even + c.d_even;
+  const uint32_t gx_odd = a.d_odd + 2 * b.d_odd + c.d_odd;
+  const uint32_t gy_even = c.s_even + 0x04000400u - a.s_even;
+  const uint32_t gy_odd = c.s_odd + 0x04000400u - a.s_odd;
+  const uint32_t m0 = magnitude(lane_lo(gx_even, base), lane_lo(gy_even, base));
+  const uint32_t m1 = magnitude(lane_lo(gx_odd, base), lane_lo(gy_odd, base));
+  const uint32_t m2 = magnitude(lane_hi(gx_even, base), lane_hi(gy_even, base));
+  const uint32_t m3 = magnitude(lane_hi(gx_odd, base), lane_hi(gy_odd, base));
+  return __byte_perm(__byte_perm(m0, m1, 0x0040), __byte_perm(m2, m3, 0x0040), 0x5410);
 }
 
-// Writes the 4 magnitudes in `m` for pixels x..x+3 of row y.
-__device__ __forceinline__ void store_row(const uint8_t* src, size_t src_stride, uint8_t* dst,
-                                          size_t dst_stride, const EdgeLayout& l, int x, int y,
-                                          uint32_t m) {
-  const int n = min(kPerThread, l.width - x);
-  uint8_t* row = dst + static_cast<size_t>(y) * dst_stride;
-  if (!l.rgb) {
-    if (l.dst_aligned && n == kPerThread) {
-      *reinterpret_cast<uint32_t*>(row + x) = m;
+// Writes the 4 magnitudes in m to d, pixels x..x+3 of an output row whose
+// input row is s (both already offset to pixel x).
+template <bool kRgb>
+__device__ __forceinline__ void store_row(const uint8_t* s, uint8_t* d, const EdgeLayout& l,
+                                          int x, bool fast, uint32_t m, uint32_t keep) {
+  const int n = min(4, l.width - x);
+  if (!kRgb) {
+    if (fast) {
+      *reinterpret_cast<uint32_t*>(d) = m;
     } else {
-      for (int i = 0; i < n; ++i) row[x + i] = static_cast<uint8_t>(m >> (8 * i));
+      for (int i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(m >> (8 * i));
     }
     return;
   }
-  // Alpha or padding from the input, the magnitude over R, G and B.
-  const uint8_t* s = src + static_cast<size_t>(y) * src_stride + static_cast<size_t>(x) * 4;
-  uint8_t* d = row + static_cast<size_t>(x) * 4;
-  const uint32_t colour = (0xFFu << (8 * l.r)) | (0xFFu << (8 * l.g)) | (0xFFu << (8 * l.b));
-  if (l.src_aligned && l.dst_aligned && n == kPerThread) {
-    uint4 v = *reinterpret_cast<const uint4*>(s);
-    v.x = (v.x & ~colour) | ((m & 0xFFu) * 0x01010101u & colour);
-    v.y = (v.y & ~colour) | (((m >> 8) & 0xFFu) * 0x01010101u & colour);
-    v.z = (v.z & ~colour) | (((m >> 16) & 0xFFu) * 0x01010101u & colour);
-    v.w = (v.w & ~colour) | ((m >> 24) * 0x01010101u & colour);
-    *reinterpret_cast<uint4*>(d) = v;
+  if (fast) {
+    // Pixel i: magnitude byte i in R, G and B, kept byte i in its place.
+    *reinterpret_cast<uint4*>(d) =
+        make_uint4(__byte_perm(m, keep, l.keep_sel), __byte_perm(m, keep, l.keep_sel + 0x1111u),
+                   __byte_perm(m, keep, l.keep_sel + 0x2222u),
+                   __byte_perm(m, keep, l.keep_sel + 0x3333u));
     return;
   }
   for (int i = 0; i < n; ++i) {
-    uint8_t p[4] = {s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]};
-    const uint8_t mi = static_cast<uint8_t>(m >> (8 * i));
-    p[l.r] = p[l.g] = p[l.b] = mi;
-    for (int c = 0; c < 4; ++c) d[4 * i + c] = p[c];
+    const uint32_t px = static_cast<uint32_t>(s[4 * i]) |
+                        static_cast<uint32_t>(s[4 * i + 1]) << 8 |
+                        static_cast<uint32_t>(s[4 * i + 2]) << 16 |
+                        static_cast<uint32_t>(s[4 * i + 3]) << 24;
+    const uint32_t w =
+        (px & l.keep_mask) | (((m >> (8 * i)) & 0xFFu) * 0x01010101u & ~l.keep_mask);
+    for (int c = 0; c < 4; ++c) d[4 * i + c] = static_cast<uint8_t>(w >> (8 * c));
   }
 }
 
-__device__ __forceinline__ void sobel_tile(const uint8_t* __restrict__ src, size_t src_stride,
-                                           uint8_t* __restrict__ dst, size_t dst_stride,
-                                           const EdgeLayout& l) {
-  __shared__ uint32_t tile[kTileRows][kTileWords];
-  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY;
-  const int tid = threadIdx.y * kThreadsX + threadIdx.x;
-  // All loads first, so each thread has its words in flight together.
-  uint32_t v[kLoadsPerThread];
-#pragma unroll
-  for (int k = 0; k < kLoadsPerThread; ++k) {
-    const int i = tid + k * kThreads;
-    v[k] = 0;
-    if (i >= kTileRows * kTileWords) continue;
-    const int tw = i % kTileWords, ty = i / kTileWords;
-    const int y = min(max(y0 + ty - 1, 0), l.height - 1);
-    v[k] = luma_word(src + static_cast<size_t>(y) * src_stride, l, x0 - 4 + 4 * tw);
+// Row y of a plane at p (already offset to the thread's pixel): y times a
+// 32-bit stride, one wide multiply-add.
+__device__ __forceinline__ const uint8_t* row_of(const uint8_t* p, int y, uint32_t stride) {
+  return p + static_cast<uint64_t>(static_cast<uint32_t>(y)) * stride;
+}
+__device__ __forceinline__ uint8_t* row_of(uint8_t* p, int y, uint32_t stride) {
+  return p + static_cast<uint64_t>(static_cast<uint32_t>(y)) * stride;
+}
+
+template <bool kRgb>
+__device__ __forceinline__ void sobel_strip(const uint8_t* __restrict__ src,
+                                            uint8_t* __restrict__ dst, const EdgeLayout& l) {
+  constexpr int kOut = kRows<kRgb>;
+  constexpr int kIn = kOut + 2;
+  constexpr int kBytes = kRgb ? 4 : 1;
+  const int lane = static_cast<int>(threadIdx.x);
+  const int x0 = static_cast<int>(blockIdx.x) * kTileX;
+  const int x = x0 + 4 * lane;
+  const int y0 = (static_cast<int>(blockIdx.y) * kWarps + static_cast<int>(threadIdx.y)) * kOut;
+  // Uniform per warp: the shuffles below need the whole warp, so a warp
+  // wholly below the image leaves together.
+  if (y0 >= l.height) return;
+  auto in_row = [&](int r) { return min(max(y0 - 1 + r, 0), l.height - 1); };
+  // Halo: the word left of the warp's columns (lanes 0..kIn-1) or right of
+  // them (lanes 16..), of input row lane % 16.
+  uint32_t halo = 0;
+  if ((lane & 15) < kIn) {
+    const int hx = lane < 16 ? x0 - 4 : x0 + kTileX;
+    const uint8_t* row = row_of(src, in_row(lane & 15), l.src_stride);
+    uint32_t unused;
+    halo = l.src_aligned && hx >= 0 && hx + 4 <= l.width
+               ? load_luma<kRgb>(row + static_cast<size_t>(hx) * kBytes, l, &unused)
+               : luma_word_clamped<kRgb>(row, l.width, l.grey_coef, hx);
   }
+  // All of a thread's loads before any use. Lanes past the right edge load
+  // clamped words: their luma is the right neighbour of the last lane inside.
+  const bool fast = l.src_aligned && x + 4 <= l.width;
+  const uint8_t* src_x = src + static_cast<size_t>(x) * kBytes;
+  uint32_t centre[kIn];
+  uint32_t keep[kIn] = {};
+  if (fast) {
 #pragma unroll
-  for (int k = 0; k < kLoadsPerThread; ++k) {
-    const int i = tid + k * kThreads;
-    if (i < kTileRows * kTileWords) tile[i / kTileWords][i % kTileWords] = v[k];
+    for (int r = 0; r < kIn; ++r)
+      centre[r] = load_luma<kRgb>(row_of(src_x, in_row(r), l.src_stride), l, &keep[r]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kIn; ++r)
+      centre[r] =
+          luma_word_clamped<kRgb>(row_of(src, in_row(r), l.src_stride), l.width, l.grey_coef, x);
   }
-  __syncthreads();
-  const int x = x0 + kPerThread * threadIdx.x, y = y0 + kRowsPerThread * threadIdx.y;
-  if (x >= l.width || y >= l.height) return;
-  // Tile row r + 1 holds image row y0 + r; this patch needs rows y - 1 .. y + 2.
-  SplitRow rows[kRowsPerThread + 2];
+
+  const bool store_fast = l.dst_aligned && fast;
+  uint8_t* dst_x = dst + static_cast<size_t>(x) * kBytes;
+  const int halo_lane = lane == 0 ? 0 : 16;
+  RowTerms t[3];
 #pragma unroll
-  for (int k = 0; k < kRowsPerThread + 2; ++k) {
-    const uint32_t* t = tile[kRowsPerThread * threadIdx.y + k];
-    rows[k] = split_row(t[threadIdx.x], t[threadIdx.x + 1], t[threadIdx.x + 2]);
-  }
-#pragma unroll
-  for (int k = 0; k < kRowsPerThread; ++k) {
-    if (y + k >= l.height) break;
-    store_row(src, src_stride, dst, dst_stride, l, x, y + k,
-              sobel_row(rows[k], rows[k + 1], rows[k + 2]));
+  for (int r = 0; r < kIn; ++r) {
+    const uint32_t h = __shfl_sync(0xFFFFFFFFu, halo, halo_lane + r);
+    uint32_t left = __shfl_up_sync(0xFFFFFFFFu, centre[r], 1);
+    uint32_t right = __shfl_down_sync(0xFFFFFFFFu, centre[r], 1);
+    if (lane == 0) left = h;
+    if (lane == 31) right = h;
+    t[r % 3] = row_terms(left, centre[r], right);
+    if (r < 2) continue;
+    const int y = y0 + r - 2;
+    if (y >= l.height || x >= l.width) continue;
+    const uint32_t m = sobel_row(t[(r - 2) % 3], t[(r - 1) % 3], t[r % 3], l.lane_base);
+    store_row<kRgb>(row_of(src_x, y, l.src_stride), row_of(dst_x, y, l.dst_stride), l, x,
+                    store_fast, m, keep[r - 1]);
   }
 }
 
-// Fills the chroma planes with 128: the blocks past the Sobel tiles, each
+// Fills the chroma planes with 128: the blocks past the Sobel strips, each
 // thread 16 bytes of a row at a time.
 __device__ __forceinline__ void fill_chroma(const EdgeLayout& l) {
   // 32-bit indices (the host checks that they fit): 64-bit division is a
@@ -248,7 +297,7 @@ __device__ __forceinline__ void fill_chroma(const EdgeLayout& l) {
   const int threads = (static_cast<int>(gridDim.y) - l.tiles_y) * gridDim.x * kThreads;
   const int first =
       ((static_cast<int>(blockIdx.y) - l.tiles_y) * gridDim.x + blockIdx.x) * kThreads +
-      threadIdx.y * kThreadsX + threadIdx.x;
+      threadIdx.y * 32 + threadIdx.x;
   for (int p = 0; p < l.n_chroma; ++p) {
     uint8_t* plane = p == 0 ? l.chroma[0] : l.chroma[1];
     const size_t stride = p == 0 ? l.chroma_stride[0] : l.chroma_stride[1];
@@ -265,14 +314,27 @@ __device__ __forceinline__ void fill_chroma(const EdgeLayout& l) {
   }
 }
 
+template <bool kRgb>
 __global__ void __launch_bounds__(kThreads)
-    edge_kernel(const uint8_t* __restrict__ src, size_t src_stride, uint8_t* __restrict__ dst,
-                size_t dst_stride, EdgeLayout l) {
-  // Uniform per block, so the tile's __syncthreads is reached by all or none.
+    edge_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, EdgeLayout l) {
   if (static_cast<int>(blockIdx.y) < l.tiles_y)
-    sobel_tile(src, src_stride, dst, dst_stride, l);
+    sobel_strip<kRgb>(src, dst, l);
   else
     fill_chroma(l);
+}
+
+// The test hook's kernel: the magnitude of every (gx, gy) in [-limit,
+// limit]^2, through the same lanes and arithmetic as sobel_row, from the
+// low lanes (out[2 i]) and the high ones (out[2 i + 1]).
+__global__ void magnitude_grid_kernel(int limit, uint8_t* out) {
+  const int side = 2 * limit + 1;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= side * side) return;
+  const uint32_t gx = static_cast<uint32_t>(i % side - limit + 1024);
+  const uint32_t gy = static_cast<uint32_t>(i / side - limit + 1024);
+  const uint32_t wx = gx | gx << 16, wy = gy | gy << 16, base = 0x4B000000u;
+  out[2 * i] = static_cast<uint8_t>(magnitude(lane_lo(wx, base), lane_lo(wy, base)));
+  out[2 * i + 1] = static_cast<uint8_t>(magnitude(lane_hi(wx, base), lane_hi(wy, base)));
 }
 
 bool aligned_to(const PlaneRef& p, size_t n) {
@@ -287,13 +349,29 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failu
   EdgeLayout l{};
   l.width = in.width;
   l.height = in.height;
-  l.rgb = !info.is_yuv && in.format != PixelFormat::kGRAY8;
-  if (l.rgb) rgb_byte_offsets(in.format, &l.r, &l.g, &l.b);
-  const size_t word = l.rgb ? 16 : 4;
+  const bool rgb = !info.is_yuv && in.format != PixelFormat::kGRAY8;
+  if (rgb) {
+    int r = 0, g = 0, b = 0;
+    rgb_byte_offsets(in.format, &r, &g, &b);
+    const int kept = 6 - r - g - b;
+    l.grey_coef = 77u << (8 * r) | 150u << (8 * g) | 29u << (8 * b);
+    l.keep_mask = 0xFFu << (8 * kept);
+    // Pixel 0's selector: byte 0 of the magnitudes everywhere except the
+    // kept byte, which takes byte 0 of the kept bytes (selector 4).
+    l.keep_sel = 4u << (4 * kept);
+    l.keep_pack = static_cast<uint32_t>(kept) | static_cast<uint32_t>(kept + 4) << 4;
+  }
+  if (in.planes[0].stride > UINT32_MAX || out.planes[0].stride > UINT32_MAX)
+    throw Error("edge: a row stride above 4 GiB");
+  l.src_stride = static_cast<uint32_t>(in.planes[0].stride);
+  l.dst_stride = static_cast<uint32_t>(out.planes[0].stride);
+  l.lane_base = 0x4B000000u;
+  const size_t word = rgb ? 16 : 4;
   l.src_aligned = aligned_to(in.planes[0], word);
   l.dst_aligned = aligned_to(out.planes[0], word);
   const unsigned tiles_x = (in.width + kTileX - 1) / kTileX;
-  const unsigned tiles_y = (in.height + kTileY - 1) / kTileY;
+  const unsigned tile_y = rgb ? kTileY<true> : kTileY<false>;
+  const unsigned tiles_y = (in.height + tile_y - 1) / tile_y;
   l.tiles_y = static_cast<int>(tiles_y);
   unsigned fill_rows = 0;
   if (info.n_planes > 1) {
@@ -317,9 +395,26 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failu
   if (grid.y > 65535) throw Error("edge: the image is too tall (more than about a million rows)");
   // An empty grid is an invalid configuration: CUDA reports it at launch.
   if (inject_launch_failure) grid.x = 0;
-  edge_kernel<<<grid, dim3(kThreadsX, kThreadsY), 0, stream>>>(
-      in.planes[0].data, in.planes[0].stride, out.planes[0].data, out.planes[0].stride, l);
+  const dim3 block(32, kWarps);
+  if (rgb)
+    edge_kernel<true><<<grid, block, 0, stream>>>(in.planes[0].data, out.planes[0].data, l);
+  else
+    edge_kernel<false><<<grid, block, 0, stream>>>(in.planes[0].data, out.planes[0].data, l);
   CO_CUDA_CHECK_LAUNCH("the edge kernel");
+}
+
+std::vector<uint8_t> edge_magnitudes_cuda(int limit) {
+  const int side = 2 * limit + 1;
+  const size_t n = 2 * static_cast<size_t>(side) * side;
+  uint8_t* device = nullptr;
+  CO_CUDA_CHECK(cudaMalloc(&device, n));
+  std::vector<uint8_t> host(n);
+  magnitude_grid_kernel<<<static_cast<unsigned>((n / 2 + 255) / 256), 256>>>(limit, device);
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaMemcpy(host.data(), device, n, cudaMemcpyDeviceToHost);
+  CO_CUDA_CHECK_NOEXCEPT(cudaFree(device));
+  CO_CUDA_CHECK(status);
+  return host;
 }
 
 }  // namespace cudaoverlap

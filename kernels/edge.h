@@ -6,10 +6,12 @@
 // image edges clamped; the magnitude is the integer square root of
 // gx^2 + gy^2 (rounded down), clamped to 255. It is written to R, G and B
 // (alpha and padding kept), to Y with neutral chroma (128) for YUV, or to
-// GRAY8's samples. Integer throughout, so GPU and CPU agree to the byte.
+// GRAY8's samples. Every step has an exact integer result, so GPU and CPU
+// agree to the byte.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "video_format.h"
 
@@ -18,7 +20,17 @@ struct CUstream_st;
 namespace cudaoverlap {
 
 void edge_reference(const ImageRef& in, const ImageRef& out);
+
+// The reference's magnitude: min(floor(sqrt(gx^2 + gy^2)), 255).
+uint8_t edge_magnitude(int gx, int gy);
+
 void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failure,
                CUstream_st* stream);
+
+// For tests: the CUDA kernel's magnitude arithmetic run on the device for
+// every (gx, gy) in [-limit, limit]^2, gx fastest, two bytes per pair (from
+// the kernel's low and high 16-bit lanes). Sobel gradients of 8-bit samples
+// lie in [-1020, 1020]. Only in CUDA builds.
+std::vector<uint8_t> edge_magnitudes_cuda(int limit);
 
 }  // namespace cudaoverlap

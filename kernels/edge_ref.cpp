@@ -8,17 +8,14 @@
 #include "edge.h"
 
 namespace cudaoverlap {
-namespace {
 
-uint8_t magnitude(int gx, int gy) {
+uint8_t edge_magnitude(int gx, int gy) {
   const int n = gx * gx + gy * gy;
   int s = static_cast<int>(std::sqrt(static_cast<double>(n)));
   while (s * s > n) --s;
   while ((s + 1) * (s + 1) <= n) ++s;
   return static_cast<uint8_t>(std::min(s, 255));
 }
-
-}  // namespace
 
 void edge_reference(const ImageRef& in, const ImageRef& out) {
   const FormatInfo& info = format_info(in.format);
@@ -42,7 +39,7 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
                      (at(x - 1, y - 1) + 2 * at(x - 1, y) + at(x - 1, y + 1));
       const int gy = (at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1)) -
                      (at(x - 1, y - 1) + 2 * at(x, y - 1) + at(x + 1, y - 1));
-      const uint8_t m = magnitude(gx, gy);
+      const uint8_t m = edge_magnitude(gx, gy);
       uint8_t* d = out.planes[0].data + y * out.planes[0].stride;
       if (rgb) {
         const uint8_t* s = in.planes[0].data + y * in.planes[0].stride;

@@ -3,22 +3,25 @@
 // Two kernels share the work:
 //
 // - flip_word_kernel does the planes of YUV and GRAY8 (1-byte samples, and
-//   NV12's 2-byte UV pairs), moving 4-byte words on both sides. All planes
-//   of an image go in one launch: a flat grid of output tiles, each block
-//   finding its plane from its index, so I420's small chroma planes add
-//   blocks instead of launches. The directions that keep rows gather each
-//   output word from one source row (a funnel shift when the source is not
-//   word-aligned, then a byte permute to reverse it). The transposing ones
-//   load 4x4-byte blocks (4 rows, one word each), transpose them in
-//   registers with byte permutes and write the words to a shared tile in
-//   output order, from which output rows leave as whole words. Byte-wide
-//   accesses wasted most of every memory transaction.
+//   NV12's 2-byte UV pairs). All planes of an image go in one launch: a
+//   flat grid of output tiles, each block finding its plane from its index,
+//   so I420's small chroma planes add blocks instead of launches. Each
+//   thread moves 16-byte chunks and issues all its loads (64 bytes) before
+//   its stores: with 4-byte words and 16 bytes in flight per thread the
+//   kernel was bound by latency and instruction issue at a fraction of the
+//   memory's bandwidth. The directions that keep rows copy each chunk from
+//   one source row, reversing words and the groups within them when
+//   mirrored. The transposing ones load 16 bytes of 4 rows, transpose each
+//   4x4-byte block in registers with byte permutes and write the words to a
+//   shared tile in output order, from which output rows leave as chunks.
 // - flip_plane_kernel does packed RGB: a 32x32 tile of pixels in shared
 //   memory, read and written row by row, so both sides are coalesced.
 //
-// Every global access in the word paths is a whole word only when the word
-// lies inside the row; edges and planes whose pointer or stride is not a
-// multiple of 4 go byte by byte.
+// In the word kernel a global access is 16 bytes wide only when the chunk
+// lies inside its row and the plane's pointer, stride and (for rows read
+// right to left) row length are multiples of 16; otherwise it goes word by
+// word, with the words inside the row whole where the plane is word-aligned
+// and the rest byte by byte.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,18 +36,27 @@ namespace {
 // ---------------------------------------------------------------------------
 // Word-wide kernel.
 
-constexpr int kWordTile = 64;               // output tile, bytes x rows
-constexpr int kTileWords = kWordTile / 4;   // words in a tile row
-constexpr int kWordThreads = 256;           // 16 words x 16 rows
-constexpr int kTilePitch = kTileWords + 1;  // shared row pitch in words: see the store below
-// Transposing 2-byte pairs: the same 64-byte x 64-row source tile becomes
-// 32 output rows of 64 pairs (128 bytes).
-constexpr int kPairTileRows = 32;
-constexpr int kPairTileWords = 32;
-constexpr int kPairPitch = 36;  // see the store in transpose_pairs_tile
+constexpr int kWordThreads = 256;
+// Transposing bytes: a 128 x 128-byte tile, kTrPitch words per shared row
+// (see transpose_tile).
+constexpr int kTrTile = 128;
+constexpr int kTrPitch = kTrTile / 4 + 1;
+// Transposing 2-byte pairs: the 128-byte x 128-row source tile becomes 64
+// output rows of 128 pairs (64 words). The pitch needs no pad: see the
+// stores in transpose_pairs_tile.
+constexpr int kPairTileRows = 64;
+constexpr int kPairTileWords = 64;
+constexpr int kPairPitch = kPairTileWords;
 // Shared words per block, enough for either transpose.
-constexpr int kSharedWords = kPairTileRows * kPairPitch;
-static_assert(kWordTile * kTilePitch <= kSharedWords, "the byte tile must fit too");
+constexpr int kSharedWords = kTrTile * kTrPitch;
+static_assert(kPairTileRows * kPairPitch <= kSharedWords, "the pair tile must fit too");
+// Directions that keep rows: a tile of 256 bytes x 64 rows, 16 threads of
+// 16 bytes across, kRowPasses rows per thread.
+constexpr int kRowTileW = 256;
+constexpr int kRowChunks = kRowTileW / 16;           // 16-byte chunks in a tile row
+constexpr int kRowStep = kWordThreads / kRowChunks;  // rows between a thread's rows
+constexpr int kRowPasses = 4;
+constexpr int kRowTileH = kRowStep * kRowPasses;
 constexpr int kMaxWordPlanes = kMaxPlanes;
 
 struct WordPlane {
@@ -59,6 +71,10 @@ struct WordPlane {
   int tiles_x;                    // output tiles per tile row
   int first_tile;                 // this plane's first block index
   bool src_aligned, dst_aligned;  // pointer and stride multiples of 4
+  // Pointer and stride multiples of 16, and for the source, every chunk's
+  // offset in its row too (in_w is, when the direction reads rows right to
+  // left): 16-byte accesses where a chunk lies inside its row.
+  bool src_vec16, dst_vec16;
 };
 
 struct WordPlanes {
@@ -105,148 +121,227 @@ __device__ __forceinline__ bool direction_swaps(int d) {
 
 // Directions that keep rows as rows: output (x, y) takes input
 // (mirror_x ? in_w - 1 - x : x, mirror_y ? in_h - 1 - y : y), x in groups.
+// A thread takes a 16-byte chunk of kRowPasses rows, kRowStep rows apart,
+// and issues all its loads before its stores.
 __device__ __forceinline__ void row_tile(const WordPlane& pl, int d, int ox0, int oy0) {
   const bool mirror_x = d == 2 || d == 4;  // 180, horiz
   const bool mirror_y = d == 2 || d == 5;  // 180, vert
   // Reverses the groups within a word: bytes for 1-byte groups, byte pairs
   // for 2-byte ones.
   const unsigned reverse = pl.element == 1 ? 0x0123 : 0x1032;
-  const int col = ox0 + 4 * (threadIdx.x % kTileWords);
-  const int row0 = oy0 + threadIdx.x / kTileWords;
-  constexpr int kPasses = kWordTile * kTileWords / kWordThreads;
-  uint32_t v[kPasses];
-  // All loads first, so each thread has 16 bytes in flight.
+  const int col = ox0 + 16 * (static_cast<int>(threadIdx.x) % kRowChunks);
+  const int y0 = oy0 + static_cast<int>(threadIdx.x) / kRowChunks;
+  if (col >= pl.out_w || y0 >= pl.out_h) return;
+  // Rows of this thread inside the output (at least one).
+  const int rows = min(kRowPasses, (pl.out_h - y0 + kRowStep - 1) / kRowStep);
+  if (pl.src_vec16 && pl.dst_vec16 && col + 16 <= pl.out_w) {
+    // When mirrored, output bytes [col, col + 16) come from [in_w - 16 -
+    // col, in_w - col) reversed group-wise (in_w is a whole number of
+    // groups): the words in reverse order, each reversed. That source offset
+    // is a multiple of 16 too (src_vec16). Row pointers step by kRowStep
+    // rows, upwards in the source when it is mirrored; pointers of rows past
+    // the output's end are never used.
+    const int sx = mirror_x ? pl.in_w - 16 - col : col;
+    const int sy0 = mirror_y ? pl.in_h - 1 - y0 : y0;
+    const ptrdiff_t src_step =
+        (mirror_y ? -1 : 1) * static_cast<ptrdiff_t>(pl.src_stride) * kRowStep;
+    const size_t dst_step = pl.dst_stride * kRowStep;
+    const uint8_t* s = pl.src + static_cast<size_t>(sy0) * pl.src_stride + sx;
+    uint8_t* o = pl.dst + static_cast<size_t>(y0) * pl.dst_stride + col;
+    uint4 v[kRowPasses];
 #pragma unroll
-  for (int k = 0; k < kPasses; ++k) {
-    const int y = row0 + k * (kWordThreads / kTileWords);
-    v[k] = 0;
-    if (y >= pl.out_h || col >= pl.out_w) continue;
+    for (int k = 0; k < kRowPasses; ++k, s += src_step)
+      if (k < rows) v[k] = __ldg(reinterpret_cast<const uint4*>(s));
+#pragma unroll
+    for (int k = 0; k < kRowPasses; ++k, o += dst_step) {
+      if (k >= rows) break;
+      uint4 w = v[k];
+      if (mirror_x) {
+        w.x = __byte_perm(v[k].w, 0, reverse);
+        w.y = __byte_perm(v[k].z, 0, reverse);
+        w.z = __byte_perm(v[k].y, 0, reverse);
+        w.w = __byte_perm(v[k].x, 0, reverse);
+      }
+      *reinterpret_cast<uint4*>(o) = w;
+    }
+    return;
+  }
+  // Planes without 16-byte alignment, and the last chunk of a row that ends
+  // inside it: word by word, with word-wide loads and stores where the plane
+  // allows them. This path is rare, so it is kept small (registers are
+  // allocated for the worst path of the kernel): one word at a time.
+#pragma unroll 1
+  for (int k = 0; k < rows; ++k) {
+    const int y = y0 + k * kRowStep;
     const int sy = mirror_y ? pl.in_h - 1 - y : y;
     const uint8_t* s = pl.src + static_cast<size_t>(sy) * pl.src_stride;
-    // Output bytes [col, col + 4) come from [in_w - 4 - col, in_w - col)
-    // reversed group-wise (in_w is a whole number of groups).
-    v[k] = mirror_x
-               ? __byte_perm(load_bytes4(s, pl.in_w - 4 - col, pl.in_w, pl.src_aligned), 0, reverse)
-               : load_bytes4(s, col, pl.in_w, pl.src_aligned);
-  }
-#pragma unroll
-  for (int k = 0; k < kPasses; ++k) {
-    const int y = row0 + k * (kWordThreads / kTileWords);
-    if (y >= pl.out_h || col >= pl.out_w) continue;
-    store_word(pl.dst + static_cast<size_t>(y) * pl.dst_stride, col, pl.out_w, pl.dst_aligned,
-               v[k]);
+    uint8_t* o = pl.dst + static_cast<size_t>(y) * pl.dst_stride;
+#pragma unroll 1
+    for (int c = col; c < col + 16 && c < pl.out_w; c += 4) {
+      // Output bytes [c, c + 4) come from [in_w - 4 - c, in_w - c) reversed
+      // group-wise.
+      const uint32_t v =
+          mirror_x
+              ? __byte_perm(load_bytes4(s, pl.in_w - 4 - c, pl.in_w, pl.src_aligned), 0, reverse)
+              : load_bytes4(s, c, pl.in_w, pl.src_aligned);
+      store_word(o, c, pl.out_w, pl.dst_aligned, v);
+    }
   }
 }
 
+// Bytes [p, p + 16) of row `row` of the source tile (a row of `w` bytes),
+// as four little-endian words; rows outside the plane, and bytes outside
+// the row, read as 0 (their outputs lie outside the output too). One 16-byte
+// load when the plane allows it and the chunk lies inside the row.
+__device__ __forceinline__ uint4 load_chunk(const WordPlane& pl, int row, int p) {
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (row < 0 || row >= pl.in_h) return v;
+  const uint8_t* s = pl.src + static_cast<size_t>(row) * pl.src_stride;
+  if (pl.src_vec16 && p >= 0 && p + 16 <= pl.in_w)
+    return __ldg(reinterpret_cast<const uint4*>(s + p));
+  v.x = load_bytes4(s, p, pl.in_w, pl.src_aligned);
+  v.y = load_bytes4(s, p + 4, pl.in_w, pl.src_aligned);
+  v.z = load_bytes4(s, p + 8, pl.in_w, pl.src_aligned);
+  v.w = load_bytes4(s, p + 12, pl.in_w, pl.src_aligned);
+  return v;
+}
+
+// Writes the bytes of `v` that fall inside output row y at [x, x + 16); one
+// 16-byte store when the plane allows it and the chunk lies inside the row.
+__device__ __forceinline__ void store_chunk(const WordPlane& pl, int y, int x, uint4 v) {
+  uint8_t* o = pl.dst + static_cast<size_t>(y) * pl.dst_stride;
+  if (pl.dst_vec16 && x + 16 <= pl.out_w) {
+    *reinterpret_cast<uint4*>(o + x) = v;
+    return;
+  }
+  store_word(o, x, pl.out_w, pl.dst_aligned, v.x);
+  if (x + 4 < pl.out_w) store_word(o, x + 4, pl.out_w, pl.dst_aligned, v.y);
+  if (x + 8 < pl.out_w) store_word(o, x + 8, pl.out_w, pl.dst_aligned, v.z);
+  if (x + 12 < pl.out_w) store_word(o, x + 12, pl.out_w, pl.dst_aligned, v.w);
+}
+
+// Word q of a 16-byte chunk; q is known at compile time after unrolling, so
+// this is a plain register.
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+
+// The source tile of both transposes: 128 bytes x 128 rows, S[r][c] =
+// in(sx0 + c, sy0 + r) in bytes; parts outside the input read as 0 and map
+// to outputs outside the output. Each thread loads 16 bytes of 4 rows
+// (chunk column bx, rows 4by .. 4by + 3), so 64 bytes are in flight per
+// thread. A warp takes 2 chunk columns x 16 row groups: every row it loads
+// is one whole 32-byte sector, and the shared stores below are
+// conflict-free. With flip_sy the output takes the rows bottom up, so the
+// chunks come in reverse row order (the byte and pair reversals below
+// follow from that).
+__device__ __forceinline__ void load_transpose_source(const WordPlane& pl, int sx0, int sy0,
+                                                      bool flip_sy, int* bx, int* by, uint4 r[4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  *bx = 2 * (warp % 4) + lane / 16;   // chunk column, 0..7
+  *by = lane % 16 + 16 * (warp / 4);  // 4-row group, 0..31
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    r[k] = load_chunk(pl, sy0 + 4 * *by + (flip_sy ? 3 - k : k), sx0 + 16 * *bx);
+}
+
 // Transposing directions on 1-byte planes: output (x, y) takes input
-// (sx, sy) = (flip_sx ? in_w - 1 - y : y, flip_sy ? in_h - 1 - x : x).
-// `tile` holds the output tile's rows, each kTileWords words, padded by one
-// word: the 4 words a thread stores go to rows 4 apart, and the pad spreads
-// a warp's stores over all 32 banks.
+// (sx, sy) = (flip_sx ? in_w - 1 - y : y, flip_sy ? in_h - 1 - x : x). The
+// output tile is 128 bytes x 128 rows; `tile` holds its rows, kTrPitch words
+// apart: the odd pitch puts the two chunk columns of a warp 16 banks apart,
+// and spreads the word reads of the store phase over all banks.
 __device__ __forceinline__ void transpose_tile(const WordPlane& pl, int d, int ox0, int oy0,
-                                               uint32_t (*tile)[kTilePitch]) {
+                                               uint32_t (*tile)[kTrPitch]) {
   const bool flip_sx = d == 3 || d == 7;  // 90L, ur-ll
   const bool flip_sy = d == 1 || d == 7;  // 90R, ur-ll
-  // The source tile: its rows are the output tile's columns and its columns
-  // the output tile's rows. S[r][c] = in(sx0 + c, sy0 + r); parts outside
-  // the input read as 0 and map to outputs outside the output.
-  const int sx0 = flip_sx ? pl.in_w - kWordTile - oy0 : oy0;
-  const int sy0 = flip_sy ? pl.in_h - kWordTile - ox0 : ox0;
-  // A warp takes 8 words x 4 rows, which makes the shared stores below
-  // conflict-free (bank 4 * bx + by).
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int bx = lane % 8 + 8 * (warp % 2);  // source word column, 0..15
-  const int by = lane / 8 + 4 * (warp / 2);  // source 4-row group, 0..15
-  uint32_t w[4];
+  // S[r][c] is output (i, j) = (flip_sy ? 127 - r : r, flip_sx ? 127 - c : c)
+  // of the tile.
+  const int sx0 = flip_sx ? pl.in_w - kTrTile - oy0 : oy0;
+  const int sy0 = flip_sy ? pl.in_h - kTrTile - ox0 : ox0;
+  int bx, by;
+  uint4 r[4];
+  load_transpose_source(pl, sx0, sy0, flip_sy, &bx, &by, r);
+  // Source bytes 16bx + 4q + m of the 4 rows become output row j, word
+  // column by (or 31 - by, its bytes reversed, which the reversed order of
+  // r[] already did): t byte k = r[k] word q byte m.
+  const int word_col = flip_sy ? kTrTile / 4 - 1 - by : by;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const int sy = sy0 + 4 * by + k;
-    w[k] = 0;
-    if (sy >= 0 && sy < pl.in_h)
-      w[k] = load_bytes4(pl.src + static_cast<size_t>(sy) * pl.src_stride, sx0 + 4 * bx, pl.in_w,
-                         pl.src_aligned);
-  }
-  // t[m] byte k = w[k] byte m: the 4x4 block transposed.
-  const uint32_t a0 = __byte_perm(w[0], w[1], 0x5140), a1 = __byte_perm(w[0], w[1], 0x7362);
-  const uint32_t b0 = __byte_perm(w[2], w[3], 0x5140), b1 = __byte_perm(w[2], w[3], 0x7362);
-  uint32_t t[4] = {__byte_perm(a0, b0, 0x5410), __byte_perm(a0, b0, 0x7632),
-                   __byte_perm(a1, b1, 0x5410), __byte_perm(a1, b1, 0x7632)};
-  // S[4by + k][4bx + m] is output (i, j) = (flip_sy ? 63 - 4by - k : 4by + k,
-  // flip_sx ? 63 - 4bx - m : 4bx + m) of the tile: t[m] is output row j,
-  // word column (flip_sy ? 15 - by : by), bytes in reverse when flip_sy.
-  const int word_col = flip_sy ? kTileWords - 1 - by : by;
+  for (int q = 0; q < 4; ++q) {
+    const uint32_t w0 = word_of(r[0], q), w1 = word_of(r[1], q);
+    const uint32_t w2 = word_of(r[2], q), w3 = word_of(r[3], q);
+    const uint32_t a0 = __byte_perm(w0, w1, 0x5140), a1 = __byte_perm(w0, w1, 0x7362);
+    const uint32_t b0 = __byte_perm(w2, w3, 0x5140), b1 = __byte_perm(w2, w3, 0x7362);
+    const uint32_t t[4] = {__byte_perm(a0, b0, 0x5410), __byte_perm(a0, b0, 0x7632),
+                           __byte_perm(a1, b1, 0x5410), __byte_perm(a1, b1, 0x7632)};
 #pragma unroll
-  for (int m = 0; m < 4; ++m) {
-    const int j = flip_sx ? kWordTile - 1 - 4 * bx - m : 4 * bx + m;
-    tile[j][word_col] = flip_sy ? __byte_perm(t[m], 0, 0x0123) : t[m];
+    for (int m = 0; m < 4; ++m) {
+      const int c = 16 * bx + 4 * q + m;
+      tile[flip_sx ? kTrTile - 1 - c : c][word_col] = t[m];
+    }
   }
   __syncthreads();
-  const int col = threadIdx.x % kTileWords;
-  const int x = ox0 + 4 * col;
+  // Output rows leave as 16-byte chunks, 8 to a row.
+  const int col = threadIdx.x % 8;
+  const int x = ox0 + 16 * col;
   if (x >= pl.out_w) return;
-  for (int j = threadIdx.x / kTileWords; j < kWordTile; j += kWordThreads / kTileWords) {
+#pragma unroll 1
+  for (int j = threadIdx.x / 8; j < kTrTile; j += kWordThreads / 8) {
     const int y = oy0 + j;
     if (y >= pl.out_h) break;
-    store_word(pl.dst + static_cast<size_t>(y) * pl.dst_stride, x, pl.out_w, pl.dst_aligned,
-               tile[j][col]);
+    const uint32_t* t = tile[j] + 4 * col;
+    store_chunk(pl, y, x, make_uint4(t[0], t[1], t[2], t[3]));
   }
 }
 
 // Transposing directions on 2-byte pairs (NV12's UV): as transpose_tile,
-// with the 4x4-byte block being 4 rows of 2 pairs, which become 2 output
-// rows of 4 pairs (2 words each). ox0 is in bytes.
+// with the source tile being 64 pairs x 128 rows, which become 64 output
+// rows of 128 pairs (256 bytes, kPairPitch words). ox0 is in bytes.
 __device__ __forceinline__ void transpose_pairs_tile(const WordPlane& pl, int d, int ox0, int oy0,
                                                      uint32_t (*tile)[kPairPitch]) {
   const bool flip_sx = d == 3 || d == 7;  // 90L, ur-ll
   const bool flip_sy = d == 1 || d == 7;  // 90R, ur-ll
-  // In pairs: S[r][c] = in(sx0 + c, sy0 + r), r < 64, c < 32; output pair
-  // (ox0 / 2 + i, oy0 + j) is S[flip_sy ? 63 - i : i][flip_sx ? 31 - j : j].
+  // In pairs: S[r][c] = in(sx0 + c, sy0 + r), r < 128, c < 64; output pair
+  // (ox0 / 2 + i, oy0 + j) is S[flip_sy ? 127 - i : i][flip_sx ? 63 - j : j].
   const int in_pairs = pl.in_w / 2;
   const int oxp = ox0 / 2;
   const int sx0 = flip_sx ? in_pairs - kPairTileRows - oy0 : oy0;
-  const int sy0 = flip_sy ? pl.in_h - 2 * kPairTileWords - oxp : oxp;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int bx = lane % 8 + 8 * (warp % 2);  // source word column (pairs 2bx, 2bx + 1)
-  const int by = lane / 8 + 4 * (warp / 2);  // source 4-row group
-  uint32_t w[4];
+  const int sy0 = flip_sy ? pl.in_h - kTrTile - oxp : oxp;
+  int bx, by;
+  uint4 r[4];
+  load_transpose_source(pl, 2 * sx0, sy0, flip_sy, &bx, &by, r);
+  // Pair m of word q of the 4 rows (source pair 8bx + 2q + m) is output row
+  // j, pairs 4by .. 4by + 3 (words 2by and 2by + 1), or 127 - 4by - 3 ..
+  // 127 - 4by (words 62 - 2by and 63 - 2by) when flip_sy, the reversed
+  // order of r[] reversing them. Both words go in one 8-byte store: a half
+  // warp then writes 128 contiguous bytes, free of bank conflicts.
+  const int word_col = flip_sy ? kPairTileWords - 2 - 2 * by : 2 * by;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const int sy = sy0 + 4 * by + k;
-    w[k] = 0;
-    if (sy >= 0 && sy < pl.in_h)
-      w[k] = load_bytes4(pl.src + static_cast<size_t>(sy) * pl.src_stride, 2 * sx0 + 4 * bx,
-                         pl.in_w, pl.src_aligned);
-  }
-  // Pair m of the 4 rows: output row j, pairs i = 4by .. 4by + 3 (words 2by
-  // and 2by + 1), or reversed (words 31 - 2by and 30 - 2by, halves swapped)
-  // when flip_sy. With the pitch of 36 a warp's stores fall on 16 banks.
+  for (int q = 0; q < 4; ++q) {
+    const uint32_t w0 = word_of(r[0], q), w1 = word_of(r[1], q);
+    const uint32_t w2 = word_of(r[2], q), w3 = word_of(r[3], q);
 #pragma unroll
-  for (int m = 0; m < 2; ++m) {
-    const unsigned sel = m == 0 ? 0x5410 : 0x7632;
-    const int j = flip_sx ? kPairTileRows - 1 - 2 * bx - m : 2 * bx + m;
-    if (flip_sy) {
-      tile[j][kPairTileWords - 1 - 2 * by] = __byte_perm(w[1], w[0], sel);
-      tile[j][kPairTileWords - 2 - 2 * by] = __byte_perm(w[3], w[2], sel);
-    } else {
-      tile[j][2 * by] = __byte_perm(w[0], w[1], sel);
-      tile[j][2 * by + 1] = __byte_perm(w[2], w[3], sel);
+    for (int m = 0; m < 2; ++m) {
+      const unsigned sel = m == 0 ? 0x5410 : 0x7632;
+      const int c = 8 * bx + 2 * q + m;
+      *reinterpret_cast<uint2*>(&tile[flip_sx ? kPairTileRows - 1 - c : c][word_col]) =
+          make_uint2(__byte_perm(w0, w1, sel), __byte_perm(w2, w3, sel));
     }
   }
   __syncthreads();
-  const int col = threadIdx.x % kPairTileWords;
-  const int x = ox0 + 4 * col;
+  // Output rows leave as 16-byte chunks, 16 to a row.
+  const int col = threadIdx.x % 16;
+  const int x = ox0 + 16 * col;
   if (x >= pl.out_w) return;
-  for (int j = threadIdx.x / kPairTileWords; j < kPairTileRows;
-       j += kWordThreads / kPairTileWords) {
+#pragma unroll 1
+  for (int j = threadIdx.x / 16; j < kPairTileRows; j += kWordThreads / 16) {
     const int y = oy0 + j;
     if (y >= pl.out_h) break;
-    store_word(pl.dst + static_cast<size_t>(y) * pl.dst_stride, x, pl.out_w, pl.dst_aligned,
-               tile[j][col]);
+    store_chunk(pl, y, x, *reinterpret_cast<const uint4*>(tile[j] + 4 * col));
   }
 }
 
 __global__ void __launch_bounds__(kWordThreads) flip_word_kernel(WordPlanes planes) {
-  __shared__ uint32_t shared[kSharedWords];
+  __shared__ __align__(16) uint32_t shared[kSharedWords];
   // The plane of this block: planes are laid out one after another. Picked
   // with constant indices, since a run-time index into the parameters would
   // copy them to local memory.
@@ -263,8 +358,7 @@ __global__ void __launch_bounds__(kWordThreads) flip_word_kernel(WordPlanes plan
   if (!direction_swaps(planes.direction))
     row_tile(pl, planes.direction, ox0, oy0);
   else if (pl.element == 1)
-    transpose_tile(pl, planes.direction, ox0, oy0,
-                   reinterpret_cast<uint32_t(*)[kTilePitch]>(shared));
+    transpose_tile(pl, planes.direction, ox0, oy0, reinterpret_cast<uint32_t(*)[kTrPitch]>(shared));
   else
     transpose_pairs_tile(pl, planes.direction, ox0, oy0,
                          reinterpret_cast<uint32_t(*)[kPairPitch]>(shared));
@@ -385,6 +479,10 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                bool inject_launch_failure, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   const bool swaps = flip_swaps_size(direction);
+  // Directions that read source rows right to left (180, horiz, 90L, ur-ll).
+  const bool right_to_left = direction == FlipDirection::k180 ||
+                             direction == FlipDirection::kHoriz ||
+                             direction == FlipDirection::k90L || direction == FlipDirection::kUrLl;
   WordPlanes words{};
   words.direction = static_cast<int>(direction);
   long tiles = 0;
@@ -410,12 +508,14 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
       w.out_h = g.out_h;
       w.element = static_cast<int>(n);
       const bool pairs_turned = n == 2 && swaps;
-      w.tile_w = pairs_turned ? 4 * kPairTileWords : kWordTile;
-      w.tile_h = pairs_turned ? kPairTileRows : kWordTile;
+      w.tile_w = !swaps ? kRowTileW : pairs_turned ? 4 * kPairTileWords : kTrTile;
+      w.tile_h = !swaps ? kRowTileH : pairs_turned ? kPairTileRows : kTrTile;
       w.tiles_x = (w.out_w + w.tile_w - 1) / w.tile_w;
       w.first_tile = static_cast<int>(tiles);
       w.src_aligned = aligned_to(w.src, w.src_stride, 4);
       w.dst_aligned = aligned_to(w.dst, w.dst_stride, 4);
+      w.src_vec16 = aligned_to(w.src, w.src_stride, 16) && (!right_to_left || w.in_w % 16 == 0);
+      w.dst_vec16 = aligned_to(w.dst, w.dst_stride, 16);
       tiles += static_cast<long>(w.tiles_x) * ((w.out_h + w.tile_h - 1) / w.tile_h);
       continue;
     }

@@ -8,6 +8,8 @@
 // where no CUDA device exists.
 #include "kernel_test_util.h"
 
+#include "edge.h"
+
 namespace cudaoverlap::test {
 namespace {
 
@@ -146,6 +148,34 @@ INSTANTIATE_TEST_SUITE_P(EveryFormatPair, GpuConvertVsReference,
                            return std::to_string(info.param.width) + "x" +
                                   std::to_string(info.param.height);
                          });
+
+// The edge kernel's magnitude (FP32 and an approximate square root on the
+// device) against the reference's integer square root, for every gradient
+// a Sobel operator on 8-bit samples can produce, from both 16-bit lanes the
+// kernel keeps gradients in. Images only ever reach a sample of these.
+TEST(GpuEdge, MagnitudeOfEveryGradientEqualsTheReference) {
+#ifdef CUDAOVERLAP_HAVE_CUDA
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  constexpr int kLimit = 1020;
+  const std::vector<uint8_t> got = edge_magnitudes_cuda(kLimit);
+  ASSERT_EQ(got.size(), 2u * (2 * kLimit + 1) * (2 * kLimit + 1));
+  int wrong = 0;
+  size_t i = 0;
+  for (int gy = -kLimit; gy <= kLimit; ++gy)
+    for (int gx = -kLimit; gx <= kLimit; ++gx, i += 2) {
+      const uint8_t want = edge_magnitude(gx, gy);
+      if ((got[i] != want || got[i + 1] != want) && ++wrong <= 5)
+        ADD_FAILURE() << "gx " << gx << " gy " << gy << ": want " << int{want} << ", got "
+                      << int{got[i]} << " (low lane) and " << int{got[i + 1]} << " (high lane)";
+    }
+  EXPECT_EQ(wrong, 0);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
 
 // A launch that CUDA rejects is reported as an Error, for the new kernels as
 // for the old.
