@@ -3,14 +3,19 @@
 # tests, benchmark and pipelines into .gpu/ (ignored by git, small enough to
 # carry): the GStreamer runtime with our plugin (../shared/gpu/bundle-gst.sh),
 # and the test and benchmark binaries, stripped, plus any library they need
-# that the runtime bundle lacks. On the GPU machine, from the repository root:
-#   . .gpu/gst/env.sh; .gpu/bin/test_ordering; .gpu/bin/cudaoverlap-bench
+# that the runtime bundle lacks. The binaries travel as .gpu/bin.tgz: each
+# carries the kernels' machine code for every architecture, and unpacked
+# they alone came to more than a GPU machine's call may carry. On the GPU
+# machine, from the repository root:
+#   tar xzf .gpu/bin.tgz -C .gpu; . .gpu/gst/env.sh; .gpu/bin/cudaoverlap-bench
+# (scripts/gpu-check.sh and scripts/gpu-observe.sh unpack it themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f build/gst/libgstcudaoverlap.so ] || scripts/setup.sh
 # coretracers: the leaks and latency tracers the tests and measurements use.
 ../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
   /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstcoretracers.so
+rm -rf .gpu/bin .gpu/bin.tgz
 mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
   build/tests/kernels/kernel-tests build/tests/kernels/kernel-vs-gst
@@ -25,4 +30,6 @@ for f in .gpu/bin/*; do ldd "$f" | awk '/=> \//{print $1" "$3}'; done | sort -u 
     [[ $name =~ $skip ]] && continue
     [ -e ".gpu/gst/lib/$name" ] || cp -L "$path" ".gpu/gst/lib/$name"
   done
+tar czf .gpu/bin.tgz -C .gpu bin
+rm -rf .gpu/bin
 du -sh .gpu | awk '{print "gpu-bundle: " $1 " in .gpu"}'
