@@ -1,12 +1,33 @@
 // CUDA implementation of the `blur` kernel (see blur.h).
 //
-// One block makes a 32x32 tile of one channel of one plane in a single
-// launch: it reads the tile plus a halo of `radius` samples on each side
-// into shared memory (clamping at the image edges), runs the horizontal pass
-// into a second shared array, then the vertical pass. Keeping the
-// intermediate on chip avoids a device-memory temporary, which the engine
-// could not allocate per frame anyway (no cudaMalloc after start). The
-// integer arithmetic is the reference's, operation for operation.
+// One block makes a tile of one plane in a single launch: `tx` bytes of
+// every row of the tile (all the channels of its pixel groups, so each input
+// byte is read by one block, not one block per channel) and `ty` rows. It
+// runs the horizontal pass on the tile's rows plus `radius` rows of halo
+// above and below, straight from device memory (clamping at the image
+// edges), into a uint16 array in shared memory, then the vertical pass from
+// there. Keeping the intermediate on chip avoids a device-memory temporary,
+// which the engine could not allocate per frame anyway (no cudaMalloc after
+// start). The integer arithmetic is the reference's; only the order of the
+// additions differs, which integers without overflow do not notice.
+//
+// Each thread makes kRun outputs of one channel: consecutive pixel groups
+// of a row in the horizontal pass, consecutive rows of a byte column in the
+// vertical one, so its loads and index arithmetic serve kRun outputs. For
+// the small radii a blur of a video mostly uses (up to kMaxFixedRadius) the
+// radius is a template argument: the kRun + 2 * radius samples sit in
+// registers, loaded without clamping away from the image edges, and each
+// output takes the symmetric taps, radius + 1 multiply-adds. Larger radii
+// go through a generic path that walks the samples in chunks of kRun and
+// multiplies each chunk by a window of the taps (zero outside the kernel),
+// so nothing is indexed at run time in registers; it spends about
+// 2 * radius + kRun multiply-adds per output, where the sums are
+// compute-bound anyway. The bytes per pixel group are a template argument
+// too, so the offsets of the loads are constants.
+//
+// The uint16 intermediate (at most 255 * 4096 / 16 = 65280) halves the
+// shared memory of a uint32 one, which lets the tile be taller and the halo
+// rows, computed twice by neighbouring blocks, a smaller share of the work.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,78 +40,258 @@
 namespace cudaoverlap {
 namespace {
 
-constexpr int kTile = 32;
 constexpr int kThreads = 256;
+// Outputs per thread in either pass; a power of two.
+constexpr int kRun = 8;
+constexpr int kRunShift = 3;
+static_assert(kRun == 1 << kRunShift, "kRunShift must match kRun");
+// The intermediate: 44 KB of uint16, which with the taps stays within the
+// 48 KB of static shared memory every GPU gives without opting in.
+constexpr int kMidElems = 22528;
+constexpr int kMaxTileRows = 256;
+// Tile width in bytes for radii up to 16 (see tile_shape), and so for every
+// fixed radius, whose kernels take it as a constant.
+constexpr int kWideTile = 128;
+constexpr int kWideTileShift = 7;
+// Radii with a kernel of their own (sigma up to about 2.6).
+constexpr int kMaxFixedRadius = 8;
+static_assert(kMaxFixedRadius <= 16, "fixed radii use the wide tile (see tile_shape)");
+// The generic path's window of taps: offsets -(kRun - 1) - radius up to
+// 2 * kRun + radius (see blur_tile_kernel).
+constexpr int kWeightSpan = 2 * kBlurMaxRadius + 3 * kRun;
+
+// The tile of one plane, chosen on the host (see tile_shape).
+struct TileShape {
+  int tx;          // bytes of a row per tile, a multiple of kRun * step
+  int tx_shift;    // log2(tx)
+  int ty;          // output rows per tile, a multiple of kRun
+  int pitch;       // uint16 elements per row of the intermediate
+  int step_shift;  // log2(bytes per pixel group); picks the kernel
+};
 
 __device__ __forceinline__ int clamp_to(int v, int hi) { return v < 0 ? 0 : (v > hi ? hi : v); }
 
-size_t tile_bytes(int radius) {
-  const size_t padded = static_cast<size_t>(kTile + 2 * radius);
-  return (padded * padded + 3) / 4 * 4;  // uint8 input tile, padded to 4 bytes
+// Where byte column `col` of the tile lives in a row of the intermediate.
+// A horizontal thread writes columns kRun * step apart from its warp
+// neighbours of the same channel, which without the skew of one 4-byte
+// word per run of columns would put several of them in one bank.
+__device__ __forceinline__ int mid_col(int col, int step_shift) {
+  return col + ((col >> (kRunShift + step_shift)) << 1);
 }
 
-size_t shared_bytes(int radius) {
-  return tile_bytes(radius) + static_cast<size_t>(kTile + 2 * radius) * kTile * sizeof(uint32_t);
-}
-
-// blockIdx.z is the channel within a pixel group; the alpha (or padding)
-// channel of packed formats is copied.
-__global__ void blur_tile_kernel(const uint8_t* __restrict__ src, size_t src_stride,
-                                 uint8_t* __restrict__ dst, size_t dst_stride, int step, int width,
-                                 int height, int alpha_channel, BlurTaps taps) {
-  const int c = blockIdx.z;
-  const int x0 = blockIdx.x * kTile;
-  const int y0 = blockIdx.y * kTile;
+// kR is the radius, or 0 for the generic path that takes it from `taps`;
+// kStepShift is log2 of the bytes per pixel group. With both fixed, the
+// offsets of a thread's loads are constants of the instructions. The alpha
+// (or padding) byte of packed formats, `alpha_channel`, is copied.
+template <int kR, int kStepShift>
+__global__ void __launch_bounds__(kThreads)
+    blur_tile_kernel(const uint8_t* __restrict__ src, size_t src_stride, uint8_t* __restrict__ dst,
+                     size_t dst_stride, int width, int height, int alpha_channel, TileShape shape,
+                     BlurTaps taps) {
+  __shared__ uint16_t mid[kMidElems];
+  // The generic path's taps by signed offset, zero beyond the radius:
+  // wspan[i] is the weight of offset i - (kRun - 1) - radius.
+  __shared__ int32_t wspan[kWeightSpan];
+  const int r = kR > 0 ? kR : taps.radius;
+  constexpr int step_shift = kStepShift;
+  constexpr int step_mask = (1 << step_shift) - 1;
+  const int tx = kR > 0 ? kWideTile : shape.tx;
+  const int tx_shift = kR > 0 ? kWideTileShift : shape.tx_shift;
+  const int pitch = kR > 0 ? kWideTile + 2 * (kWideTile >> (kRunShift + kStepShift)) : shape.pitch;
+  const int x0 = blockIdx.x * tx;  // the tile's first byte column
+  const int y0 = blockIdx.y * shape.ty;
+  const int rows_out = min(shape.ty, height - y0);
+  const int rows_in = rows_out + 2 * r;
+  const int row_bytes = width << step_shift;
   const int tid = threadIdx.x;
-  const uint8_t* s = src + c;
-  uint8_t* d = dst + c;
-  if (c == alpha_channel) {  // uniform across the block: no barrier is skipped unevenly
-    for (int i = tid; i < kTile * kTile; i += blockDim.x) {
-      const int x = x0 + i % kTile, y = y0 + i / kTile;
-      if (x < width && y < height)
-        d[y * dst_stride + static_cast<size_t>(x) * step] =
-            s[y * src_stride + static_cast<size_t>(x) * step];
-    }
-    return;
-  }
-  const int r = taps.radius;
-  const int tw = kTile + 2 * r;  // tile width and height with the halo
-  // The taps in shared memory: the loops below index them by a loop
-  // counter, which on kernel parameters would make a per-thread local copy.
-  __shared__ int32_t weight[kBlurMaxRadius + 1];
-  for (int i = tid; i <= r; i += blockDim.x) weight[i] = taps.weight[i];
-  extern __shared__ uint8_t shared[];
-  uint8_t* tile = shared;
-  uint32_t* mid = reinterpret_cast<uint32_t*>(shared + ((tw * tw + 3) / 4 * 4));
 
-  for (int i = tid; i < tw * tw; i += blockDim.x) {
-    const int gx = clamp_to(x0 - r + i % tw, width - 1);
-    const int gy = clamp_to(y0 - r + i / tw, height - 1);
-    tile[i] = s[gy * src_stride + static_cast<size_t>(gx) * step];
+  if constexpr (kR == 0) {
+    for (int i = tid; i < kWeightSpan; i += kThreads) {
+      const int d = i - (kRun - 1) - r;
+      wspan[i] = (d >= -r && d <= r) ? taps.weight[d < 0 ? -d : d] : 0;
+    }
+    __syncthreads();
+  }
+
+  // Horizontal: each row of the tile and its halo holds tx / kRun runs,
+  // run q being channel q % step of kRun pixel groups starting at group
+  // q / step * kRun of the tile (so a warp's loads stay close together).
+  const int runs_shift = tx_shift - kRunShift;
+  for (int t = tid; t < (rows_in << runs_shift); t += kThreads) {
+    const int j = t >> runs_shift;
+    const int q = t & ((1 << runs_shift) - 1);
+    const int c = q & step_mask;
+    const int g = (q >> step_shift) << kRunShift;  // first pixel group in the tile
+    const int p = (x0 >> step_shift) + g;          // ...in the plane
+    // The fixed-radius kernels carry the alpha byte through both passes
+    // instead (see below), so that no lane of a warp idles.
+    if ((kR == 0 && c == alpha_channel) || p >= width) continue;
+    const int gy = clamp_to(y0 - r + j, height - 1);
+    const uint8_t* row = src + gy * src_stride + c;
+    // Sample k of the run is pixel group p - r + k, clamped to the row.
+    const int first = p - r;
+    const int last = width - 1;
+    // The run's columns of the intermediate: the skew is the same for all.
+    uint16_t* out = mid + j * pitch + mid_col((g << step_shift) + c, step_shift);
+    if constexpr (kR > 0) {
+      int x[kRun + 2 * kR];
+      if (first >= 0 && first + kRun + 2 * kR - 1 <= last) {
+        // Away from the edges (most runs), no clamping.
+        const uint8_t* in = row + (first << step_shift);
+#pragma unroll
+        for (int k = 0; k < kRun + 2 * kR; ++k) x[k] = in[k << step_shift];
+      } else {
+#pragma unroll
+        for (int k = 0; k < kRun + 2 * kR; ++k) x[k] = row[clamp_to(first + k, last) << step_shift];
+      }
+      int w[kR + 1];
+#pragma unroll
+      for (int d = 0; d <= kR; ++d) w[d] = taps.weight[d];
+      // An alpha byte goes into the intermediate unblurred, with the 8
+      // fractional bits of the others.
+      const bool copy = c == alpha_channel;
+#pragma unroll
+      for (int o = 0; o < kRun; ++o) {
+        int32_t acc = w[0] * x[o + kR];
+#pragma unroll
+        for (int d = 1; d <= kR; ++d) acc += w[d] * (x[o + kR - d] + x[o + kR + d]);
+        acc = (acc + (1 << (kBlurWeightBits - 8 - 1))) >> (kBlurWeightBits - 8);
+        out[o << step_shift] = static_cast<uint16_t>(copy ? x[o + kR] << 8 : acc);
+      }
+    } else {
+      // Output o is centred on sample o + r; sample k weighs wspan[k - o +
+      // kRun - 1] in it. Samples past the last one needed weigh 0.
+      int32_t acc[kRun] = {};
+      for (int base = 0; base < kRun + 2 * r; base += kRun) {
+        int x[kRun];
+#pragma unroll
+        for (int k = 0; k < kRun; ++k) x[k] = row[clamp_to(first + base + k, last) << step_shift];
+        int w[2 * kRun - 1];
+#pragma unroll
+        for (int u = 0; u < 2 * kRun - 1; ++u) w[u] = wspan[base + u];
+#pragma unroll
+        for (int o = 0; o < kRun; ++o)
+#pragma unroll
+          for (int k = 0; k < kRun; ++k) acc[o] += w[k - o + kRun - 1] * x[k];
+      }
+#pragma unroll
+      for (int o = 0; o < kRun; ++o)
+        out[o << step_shift] = static_cast<uint16_t>((acc[o] + (1 << (kBlurWeightBits - 8 - 1))) >>
+                                                     (kBlurWeightBits - 8));
+    }
   }
   __syncthreads();
-  // Horizontal: every row of the haloed tile, the tile's columns.
-  for (int i = tid; i < tw * kTile; i += blockDim.x) {
-    const int ty = i / kTile, tx = i % kTile;
-    const uint8_t* row = tile + ty * tw + tx + r;
-    int32_t acc = 0;
-    for (int k = -r; k <= r; ++k) acc += weight[k < 0 ? -k : k] * row[k];
-    mid[i] =
-        static_cast<uint32_t>((acc + (1 << (kBlurWeightBits - 8 - 1))) >> (kBlurWeightBits - 8));
+
+  // Vertical: byte column i of the tile, kRun output rows from row jo. A
+  // warp covers 32 neighbouring columns, so its shared loads are free of
+  // bank conflicts and its stores are contiguous. Rows of the intermediate
+  // past rows_in (read when rows_out is not a multiple of kRun, or by the
+  // generic path's last chunk) only feed outputs that are not stored or
+  // taps of weight 0; the host leaves room for them.
+  constexpr int kShift = kBlurWeightBits + 8;
+  const int runs_out = (rows_out + kRun - 1) >> kRunShift;
+  for (int t = tid; t < (runs_out << tx_shift); t += kThreads) {
+    const int i = t & (tx - 1);
+    const int jo = (t >> tx_shift) << kRunShift;
+    const int x = x0 + i;
+    if (x >= row_bytes) continue;
+    const int n = min(kRun, rows_out - jo);
+    uint8_t* out = dst + (y0 + jo) * dst_stride + x;
+    const bool copy = (i & step_mask) == alpha_channel;
+    if (kR == 0 && copy) {
+      const uint8_t* in = src + (y0 + jo) * src_stride + x;
+      for (int o = 0; o < n; ++o) out[o * dst_stride] = in[o * src_stride];
+      continue;
+    }
+    const uint16_t* column = mid + jo * pitch + mid_col(i, step_shift);
+    uint32_t res[kRun];
+    if constexpr (kR > 0) {
+      uint32_t m[kRun + 2 * kR];
+#pragma unroll
+      for (int k = 0; k < kRun + 2 * kR; ++k) m[k] = column[k * pitch];
+      uint32_t w[kR + 1];
+#pragma unroll
+      for (int d = 0; d <= kR; ++d) w[d] = static_cast<uint32_t>(taps.weight[d]);
+        // An alpha byte is its row's own sample of the intermediate, scaled
+        // so the rounding below gives it back.
+#pragma unroll
+      for (int o = 0; o < kRun; ++o) {
+        uint32_t acc = w[0] * m[o + kR];
+#pragma unroll
+        for (int d = 1; d <= kR; ++d) acc += w[d] * (m[o + kR - d] + m[o + kR + d]);
+        res[o] = copy ? (m[o + kR] >> 8) << kShift : acc;
+      }
+    } else {
+#pragma unroll
+      for (int o = 0; o < kRun; ++o) res[o] = 0;
+      for (int base = 0; base < kRun + 2 * r; base += kRun) {
+        uint32_t m[kRun];
+#pragma unroll
+        for (int k = 0; k < kRun; ++k) m[k] = column[(base + k) * pitch];
+        uint32_t w[2 * kRun - 1];
+#pragma unroll
+        for (int u = 0; u < 2 * kRun - 1; ++u) w[u] = static_cast<uint32_t>(wspan[base + u]);
+#pragma unroll
+        for (int o = 0; o < kRun; ++o)
+#pragma unroll
+          for (int k = 0; k < kRun; ++k) res[o] += w[k - o + kRun - 1] * m[k];
+      }
+    }
+#pragma unroll
+    for (int o = 0; o < kRun; ++o)
+      if (o < n)
+        out[o * dst_stride] =
+            static_cast<uint8_t>(min(255u, (res[o] + (1u << (kShift - 1))) >> kShift));
   }
-  __syncthreads();
-  // Vertical: the tile's rows.
-  for (int i = tid; i < kTile * kTile; i += blockDim.x) {
-    const int ty = i / kTile, tx = i % kTile;
-    const int x = x0 + tx, y = y0 + ty;
-    if (x >= width || y >= height) continue;
-    uint32_t acc = 0;
-    for (int k = -r; k <= r; ++k)
-      acc += static_cast<uint32_t>(weight[k < 0 ? -k : k]) * mid[(ty + r + k) * kTile + tx];
-    constexpr int kShift = kBlurWeightBits + 8;
-    d[y * dst_stride + static_cast<size_t>(x) * step] =
-        static_cast<uint8_t>(min(255u, (acc + (1u << (kShift - 1))) >> kShift));
+}
+
+int log2_of(int v) {
+  int s = 0;
+  while ((1 << s) < v) ++s;
+  return s;
+}
+
+// Wide tiles for small radii, where the horizontal halo (2 * radius pixel
+// groups read, not computed) is cheap; narrower and taller ones for large
+// radii, where the 2 * radius halo rows are computed twice and the tile
+// should be tall to keep them a small share. The intermediate holds ty +
+// 2 * radius rows plus kRun rows of slack for the vertical pass's reads
+// past the last row.
+TileShape tile_shape(int radius, int step) {
+  TileShape shape;
+  shape.tx = radius <= 16 ? kWideTile : 64;
+  shape.tx_shift = log2_of(shape.tx);
+  shape.step_shift = log2_of(step);
+  shape.pitch = shape.tx + 2 * (shape.tx / (kRun * step));
+  const int rows = kMidElems / shape.pitch - 2 * radius - kRun;
+  shape.ty = std::min(kMaxTileRows, rows) / kRun * kRun;
+  return shape;
+}
+
+template <int kR, int kStepShift>
+void launch_step(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& out, int width,
+                 int height, int alpha_channel, const TileShape& shape, const BlurTaps& taps) {
+  blur_tile_kernel<kR, kStepShift><<<grid, kThreads, 0, stream>>>(
+      in.data, in.stride, out.data, out.stride, width, height, alpha_channel, shape, taps);
+}
+
+// The kernel for the plane's radius (down from kR; every radius above
+// kMaxFixedRadius ends at the generic kernel, kR 0) and step.
+template <int kR = kMaxFixedRadius>
+void launch(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& out, int width,
+            int height, int alpha_channel, const TileShape& shape, const BlurTaps& taps) {
+  if constexpr (kR > 0) {
+    if (taps.radius != kR) {
+      launch<kR - 1>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+      return;
+    }
   }
+  if (shape.step_shift == 0)
+    launch_step<kR, 0>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+  else if (shape.step_shift == 1)
+    launch_step<kR, 1>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+  else
+    launch_step<kR, 2>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
 }
 
 }  // namespace
@@ -104,15 +305,13 @@ void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, bool injec
     const int height = static_cast<int>(plane_rows(in.format, p, in.height));
     if (width == 0 || height == 0) continue;
     const BlurTaps taps = blur_taps(sigma, info.x_shift[p]);
-    dim3 grid((width + kTile - 1) / kTile, (height + kTile - 1) / kTile, step);
-    if (grid.y > 65535) throw Error("blur: the image is too tall (more than 2,097,120 rows)");
+    const TileShape shape = tile_shape(taps.radius, step);
+    dim3 grid((width * step + shape.tx - 1) / shape.tx, (height + shape.ty - 1) / shape.ty);
+    // ty is at least 96 rows (1-byte samples, radius 16).
+    if (grid.y > 65535) throw Error("blur: the image is too tall (more than 6,291,360 rows)");
     // An empty grid is an invalid configuration: CUDA reports it at launch.
     if (inject_launch_failure) grid.x = 0;
-    // At most 42.6 KB (radius 60), plus 244 bytes of taps: within the 48 KB
-    // every GPU gives without opting in.
-    blur_tile_kernel<<<grid, kThreads, shared_bytes(taps.radius), stream>>>(
-        in.planes[p].data, in.planes[p].stride, out.planes[p].data, out.planes[p].stride, step,
-        width, height, info.alpha_byte, taps);
+    launch(grid, stream, in.planes[p], out.planes[p], width, height, info.alpha_byte, shape, taps);
     CO_CUDA_CHECK_LAUNCH("the blur kernel");
   }
 }
