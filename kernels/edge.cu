@@ -88,9 +88,9 @@ __device__ __forceinline__ uint32_t grey4(const uint4& v, const EdgeLayout& l) {
 
 // Luma of 4 pixels starting at x, clamped at the edges, as the bytes of a
 // word: the slow path for words that cross an edge or planes that are not
-// aligned for word loads.
-// Not inlined, so the unrolled row loop carries one copy; its arguments go
-// by value, since a reference would put the layout on the stack.
+// aligned for word loads. Not inlined, so the unrolled row loop carries one
+// copy; its arguments go by value, since a reference would put the layout
+// on the stack.
 template <bool kRgb>
 __device__ __noinline__ uint32_t luma_word_clamped(const uint8_t* row, int width,
                                                    uint32_t grey_coef, int x) {
