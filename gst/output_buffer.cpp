@@ -35,11 +35,6 @@ void release_held(gpointer data) {
   delete held;
 }
 
-gboolean drop_video_meta(GstBuffer*, GstMeta** meta, gpointer) {
-  if ((*meta)->info->api == GST_VIDEO_META_API_TYPE) *meta = nullptr;
-  return TRUE;
-}
-
 }  // namespace
 
 OutputBuffers::OutputBuffers() : count_(std::make_shared<OutputBufferCount>()) {}
@@ -82,8 +77,10 @@ GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, Gs
 
   GstBuffer* buffer = gst_buffer_new();
   if (metadata) {
-    gst_buffer_copy_into(buffer, metadata, GST_BUFFER_COPY_METADATA, 0, -1);
-    gst_buffer_foreach_meta(buffer, drop_video_meta, nullptr);
+    gst_buffer_copy_into(
+        buffer, metadata,
+        static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0, -1);
+    transform_metas(metadata, buffer, format.geometry);
   }
   gst_buffer_append_memory(buffer, memory);
   if (!format.default_layout) {

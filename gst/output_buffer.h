@@ -46,8 +46,9 @@ class OutputBuffers {
   void set_ring_size(int ring_size);
 
   // Src pad task. A buffer holding `frame` laid out as `format`, with the
-  // timestamps, flags and metas of `metadata` (not its GstVideoMeta, which
-  // describes the input's strides). `copied` says which path was taken.
+  // timestamps and flags of `metadata`, and its metas as far as they still
+  // hold on the output (geometry_transform.h). `copied` says which path was
+  // taken.
   GstBuffer* make(OutputFrame frame, const OutputFormat& format, GstBuffer* metadata, bool* copied);
 
   // Wrapped buffers downstream still holds (for tests and logs).

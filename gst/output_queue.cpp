@@ -25,7 +25,6 @@ void OutputQueue::dispose(std::deque<OutputFrame>* frames, std::deque<GstEvent*>
 
 void OutputQueue::flush_locked(std::deque<OutputFrame>* dropped_frames,
                                std::deque<GstEvent*>* dropped_events) {
-  flushing_ = true;
   for (OutputFrame& frame : frames_) dropped_frames->push_back(std::move(frame));
   frames_.clear();
   std::deque<PendingEvent> kept;
@@ -41,7 +40,7 @@ void OutputQueue::flush_locked(std::deque<OutputFrame>* dropped_frames,
 void OutputQueue::push_frame(OutputFrame frame, uint64_t epoch) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!flushing_ && epoch == epoch_) {
+    if (flow_ == GST_FLOW_OK && epoch == epoch_) {
       frames_.push_back(std::move(frame));
       changed_.notify_all();
       return;
@@ -50,22 +49,19 @@ void OutputQueue::push_frame(OutputFrame frame, uint64_t epoch) {
   frame.release();  // outside the lock: it drops the input buffer's reference
 }
 
-void OutputQueue::push_event(GstEvent* event, uint64_t after_frames) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!flushing_ || survives_flush(event)) {
-      events_.push_back(PendingEvent{flushing_ ? 0 : after_frames, event});
-      changed_.notify_all();
-      return;
-    }
-  }
-  gst_event_unref(event);
+bool OutputQueue::push_event(GstEvent* event, uint64_t after_frames) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool running = flow_ == GST_FLOW_OK;
+  if (!running && !survives_flush(event)) return false;
+  events_.push_back(PendingEvent{running ? after_frames : 0, event});
+  changed_.notify_all();
+  return true;
 }
 
 bool OutputQueue::pop(OutputItem* item) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (flushing_) return false;
+    if (flow_ != GST_FLOW_OK) return false;
     if (!events_.empty() && events_.front().after_frames <= frames_popped_) {
       item->event = events_.front().event;
       events_.pop_front();
@@ -90,10 +86,10 @@ bool OutputQueue::done(GstFlowReturn flow) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;
-    if (flow != GST_FLOW_OK) {
+    if (flow != GST_FLOW_OK && flow_ == GST_FLOW_OK) {
       for (const PendingEvent& pending : events_)
         if (GST_EVENT_TYPE(pending.event) == GST_EVENT_EOS) eos_pending = true;
-      if (flow_ == GST_FLOW_OK) flow_ = flow;
+      flow_ = flow;
       flush_locked(&dropped_frames, &dropped_events);
     }
     changed_.notify_all();
@@ -119,6 +115,7 @@ void OutputQueue::set_flushing() {
   std::deque<GstEvent*> dropped_events;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    flow_ = GST_FLOW_FLUSHING;
     flush_locked(&dropped_frames, &dropped_events);
     changed_.notify_all();
   }
@@ -135,7 +132,6 @@ uint64_t OutputQueue::restart() {
     for (PendingEvent& pending : events_) pending.after_frames = 0;
     frames_popped_ = 0;
     epoch = ++epoch_;
-    flushing_ = false;
     busy_ = false;
     flow_ = GST_FLOW_OK;
     changed_.notify_all();
@@ -146,8 +142,9 @@ uint64_t OutputQueue::restart() {
 
 bool OutputQueue::wait_empty() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return flushing_ || (frames_.empty() && events_.empty() && !busy_); });
-  return !flushing_;
+  changed_.wait(
+      lock, [&] { return flow_ != GST_FLOW_OK || (frames_.empty() && events_.empty() && !busy_); });
+  return flow_ == GST_FLOW_OK;
 }
 
 uint64_t OutputQueue::epoch() const {
@@ -165,7 +162,7 @@ void OutputQueue::clear() {
   std::deque<GstEvent*> dropped_events;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    flushing_ = true;
+    flow_ = GST_FLOW_FLUSHING;
     dropped_frames = std::move(frames_);
     frames_.clear();
     for (PendingEvent& pending : events_) dropped_events.push_back(pending.event);

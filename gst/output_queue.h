@@ -9,8 +9,12 @@
 // without draining the engine for each one (a drain per event would empty
 // the pipeline on every TAG or custom event).
 //
-// The queue also remembers downstream's last flow return, so that chain()
-// can return it to upstream on the next buffer.
+// The queue also holds the element's one flow state: GST_FLOW_OK while
+// frames flow, GST_FLOW_FLUSHING while a flush runs or the pads are
+// inactive, and downstream's answer (EOS, NOT_LINKED, an error) once a push
+// returned it, so that chain() can return it to upstream on the next buffer.
+// Whatever is not OK stops the queue: queued frames are dropped and pop()
+// gives nothing until restart().
 #pragma once
 
 #include <gst/gst.h>
@@ -38,42 +42,46 @@ class OutputQueue {
   OutputQueue& operator=(const OutputQueue&) = delete;
 
   // Engine worker thread (on_frame). The frame is dropped at once (its slot
-  // freed) when it belongs to an older epoch or the queue is flushing.
+  // freed) when it belongs to an older epoch or the flow is not OK.
   void push_frame(OutputFrame frame, uint64_t epoch);
 
-  // Streaming thread. Takes `event`; it goes out after `after_frames`
-  // frames of the current epoch. While flushing, only sticky events other
-  // than SEGMENT and EOS are kept (for after the flush); others are dropped.
-  void push_event(GstEvent* event, uint64_t after_frames);
+  // Streaming thread. Queues `event` to go out after `after_frames` frames
+  // of the current epoch, and returns true: the queue owns it. While the flow
+  // is not OK, sticky events other than SEGMENT and EOS are kept (for after
+  // a restart) and others are refused: false, and the caller keeps `event`.
+  bool push_event(GstEvent* event, uint64_t after_frames);
 
   // Src pad task. Blocks until an item is due; false when flushing.
   bool pop(OutputItem* item);
 
   // Src pad task, after pushing what pop() gave: `flow` is downstream's
-  // answer (OK for events). A non-OK flow is remembered and makes the queue
-  // flush. Returns true when an EOS is still waiting in the queue, i.e.
-  // upstream has finished and will not see this flow return.
+  // answer (OK for events). A non-OK flow becomes the flow state (unless one
+  // is set already) and stops the queue. Returns true when an EOS was still
+  // waiting in the queue: upstream has finished and will not see this flow
+  // return, so the task must send EOS on (the queue dropped its own).
   bool done(GstFlowReturn flow);
 
   // Any thread: as done(flow) with a failure found elsewhere (engine error).
   void fail(GstFlowReturn flow);
 
-  // Any thread: pop() and wait_empty() return false from now on, queued
-  // frames are dropped and only sticky events stay (see push_event).
+  // Any thread: the flow state becomes FLUSHING (whatever it was); pop() and
+  // wait_empty() return false from now on, queued frames are dropped and
+  // only sticky events stay (see push_event).
   void set_flushing();
 
   // Streaming thread, with the src task paused or not started (FLUSH_STOP,
-  // pad activation): a new epoch starts, the flow return is OK again and
-  // kept sticky events go out before anything else. Returns the new epoch.
+  // pad activation, a new segment after downstream's EOS): a new epoch
+  // starts, the flow state is OK again and kept sticky events go out before
+  // anything else. Returns the new epoch.
   uint64_t restart();
 
   // Streaming thread: blocks until everything queued has been pushed
-  // downstream (for serialized queries). False when flushing.
+  // downstream (for serialized queries). False when the flow is not OK.
   bool wait_empty();
 
   // Streaming thread: the epoch frames submitted now belong to.
   uint64_t epoch() const;
-  // Any thread: downstream's last non-OK flow return, or OK.
+  // Any thread: the flow state (see the top of this file).
   GstFlowReturn flow() const;
 
   // Owner, with streaming and the task stopped: drops everything.
@@ -100,9 +108,8 @@ class OutputQueue {
   std::deque<PendingEvent> events_;
   uint64_t frames_popped_ = 0;  // this epoch
   uint64_t epoch_ = 0;
-  bool flushing_ = true;  // until the first restart()
-  bool busy_ = false;     // the task holds an item it has not pushed yet
-  GstFlowReturn flow_ = GST_FLOW_OK;
+  GstFlowReturn flow_ = GST_FLOW_FLUSHING;  // until the first restart()
+  bool busy_ = false;                       // the task holds an item it has not pushed yet
 };
 
 }  // namespace cudaoverlap

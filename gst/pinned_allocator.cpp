@@ -10,6 +10,8 @@
 #include <gst/video/video.h>
 
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "error.h"
 
@@ -26,9 +28,19 @@ uint8_t* pinned_base(GstMemory* mem) {
   return reinterpret_cast<PinnedMemory*>(owner)->buffer->data();
 }
 
+// The C++ side of the allocator (GObject memory is not C++).
+struct AllocatorState {
+  std::shared_ptr<cudaoverlap::Device> device;
+  // Blocks allocated in advance (reserve_pinned), handed out before new
+  // ones: a pool offered upstream is known to fit before it is offered, and
+  // the bytes are allocated once. Lock order: a leaf.
+  std::mutex mutex;
+  std::vector<std::unique_ptr<cudaoverlap::Buffer>> spare;  // guarded by mutex
+};
+
 struct GstCudaOverlapPinnedAllocator {
   GstAllocator parent;
-  std::shared_ptr<cudaoverlap::Device>* device;  // heap: GObject memory is not C++
+  AllocatorState* state;
 };
 
 struct GstCudaOverlapPinnedAllocatorClass {
@@ -36,8 +48,7 @@ struct GstCudaOverlapPinnedAllocatorClass {
 };
 
 GType gst_cuda_overlap_pinned_allocator_get_type();
-G_DEFINE_TYPE(GstCudaOverlapPinnedAllocator, gst_cuda_overlap_pinned_allocator,
-              GST_TYPE_ALLOCATOR)
+G_DEFINE_TYPE(GstCudaOverlapPinnedAllocator, gst_cuda_overlap_pinned_allocator, GST_TYPE_ALLOCATOR)
 
 GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams* params) {
   auto* self = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(allocator);
@@ -46,8 +57,18 @@ GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams
   const gsize padding = params ? params->padding : 0;
   const gsize maxsize = size + prefix + padding + align;
   std::unique_ptr<cudaoverlap::Buffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(self->state->mutex);
+    auto& spare = self->state->spare;
+    for (auto it = spare.begin(); it != spare.end(); ++it) {
+      if ((*it)->size() < maxsize) continue;
+      buffer = std::move(*it);
+      spare.erase(it);
+      break;
+    }
+  }
   try {
-    buffer = (*self->device)->alloc_pinned(maxsize);
+    if (!buffer) buffer = self->state->device->alloc_pinned(maxsize);
   } catch (const cudaoverlap::Error& e) {
     GST_WARNING_OBJECT(allocator, "no pinned memory for %" G_GSIZE_FORMAT " bytes: %s", maxsize,
                        e.what());
@@ -100,7 +121,7 @@ GstMemory* pinned_share(GstMemory* mem, gssize offset, gssize size) {
 
 void gst_cuda_overlap_pinned_allocator_finalize(GObject* object) {
   auto* self = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(object);
-  delete self->device;
+  delete self->state;
   G_OBJECT_CLASS(gst_cuda_overlap_pinned_allocator_parent_class)->finalize(object);
 }
 
@@ -119,7 +140,18 @@ void gst_cuda_overlap_pinned_allocator_init(GstCudaOverlapPinnedAllocator* self)
   allocator->mem_share = pinned_share;
   // Custom: gst_allocator_alloc(NULL, ...) must never pick this allocator.
   GST_OBJECT_FLAG_SET(allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
-  self->device = new std::shared_ptr<cudaoverlap::Device>();
+  self->state = new AllocatorState();
+}
+
+// Allocates `count` blocks of `bytes` now, for pinned_alloc to hand out.
+// Throws cudaoverlap::Error (what is reserved so far stays reserved).
+void reserve_pinned(GstAllocator* allocator, guint count, gsize bytes) {
+  auto* state = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(allocator)->state;
+  for (guint i = 0; i < count; ++i) {
+    auto buffer = state->device->alloc_pinned(bytes);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->spare.push_back(std::move(buffer));
+  }
 }
 
 }  // namespace
@@ -129,7 +161,7 @@ namespace cudaoverlap {
 GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device) {
   auto* self = static_cast<GstCudaOverlapPinnedAllocator*>(
       g_object_new(gst_cuda_overlap_pinned_allocator_get_type(), nullptr));
-  *self->device = std::move(device);
+  self->state->device = std::move(device);
   gst_object_ref_sink(self);
   return GST_ALLOCATOR_CAST(self);
 }
@@ -141,16 +173,35 @@ bool buffer_is_pinned(GstBuffer* buffer, const Device* device) {
     GstMemory* mem = gst_buffer_peek_memory(buffer, i);
     if (!gst_memory_is_type(mem, GST_CUDA_OVERLAP_PINNED_MEMORY_TYPE)) return false;
     auto* allocator = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(mem->allocator);
-    if (allocator->device->get() != device) return false;
+    if (allocator->state->device.get() != device) return false;
   }
   return true;
 }
 
-GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers) {
+GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers,
+                               std::string* problem) {
   GstVideoInfo info;
   if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return nullptr;
-  GstBufferPool* pool = gst_video_buffer_pool_new();
   GstAllocator* allocator = pinned_allocator_new(std::move(device));
+  // The pool allocates its minimum when upstream activates it, where a
+  // failure is a bare not-negotiated: allocate it here instead, where it can
+  // be said. A page more than a frame covers any alignment asked for.
+  const gsize block = GST_VIDEO_INFO_SIZE(&info) + 4096;
+  try {
+    reserve_pinned(allocator, min_buffers, block);
+  } catch (const Error& e) {
+    gst_object_unref(allocator);
+    if (problem)
+      *problem =
+          "the pool of pinned memory offered upstream (" + std::to_string(min_buffers) +
+          " buffers of " + std::to_string(block) + " bytes, " +
+          std::to_string((static_cast<uint64_t>(min_buffers) * block + (1 << 20) - 1) >> 20) +
+          " MiB in all) cannot be allocated: " + e.what() +
+          "; upstream writes into its own memory instead, which is staged or pinned once "
+          "(a smaller ring-size leaves more pinned memory)";
+    return nullptr;
+  }
+  GstBufferPool* pool = gst_video_buffer_pool_new();
   GstStructure* config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
@@ -163,20 +214,24 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
   return pool;
 }
 
-bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
-                         guint min_buffers) {
+bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device, guint min_buffers,
+                         std::string* problem) {
   GstCaps* caps = nullptr;
   gboolean need_pool = FALSE;
   gst_query_parse_allocation(query, &caps, &need_pool);
   GstVideoInfo info;
   if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return false;
-  GstBufferPool* pool = pinned_pool_new(device, caps, min_buffers);
+  GstBufferPool* pool = pinned_pool_new(device, caps, min_buffers, problem);
   if (pool == nullptr) return false;
-  GstAllocator* allocator = pinned_allocator_new(device);
+  // The pool's own allocator, so that memory upstream allocates beside the
+  // pool is pinned too, and the pool's reserve is found by either.
+  GstAllocator* allocator = nullptr;
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_get_allocator(config, &allocator, nullptr);
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   gst_query_add_allocation_param(query, allocator, &params);
-  gst_object_unref(allocator);
+  gst_structure_free(config);
   gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   gst_object_unref(pool);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);

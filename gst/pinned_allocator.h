@@ -11,6 +11,7 @@
 #include <gst/gst.h>
 
 #include <memory>
+#include <string>
 
 #include "device.h"
 
@@ -31,14 +32,19 @@ GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device);
 bool buffer_is_pinned(GstBuffer* buffer, const Device* device);
 
 // A video buffer pool for `caps` whose buffers are pinned memory from
-// `device`, with GstVideoMeta support, at least `min_buffers` buffers.
-// Transfer full; nullptr when `caps` are not raw video.
-GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers);
+// `device`, with GstVideoMeta support, at least `min_buffers` buffers, whose
+// pinned memory is allocated here (so that activating the pool cannot run
+// out of it). Transfer full; nullptr when `caps` are not raw video, or when
+// the memory cannot be allocated: then `problem` (if given) says how much
+// was asked for and why it failed.
+GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers,
+                               std::string* problem = nullptr);
 
 // Answers an ALLOCATION query with a pinned pool of `device` (and its
 // allocator, and GstVideoMeta support). False when the query's caps are not
-// raw video; the caller then falls back to a plain pool.
-bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
-                         guint min_buffers);
+// raw video, or the pool's memory cannot be allocated (`problem` says so);
+// the caller then falls back to a plain pool.
+bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device, guint min_buffers,
+                         std::string* problem = nullptr);
 
 }  // namespace cudaoverlap

@@ -4,9 +4,13 @@
 // process and the lanes.
 #include "trace_writer.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <map>
 
 namespace cudaoverlap {
 namespace {
@@ -31,15 +35,49 @@ std::string json_escape(const std::string& text) {
   return out;
 }
 
+// The files being written in this process, by canonical path, and by which
+// element: two writers of one file (a copy-pasted launch line) would
+// interleave two JSON documents into something neither tool can read.
+// Lock order: a leaf.
+std::mutex g_open_files_mutex;
+std::map<std::string, std::string> g_open_files;  // guarded by g_open_files_mutex
+
+// `path` with its folder resolved (symbolic links, "..", relative paths), so
+// that two spellings of one file compare equal; as given when the folder
+// does not exist (opening fails then anyway).
+std::string canonical_path(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  char resolved[PATH_MAX];
+  if (realpath(folder.c_str(), resolved) == nullptr) return path;
+  return std::string(resolved) + "/" + name;
+}
+
 }  // namespace
 
 std::string TraceWriter::open(const std::string& path, const std::string& element_name) {
   close();
+  const std::string canonical = canonical_path(path);
+  {
+    std::lock_guard<std::mutex> lock(g_open_files_mutex);
+    const auto taken = g_open_files.find(canonical);
+    if (taken != g_open_files.end())
+      return "the trace file '" + path + "' is already being written by " + taken->second +
+             "; give each cudaoverlap element its own trace-file";
+    g_open_files.emplace(canonical, "element '" + element_name + "'");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   file_ = std::fopen(path.c_str(), "w");
-  if (!file_)
-    return "cannot write the trace file '" + path + "': " + std::strerror(errno) +
-           "; set trace-file to a writable path";
+  if (!file_) {
+    const std::string problem = "cannot write the trace file '" + path +
+                                "': " + std::strerror(errno) +
+                                "; set trace-file to a writable path";
+    std::lock_guard<std::mutex> files_lock(g_open_files_mutex);
+    g_open_files.erase(canonical);
+    return problem;
+  }
+  path_ = canonical;
   // One frame is about 1 kB of JSON; a large buffer keeps writes rare.
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   origin_ns_ = host_now_ns();
@@ -90,6 +128,8 @@ void TraceWriter::close() {
   std::fputs("\n]}\n", file_);
   std::fclose(file_);
   file_ = nullptr;
+  std::lock_guard<std::mutex> files_lock(g_open_files_mutex);
+  g_open_files.erase(path_);
 }
 
 }  // namespace cudaoverlap

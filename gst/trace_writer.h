@@ -25,7 +25,8 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Owner thread. Creates (truncates) `path` and writes the header; returns
-  // an error sentence, or empty.
+  // an error sentence, or empty. A file another writer of this process has
+  // open is refused (two JSON documents in one file are neither).
   std::string open(const std::string& path, const std::string& element_name);
   // Src pad task: the slices of frame `frame`. Does nothing when not open.
   void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push);
@@ -39,6 +40,7 @@ class TraceWriter {
   std::mutex mutex_;
   std::FILE* file_ = nullptr;  // guarded by mutex_
   int64_t origin_ns_ = 0;      // guarded by mutex_
+  std::string path_;           // guarded by mutex_: canonical, while open
 };
 
 }  // namespace cudaoverlap

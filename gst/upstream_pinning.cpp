@@ -1,6 +1,7 @@
 // See upstream_pinning.h.
 #include "upstream_pinning.h"
 
+#include <gst/allocators/gstfdmemory.h>
 #include <gst/gst.h>
 
 #include <algorithm>
@@ -19,7 +20,7 @@ namespace {
 struct PinState {
   std::weak_ptr<Device> device;  // the device the registration is for
   int sightings = 0;
-  bool refused = false;  // registering failed: stage it from now on
+  bool refused = false;      // registering failed: stage it from now on
   uint8_t* begin = nullptr;  // the registered range
   uint8_t* end = nullptr;
   std::unique_ptr<HostRegistration> registration;
@@ -45,6 +46,18 @@ GQuark pin_quark() {
 // under it (milliseconds, once per memory block).
 std::mutex g_pin_mutex;
 
+// Whether `memory` stays at one address for as long as it exists. A
+// registration is made for an address: memory that is mapped only while
+// someone maps it (GstFdMemory and GstDmaBufMemory without KEEP_MAPPED, which
+// munmap when the last mapping goes) may sit elsewhere, or nowhere, by the
+// time a later frame in it is uploaded. Memory of unknown allocators is
+// taken to be of that kind.
+bool address_is_stable(GstMemory* memory) {
+  while (memory->parent != nullptr) memory = memory->parent;
+  if (gst_memory_is_type(memory, GST_ALLOCATOR_SYSMEM)) return true;
+  return gst_is_fd_memory(memory) && GST_MEMORY_FLAG_IS_SET(memory, GST_FD_MEMORY_FLAG_KEEP_MAPPED);
+}
+
 void free_pin_state(gpointer data) {
   // Called as the memory is finalized, before its allocator frees it: the
   // pages are unlocked while they still belong to the memory.
@@ -58,6 +71,7 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
   init_debug();
   if (gst_buffer_n_memory(buffer) != 1) return UpstreamPin::kStaged;
   GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
+  if (!address_is_stable(memory)) return UpstreamPin::kStaged;
 
   // The bytes the planes occupy, which must lie in the registered range.
   uint8_t* first = nullptr;
@@ -70,8 +84,8 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
   }
 
   std::lock_guard<std::mutex> lock(g_pin_mutex);
-  auto* state = static_cast<PinState*>(
-      gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(memory), pin_quark()));
+  auto* state =
+      static_cast<PinState*>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(memory), pin_quark()));
   if (state == nullptr) {
     state = new PinState;
     state->device = device;

@@ -13,7 +13,9 @@
 // the pages, when the memory is freed: GStreamer calls qdata notifies before
 // the allocator frees the memory. A block that cannot be pinned (its pages
 // overlap a registered range, memory the OS will not lock) is remembered as
-// such and staged without trying again.
+// such and staged without trying again. Only memory that stays at one address
+// while it exists (system memory, fd memory kept mapped) is ever pinned: a
+// dmabuf that is munmap'ed between frames is staged every time.
 #pragma once
 
 #include <gst/gst.h>
@@ -26,8 +28,8 @@
 namespace cudaoverlap {
 
 enum class UpstreamPin {
-  kPinned,   // the planes lie in memory pinned for `device`: upload as is
-  kStaged,   // first sighting, or not pinnable: stage it
+  kPinned,  // the planes lie in memory pinned for `device`: upload as is
+  kStaged,  // first sighting, or not pinnable: stage it
 };
 
 // Streaming thread. `buffer` is mapped as `image`, laid out as `layout`'s

@@ -231,8 +231,50 @@ bool negotiate_output_info(KernelId kernel, const KernelParams& params, const Gs
   return ok;
 }
 
+namespace {
+
+// Empty when `kernel` treats each row on its own, or mixes rows only within
+// one field, so interlaced frames (two fields in alternate rows) come out
+// right; else a sentence saying why they are refused.
+std::string interlace_check(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
+                            const GstVideoInfo& out) {
+  if (!GST_VIDEO_INFO_IS_INTERLACED(&in)) return {};
+  bool mixes_rows = false;
+  switch (kernel) {
+    case KernelId::kCopy:
+    case KernelId::kInvert:
+    case KernelId::kSynthetic:
+    case KernelId::kBalance:
+      break;
+    case KernelId::kFlip:
+      mixes_rows = params.flip != FlipDirection::kIdentity && params.flip != FlipDirection::kHoriz;
+      break;
+    case KernelId::kBlur:
+    case KernelId::kEdge:
+      mixes_rows = true;
+      break;
+    case KernelId::kConvert:
+      // 4:2:0 chroma rows are shared by two picture rows, one of each field.
+      mixes_rows = GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out) &&
+                   (GST_VIDEO_FORMAT_INFO_H_SUB(in.finfo, 1) != 0 ||
+                    GST_VIDEO_FORMAT_INFO_H_SUB(out.finfo, 1) != 0);
+      break;
+  }
+  if (!mixes_rows) return {};
+  return std::string("kernel '") + kernel_name(kernel) +
+         "' would mix the two fields of interlaced video (interlace-mode=" +
+         gst_video_interlace_mode_to_string(GST_VIDEO_INFO_INTERLACE_MODE(&in)) +
+         "); put deinterlace before it, or use copy, invert, balance, flip "
+         "video-direction=horiz or convert between formats without vertical chroma "
+         "subsampling, which keep each row to itself";
+}
+
+}  // namespace
+
 std::string complete_kernel_params(KernelId kernel, const GstVideoInfo& in, const GstVideoInfo& out,
                                    KernelParams* params) {
+  const std::string interlaced = interlace_check(kernel, *params, in, out);
+  if (!interlaced.empty()) return interlaced;
   auto side = [kernel](const GstVideoInfo& info, Colorimetry* c) -> std::string {
     if (kernel != KernelId::kConvert || !is_yuv(info)) return {};
     switch (info.colorimetry.matrix) {
@@ -318,7 +360,10 @@ GstCaps* query_caps_through(KernelId kernel, const KernelParams& params, GstPad*
 }
 
 bool caps_acceptable(GstCaps* caps, GstCaps* allowed) {
-  if (!gst_caps_is_subset(caps, allowed)) return false;
+  // Intersecting, not a subset: fixed caps may leave out fields that have a
+  // default (framerate 0/1, pixel-aspect-ratio 1/1), as videoconvert,
+  // videoflip and queue accept.
+  if (!gst_caps_can_intersect(caps, allowed)) return false;
   if (!gst_caps_is_fixed(caps)) return true;
   GstVideoInfo info;
   PixelFormat format;

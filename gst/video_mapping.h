@@ -14,6 +14,7 @@
 #include <string>
 
 #include "frame_layout.h"
+#include "geometry_transform.h"
 #include "kernel.h"
 
 namespace cudaoverlap {
@@ -43,6 +44,7 @@ struct OutputFormat {
   GstVideoInfo info;
   FrameLayout layout;
   bool default_layout = true;  // false would need a GstVideoMeta on each buffer
+  GeometryTransform geometry;  // what the kernel does to positions: for metas
 };
 
 // The caps on the other side of the element for `kernel` with `params`,

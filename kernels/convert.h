@@ -42,6 +42,7 @@ struct Colorimetry {
 struct ConvertParams {
   Colorimetry in;   // of the input, when it is YUV
   Colorimetry out;  // of the output, when it is YUV
+  bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
 };
 
 // Everything the per-pixel arithmetic needs, computed once on the host.

@@ -51,6 +51,10 @@ struct BalanceParams {
   double saturation = 1.0;  // 0..2, chroma gain around 128
   double hue = 0.0;         // -1..1, chroma rotation by hue * 180 degrees
 
+  bool operator==(const BalanceParams& o) const {
+    return brightness == o.brightness && contrast == o.contrast && saturation == o.saturation &&
+           hue == o.hue;
+  }
   bool is_identity() const {
     return brightness == 0.0 && contrast == 1.0 && saturation == 1.0 && hue == 0.0;
   }
@@ -76,6 +80,14 @@ struct KernelParams {
   double blur_sigma = 2.0;
   // kConvert: the colorimetry of each side (used where that side is YUV).
   ConvertParams convert;
+
+  // Every field: an engine made for other parameters computes other pixels.
+  bool operator==(const KernelParams& o) const {
+    return synthetic_us == o.synthetic_us && inject_launch_failure == o.inject_launch_failure &&
+           flip == o.flip && balance == o.balance && blur_sigma == o.blur_sigma &&
+           convert == o.convert;
+  }
+  bool operator!=(const KernelParams& o) const { return !(*this == o); }
 };
 
 // Whether `id` can turn an `in` image into an `out` image of this format and

@@ -368,6 +368,13 @@ struct EngineThreads {
   uint64_t next_sequence = 0;  // producer thread only
 };
 
+bool EngineConfig::operator==(const EngineConfig& o) const {
+  return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
+         kernel == o.kernel && params == o.params && fault == o.fault &&
+         disabled_barrier == o.disabled_barrier && timing == o.timing &&
+         staging_threads == o.staging_threads;
+}
+
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
     : device_(std::move(device)),
       config_(std::move(config)),

@@ -57,6 +57,7 @@ enum class FaultStage { kNone, kStaging, kUpload, kCompute, kDownload };
 struct FaultInjection {
   FaultStage stage = FaultStage::kNone;
   uint64_t frame = 0;  // sequence number of the frame that fails
+  bool operator==(const FaultInjection& o) const { return stage == o.stage && frame == o.frame; }
 };
 
 // Test-only: the engine's barriers, each of which can be taken out to prove
@@ -118,6 +119,10 @@ struct EngineConfig {
   // are copied by the producer alone whatever this says. 0..64. Pinned input
   // is never staged, so the workers then just sleep.
   int staging_threads = 0;
+
+  // Every field: an owner keeps a running engine only for an equal config.
+  bool operator==(const EngineConfig& o) const;
+  bool operator!=(const EngineConfig& o) const { return !(*this == o); }
 };
 
 // A frame to submit: host planes in any layout of config.input's format and

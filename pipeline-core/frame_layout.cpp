@@ -34,6 +34,13 @@ ImageRef FrameLayout::at(uint8_t* base) const {
   return image;
 }
 
+bool FrameLayout::operator==(const FrameLayout& o) const {
+  if (format != o.format || width != o.width || height != o.height || size != o.size) return false;
+  for (int p = 0; p < kMaxPlanes; ++p)
+    if (offset[p] != o.offset[p] || stride[p] != o.stride[p]) return false;
+  return true;
+}
+
 std::string FrameLayout::validate() const {
   if (width <= 0 || height <= 0)
     return "frame size " + std::to_string(width) + "x" + std::to_string(height) + " has no pixels";

@@ -30,6 +30,9 @@ struct FrameLayout {
   size_t rows(int plane) const { return plane_rows(format, plane, height); }
   // Views of the planes when the frame starts at `base`.
   ImageRef at(uint8_t* base) const;
+  bool operator==(const FrameLayout& o) const;
+  bool operator!=(const FrameLayout& o) const { return !(*this == o); }
+
   // Empty when the layout is consistent (strides cover rows, planes fit in
   // `size`), else a sentence saying what is wrong.
   std::string validate() const;

@@ -1,0 +1,50 @@
+// What a kernel does to positions in the picture, applied to the things
+// that carry positions: metas on the way down (a region of interest on a
+// rotated frame must move with the pixels) and navigation events on the way
+// up (a click on the flipped output lands on the input pixel it shows).
+//
+// Src side of the data flow: the src pad task copies each input buffer's
+// metas onto its output buffer through transform_metas(); the src pad's
+// event handler maps NAVIGATION events back through navigation_to_input().
+// The rules follow GStreamer's video filters: metas without tags are
+// copied; metas tagged as describing positions (size, orientation) are
+// transformed where we know how (GstVideoRegionOfInterestMeta) and dropped
+// otherwise when the kernel moves pixels; metas tagged colorspace are
+// dropped when the output's format or colorimetry differs; metas tagged
+// memory never travel (the output is other memory); GstVideoMeta never
+// travels (the output is in GStreamer's default layout).
+#pragma once
+
+#include <gst/gst.h>
+
+#include "kernel.h"
+
+namespace cudaoverlap {
+
+struct GeometryTransform {
+  FlipDirection flip = FlipDirection::kIdentity;
+  int in_width = 0;  // the input frame's size; the output's follows from flip
+  int in_height = 0;
+  bool colours_change = false;  // the output has another format or colorimetry
+
+  bool moves_pixels() const { return flip != FlipDirection::kIdentity; }
+  int out_width() const { return flip_swaps_size(flip) ? in_height : in_width; }
+  int out_height() const { return flip_swaps_size(flip) ? in_width : in_height; }
+
+  // Where the input point (x, y) ends up on the output, and back, in
+  // continuous coordinates (pixel edges), as videoflip maps them.
+  void to_output(double x, double y, double* out_x, double* out_y) const;
+  void to_input(double x, double y, double* in_x, double* in_y) const;
+};
+
+// Src pad task: adds to `to` the metas of `from` that still hold on the
+// output, transformed by `geometry` (see the top of this file).
+void transform_metas(GstBuffer* from, GstBuffer* to, const GeometryTransform& geometry);
+
+// Src pad, upstream NAVIGATION event: the event with its pointer position
+// mapped from the output to the input (a new reference when it had to be
+// made writable). Events without a position are returned as they are.
+// Takes `event`; returns transfer full.
+GstEvent* navigation_to_input(GstEvent* event, const GeometryTransform& geometry);
+
+}  // namespace cudaoverlap

@@ -1,0 +1,564 @@
+// See session.h.
+#include "session.h"
+
+#include <utility>
+
+#include "device_choice.h"
+#include "error.h"
+#include "input_frame.h"
+#include "pinned_allocator.h"
+#include "upstream_pinning.h"
+
+GST_DEBUG_CATEGORY_STATIC(session_debug);
+#define GST_CAT_DEFAULT session_debug
+
+// Posts `message` as the run's GST_ELEMENT_ERROR unless one was posted.
+#define SESSION_ERROR(domain, code, message)                                                  \
+  do {                                                                                        \
+    const std::string session_message_ = (message);                                           \
+    if (claim_error())                                                                        \
+      GST_ELEMENT_ERROR(element_, domain, code, ("%s", session_message_.c_str()), (nullptr)); \
+    else                                                                                      \
+      GST_WARNING_OBJECT(element_, "further error: %s", session_message_.c_str());            \
+  } while (0)
+
+namespace cudaoverlap {
+namespace {
+
+std::string describe(const GstVideoInfo& info) {
+  return std::to_string(GST_VIDEO_INFO_WIDTH(&info)) + "x" +
+         std::to_string(GST_VIDEO_INFO_HEIGHT(&info)) + " " + GST_VIDEO_INFO_NAME(&info);
+}
+
+std::string caps_text(GstCaps* caps) {
+  gchar* text = gst_caps_to_string(caps);
+  std::string result = text ? text : "";
+  g_free(text);
+  return result;
+}
+
+const char* const kTakes = "it takes video/x-raw in system memory in " GST_CUDA_OVERLAP_FORMATS
+                           "; put videoconvert before it";
+
+}  // namespace
+
+Session::Session(GstElement* element, GstPad* sinkpad, GstPad* srcpad,
+                 std::function<SessionSettings()> settings)
+    : element_(element), sinkpad_(sinkpad), srcpad_(srcpad), settings_(std::move(settings)) {
+  static const bool debug_ready = [] {
+    // The element's category (gst_debug_category_new hands back an existing
+    // one), so `GST_DEBUG=cudaoverlap:5` shows all of it.
+    GST_DEBUG_CATEGORY_INIT(session_debug, "cudaoverlap", 0, "cudaoverlap element");
+    return true;
+  }();
+  (void)debug_ready;
+  gst_video_info_init(&in_info_);
+}
+
+Session::~Session() { stop(); }
+
+bool Session::claim_error() {
+  std::lock_guard<std::mutex> lock(info_mutex_);
+  const bool first = !error_posted_;
+  error_posted_ = true;
+  return first;
+}
+
+// ---------------------------------------------------------------------------
+// Owner thread: start, stop, pad activation
+
+bool Session::start(GstCudaOverlapBackend backend, int device_id) {
+  if (device_) return true;
+  {
+    std::lock_guard<std::mutex> lock(info_mutex_);
+    error_posted_ = false;
+  }
+  try {
+    std::string warning;
+    device_ = open_device(backend, device_id, &warning);
+    if (!warning.empty())
+      GST_ELEMENT_WARNING(element_, RESOURCE, NOT_FOUND, ("%s", warning.c_str()), (nullptr));
+  } catch (const std::exception& e) {
+    SESSION_ERROR(RESOURCE, NOT_FOUND, e.what());
+    return false;
+  }
+  GST_INFO_OBJECT(element_, "running on %s", device_->describe().c_str());
+  const std::string problem = instruments_.start(element_);  // stats, trace-file
+  if (!problem.empty()) SESSION_ERROR(RESOURCE, OPEN_WRITE, problem);
+  return problem.empty();
+}
+
+void Session::stop() {
+  install_engine(nullptr);
+  queue_.clear();
+  instruments_.stop();
+  device_.reset();
+  out_format_.reset();
+  if (in_caps_) gst_caps_unref(in_caps_);
+  in_caps_ = nullptr;
+  if (out_caps_) gst_caps_unref(out_caps_);
+  out_caps_ = nullptr;
+  submitted_ = 0;
+  std::lock_guard<std::mutex> lock(info_mutex_);
+  fps_n_ = 0;
+  fps_d_ = 1;
+  geometry_ = GeometryTransform();
+}
+
+void Session::task_loop(gpointer session) { static_cast<Session*>(session)->push_next(); }
+
+bool Session::start_task() { return gst_pad_start_task(srcpad_, task_loop, this, nullptr); }
+
+bool Session::activate_src(bool active) {
+  if (active) {
+    queue_.restart();
+    submitted_ = 0;
+    return start_task();
+  }
+  begin_flush();  // wakes the task and frees queued slots
+  return gst_pad_stop_task(srcpad_);
+}
+
+void Session::activate_sink(bool active) {
+  // On deactivation GStreamer waits for chain() to return: a submit()
+  // waiting for a free slot must be woken.
+  if (!active) begin_flush();
+}
+
+void Session::begin_flush() {
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  queue_.set_flushing();
+  if (engine_) engine_->flush_start();
+}
+
+void Session::install_engine(std::unique_ptr<Engine> engine) {
+  std::unique_ptr<Engine> old;
+  {
+    std::lock_guard<std::mutex> lock(engine_mutex_);
+    old = std::move(engine_);
+    engine_ = std::move(engine);
+    // A flush that began before this engine existed covers it too.
+    if (engine_ && queue_.flow() == GST_FLOW_FLUSHING) engine_->flush_start();
+  }
+  // Joins the worker. Frames already downstream keep their slots alive.
+  old.reset();
+}
+
+// ---------------------------------------------------------------------------
+// Engine callbacks (worker thread; nothing may escape into it)
+
+void Session::on_frame(OutputFrame frame) {
+  try {
+    const auto* info = static_cast<const FrameInfo*>(frame.user().get());
+    const uint64_t epoch = info != nullptr ? info->epoch : UINT64_MAX;
+    queue_.push_frame(std::move(frame), epoch);
+  } catch (const std::exception& e) {
+    GST_WARNING_OBJECT(element_, "dropped a frame: %s", e.what());
+  }
+}
+
+void Session::on_error(const std::string& message) {
+  try {
+    SESSION_ERROR(STREAM, FAILED, "cudaoverlap could not process a frame: " + message);
+    queue_.fail(GST_FLOW_ERROR);
+  } catch (...) {
+    GST_WARNING_OBJECT(element_, "could not report an engine error");
+  }
+}
+
+bool Session::report(Status status) {
+  if (status == Status::kError)
+    SESSION_ERROR(STREAM, FAILED, "cudaoverlap could not process a frame: " + engine_->error());
+  return status == Status::kOk;
+}
+
+// ---------------------------------------------------------------------------
+// Streaming thread: caps, buffers, events
+
+bool Session::configure(GstCaps* caps, guint32 seqnum) {
+  GstVideoInfo in;
+  PixelFormat format;
+  if (!gst_video_info_from_caps(&in, caps) ||
+      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &format)) {
+    SESSION_ERROR(STREAM, FORMAT,
+                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + kTakes);
+    return false;
+  }
+  const SessionSettings settings = settings_();
+  EngineConfig config;
+  config.ring_size = settings.ring_size;
+  config.mode = settings.mode;
+  config.timing = true;  // device stage times for `stats` and `trace-file`
+  config.kernel = settings.kernel;
+  config.params = settings.params;
+
+  auto out = std::make_shared<OutputFormat>();
+  const std::string refused =
+      negotiate_output(settings.kernel, in, srcpad_, &config.params, &out->info);
+  if (!refused.empty()) {
+    SESSION_ERROR(STREAM, FORMAT, "cudaoverlap cannot process " + describe(in) + ": " + refused);
+    return false;
+  }
+  out->layout = layout_from_info(out->info);
+  out->default_layout = true;  // the engine writes GStreamer's own layout
+  out->geometry.flip =
+      settings.kernel == KernelId::kFlip ? config.params.flip : FlipDirection::kIdentity;
+  out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
+  out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in);
+  out->geometry.colours_change =
+      GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out->info) ||
+      !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);
+  config.input = layout_from_info(in);
+  config.output = out->layout;
+
+  // Caps the kernel leaves alone go on as they came (every field kept);
+  // others are written from the output info.
+  GstCaps* out_caps = transform_caps(settings.kernel, config.params, GST_PAD_SINK, caps);
+  if (!gst_caps_is_equal(out_caps, caps)) {
+    gst_caps_unref(out_caps);
+    out_caps = gst_video_info_to_caps(&out->info);
+  }
+  const bool same_engine = engine_ && engine_->config() == config;
+  const bool same_caps = out_caps_ != nullptr && gst_caps_is_equal(out_caps, out_caps_);
+
+  if (!same_engine) {
+    if (!device_) {
+      gst_caps_unref(out_caps);
+      SESSION_ERROR(CORE, STATE_CHANGE, "cudaoverlap received caps before it was started");
+      return false;
+    }
+    // What is in flight was made for the old configuration: out first.
+    if (engine_ && !report(engine_->drain())) {
+      gst_caps_unref(out_caps);
+      return false;
+    }
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [this](OutputFrame frame) { on_frame(std::move(frame)); };
+    callbacks.on_error = [this](const std::string& message) { on_error(message); };
+    auto engine = std::make_unique<Engine>(device_, config, std::move(callbacks));
+    try {
+      engine->start();
+    } catch (const Error& e) {
+      install_engine(nullptr);
+      gst_caps_unref(out_caps);
+      SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
+                    "cudaoverlap cannot start on " + device_->describe() + " for " + describe(in) +
+                        ": " + e.what());
+      return false;
+    }
+    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s", describe(in).c_str(),
+                    config.ring_size, kernel_name(config.kernel));
+    install_engine(std::move(engine));
+    outputs_.set_ring_size(config.ring_size);
+  }
+
+  if (in_caps_ != caps) {
+    gst_caps_ref(caps);
+    if (in_caps_) gst_caps_unref(in_caps_);
+    in_caps_ = caps;
+  }
+  in_info_ = in;
+  out_format_ = out;
+  {
+    std::lock_guard<std::mutex> lock(info_mutex_);
+    fps_n_ = GST_VIDEO_INFO_FPS_N(&in);
+    fps_d_ = GST_VIDEO_INFO_FPS_D(&in);
+    geometry_ = out->geometry;
+  }
+  if (same_caps) {
+    gst_caps_unref(out_caps);
+    return true;
+  }
+  // After the frames submitted so far, which were made for the old caps.
+  GST_DEBUG_OBJECT(element_, "output caps %" GST_PTR_FORMAT, out_caps);
+  GstEvent* event = gst_event_new_caps(out_caps);
+  if (seqnum != GST_SEQNUM_INVALID) gst_event_set_seqnum(event, seqnum);
+  if (out_caps_) gst_caps_unref(out_caps_);
+  out_caps_ = out_caps;  // the event holds its own reference
+  if (!queue_.push_event(event, submitted_)) gst_event_unref(event);
+  return true;
+}
+
+GstFlowReturn Session::chain(GstBuffer* buffer) {
+  try {
+    return submit(buffer);
+  } catch (const std::exception& e) {
+    SESSION_ERROR(STREAM, FAILED, std::string("cudaoverlap failed: ") + e.what());
+  } catch (...) {
+    SESSION_ERROR(STREAM, FAILED, "cudaoverlap failed with an unknown exception");
+  }
+  return GST_FLOW_ERROR;
+}
+
+GstFlowReturn Session::submit(GstBuffer* buffer) {
+  const int64_t arrived_ns = host_now_ns();  // the element's latency starts here
+  // Owns the buffer from here on, on every path.
+  auto info = std::make_shared<FrameInfo>(buffer);
+
+  const GstFlowReturn flow = queue_.flow();
+  if (flow != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT(element_, "refusing a buffer: %s", gst_flow_get_name(flow));
+    return flow;
+  }
+  if (!engine_ || !out_format_) {
+    std::string refused;
+    {
+      std::lock_guard<std::mutex> lock(info_mutex_);
+      refused = refused_caps_;
+    }
+    SESSION_ERROR(CORE, NEGOTIATION,
+                  std::string("cudaoverlap received a buffer without accepted caps") +
+                      (refused.empty() ? "" : " (it refused " + refused + ")") + ": " + kTakes);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  // Downstream asked for other caps (RECONFIGURE): negotiate again before
+  // this frame, as GstBaseTransform does.
+  if (gst_pad_check_reconfigure(srcpad_) && in_caps_ != nullptr &&
+      !configure(in_caps_, GST_SEQNUM_INVALID)) {
+    gst_pad_mark_reconfigure(srcpad_);
+    return GST_PAD_IS_FLUSHING(srcpad_) ? GST_FLOW_FLUSHING : GST_FLOW_NOT_NEGOTIATED;
+  }
+  // QoS: a frame downstream would show too late is dropped before it costs
+  // an upload.
+  if (instruments_.drop_late(element_, buffer)) return GST_FLOW_OK;
+
+  const FrameLayout in_layout = engine_->config().input;
+  auto mapped = std::make_shared<MappedInput>();
+  const std::string problem = mapped->map(buffer, in_info_, in_layout);
+  if (!problem.empty()) {
+    SESSION_ERROR(STREAM, FORMAT,
+                  "cudaoverlap received a buffer smaller than its caps (" + describe(in_info_) +
+                      ") say: " + problem +
+                      "; the element before it sends truncated frames or wrong caps");
+    return GST_FLOW_ERROR;
+  }
+
+  info->epoch = queue_.epoch();
+  info->format = out_format_;
+  InputFrame input;
+  input.image = mapped->image(in_layout.format);
+  // Our pinned pool's memory uploads as it is; so does upstream's own memory
+  // that keeps coming back, once pinned (upstream_pinning.h). Either stays
+  // mapped and referenced until its upload completed; anything else is
+  // staged inside submit(), and unmapped when this function returns.
+  input.pinned = buffer_is_pinned(buffer, device_.get());
+  if (!input.pinned && pin_upstream_.load())
+    input.pinned =
+        pin_upstream_memory(buffer, input.image, in_layout, device_) == UpstreamPin::kPinned;
+  GST_LOG_OBJECT(element_, "%" GST_PTR_FORMAT " is %s", buffer,
+                 input.pinned ? "pinned: uploaded without staging" : "staged");
+  if (input.pinned) input.keep_alive = mapped;
+  input.user = std::move(info);
+  input.arrived_ns = arrived_ns;
+  const Status status = engine_->submit(std::move(input));
+  switch (status) {
+    case Status::kOk:
+      ++submitted_;
+      instruments_.submitted();
+      return queue_.flow();
+    case Status::kFlushing: {
+      const GstFlowReturn now = queue_.flow();
+      return now != GST_FLOW_OK ? now : GST_FLOW_FLUSHING;
+    }
+    case Status::kError:
+      report(status);
+      return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_ERROR;
+}
+
+bool Session::drain() { return !engine_ || report(engine_->drain()); }
+
+void Session::resume_after_eos() {
+  GST_DEBUG_OBJECT(element_, "a new stream or segment after downstream's EOS: flowing again");
+  drain();                      // what is in flight goes nowhere: the flow is not OK
+  gst_pad_pause_task(srcpad_);  // the task's last iteration has ended
+  queue_.restart();
+  submitted_ = 0;
+  start_task();
+}
+
+gboolean Session::finish_after_flow(GstEvent* event, GstFlowReturn flow) {
+  // Upstream has finished and will not see this flow return any more.
+  if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) GST_ELEMENT_FLOW_ERROR(element_, flow);
+  gst_pad_pause_task(srcpad_);  // nothing else pushes while EOS goes out
+  return gst_pad_push_event(srcpad_, event);
+}
+
+gboolean Session::sink_event(GstEvent* event) {
+  instruments_.sink_event(event);  // SEGMENT for QoS, FLUSH_STOP for the counters
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_FLUSH_START: {
+      begin_flush();  // unblocks a waiting submit()
+      // Downstream first, so a push the task is blocked in returns, then
+      // wait for the task's current iteration.
+      const gboolean ret = gst_pad_push_event(srcpad_, event);
+      gst_pad_pause_task(srcpad_);
+      return ret;
+    }
+    case GST_EVENT_FLUSH_STOP: {
+      if (engine_) engine_->flush_stop();  // drops what was in flight
+      queue_.restart();
+      submitted_ = 0;
+      const gboolean ret = gst_pad_push_event(srcpad_, event);
+      start_task();
+      return ret;
+    }
+    case GST_EVENT_EOS: {
+      GstFlowReturn flow = queue_.flow();
+      if (flow == GST_FLOW_OK) {
+        // Every frame in flight goes out before EOS: drain() puts them all
+        // in the queue, and EOS is queued behind them.
+        if (!drain()) {
+          gst_event_unref(event);
+          return FALSE;
+        }
+        if (queue_.push_event(event, submitted_)) return TRUE;
+        flow = queue_.flow();  // downstream answered meanwhile
+      }
+      if (flow == GST_FLOW_FLUSHING) {
+        gst_event_unref(event);
+        return FALSE;
+      }
+      return finish_after_flow(event, flow);
+    }
+    case GST_EVENT_CAPS: {
+      GstCaps* caps = nullptr;
+      gst_event_parse_caps(event, &caps);
+      const bool ok = configure(caps, gst_event_get_seqnum(event));
+      gst_event_unref(event);
+      return ok;
+    }
+    case GST_EVENT_STREAM_START:
+    case GST_EVENT_SEGMENT:
+      if (queue_.flow() == GST_FLOW_EOS) resume_after_eos();
+      break;
+    default:
+      break;
+  }
+  if (!GST_EVENT_IS_SERIALIZED(event))
+    return gst_pad_event_default(sinkpad_, GST_OBJECT_CAST(element_), event);
+  // Queued behind the frames submitted before it: it keeps its place.
+  if (queue_.push_event(event, submitted_)) return TRUE;
+  // Not flowing: sticky events are taken (upstream sends them again after a
+  // flush), others refused.
+  const bool sticky = GST_EVENT_IS_STICKY(event);
+  gst_event_unref(event);
+  return sticky;
+}
+
+gboolean Session::propose_allocation(GstQuery* query) {
+  // The engine holds each input buffer until its upload is done, and
+  // upstream writes the next: ring-size + 2, growing if upstream holds more
+  // (max 0) rather than stalling it.
+  const guint min_buffers = static_cast<guint>(settings_().ring_size) + 2;
+  // Pinned memory of our device: frames written there upload without a
+  // staging copy. Without a device (not started), or without the pinned
+  // memory for it, a plain pool.
+  std::string problem;
+  if (device_ && propose_pinned_pool(query, device_, min_buffers, &problem)) return TRUE;
+  if (!problem.empty())
+    GST_ELEMENT_WARNING(element_, RESOURCE, NO_SPACE_LEFT, ("cudaoverlap: %s", problem.c_str()),
+                        (nullptr));
+  return propose_video_pool(query, min_buffers);
+}
+
+bool Session::drain_for_query() { return drain() && queue_.wait_empty(); }
+
+// ---------------------------------------------------------------------------
+// Any thread: upstream events, queries
+
+gboolean Session::src_event(GstEvent* event) {
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_QOS:
+      instruments_.src_event(event);  // drop late frames
+      break;
+    case GST_EVENT_NAVIGATION: {
+      GeometryTransform geometry;
+      {
+        std::lock_guard<std::mutex> lock(info_mutex_);
+        geometry = geometry_;
+      }
+      event = navigation_to_input(event, geometry);  // a click lands on the pixel it shows
+      break;
+    }
+    default:
+      break;
+  }
+  return gst_pad_event_default(srcpad_, GST_OBJECT_CAST(element_), event);
+}
+
+void Session::add_own_latency(GstQuery* query) {
+  const int ring_size = settings_().ring_size;
+  gint fps_n, fps_d;
+  {
+    std::lock_guard<std::mutex> lock(info_mutex_);
+    fps_n = fps_n_;
+    fps_d = fps_d_;
+  }
+  // Own latency: min as measured (one frame until measured), max ring-size frames.
+  instruments_.add_own_latency(element_, query, fps_n, fps_d, ring_size);
+}
+
+void Session::note_refused_caps(GstCaps* caps) {
+  const std::string text = caps_text(caps);
+  GST_INFO_OBJECT(element_, "refusing caps %s", text.c_str());
+  std::lock_guard<std::mutex> lock(info_mutex_);
+  refused_caps_ = text;
+}
+
+// ---------------------------------------------------------------------------
+// Src pad task
+
+void Session::push_next() {
+  OutputItem item;
+  if (!queue_.pop(&item)) {
+    GST_DEBUG_OBJECT(element_, "not flowing (%s): pausing the task",
+                     gst_flow_get_name(queue_.flow()));
+    gst_pad_pause_task(srcpad_);
+    return;
+  }
+  GstFlowReturn flow = GST_FLOW_OK;
+  if (item.event != nullptr) {
+    GST_LOG_OBJECT(element_, "pushing %" GST_PTR_FORMAT, item.event);
+    // A refused event is not a flow error; refused caps show up as
+    // not-negotiated on the next buffer.
+    gst_pad_push_event(srcpad_, item.event);
+  } else {
+    try {
+      const FrameTiming timing = item.frame.timing();
+      const std::shared_ptr<FrameInfo> info =
+          std::static_pointer_cast<FrameInfo>(item.frame.user());
+      bool copied = false;
+      GstBuffer* buffer = outputs_.make(std::move(item.frame), *info->format, info->input, &copied);
+      // Upstream's buffer is not held while downstream holds ours.
+      gst_buffer_unref(info->input);
+      info->input = nullptr;
+      if (copied)
+        GST_LOG_OBJECT(element_,
+                       "downstream holds %d buffers: output copied to keep the ring "
+                       "moving",
+                       outputs_.held());
+      TimeSpan push{host_now_ns(), -1};
+      flow = gst_pad_push(srcpad_, buffer);
+      push.end_ns = host_now_ns();
+      instruments_.pushed(element_, timing, push);  // stats, trace, latency
+    } catch (const std::exception& e) {
+      SESSION_ERROR(STREAM, FAILED, std::string("cudaoverlap failed: ") + e.what());
+      flow = GST_FLOW_ERROR;
+    }
+  }
+  const bool eos_pending = queue_.done(flow);
+  if (flow == GST_FLOW_OK) return;
+
+  GST_DEBUG_OBJECT(element_, "downstream returned %s: pausing the task", gst_flow_get_name(flow));
+  if (eos_pending && flow != GST_FLOW_FLUSHING) {
+    // Upstream already sent EOS, so no chain() will return this flow to it;
+    // the queue dropped that EOS, which still goes downstream.
+    if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) GST_ELEMENT_FLOW_ERROR(element_, flow);
+    gst_pad_push_event(srcpad_, gst_event_new_eos());
+  }
+  gst_pad_pause_task(srcpad_);
+}
+
+}  // namespace cudaoverlap

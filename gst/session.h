@@ -1,0 +1,172 @@
+// What the cudaoverlap element does, apart from being a GObject: one
+// streaming session from READY->PAUSED to PAUSED->READY. The GObject file
+// (gstcudaoverlap.cpp) holds the type, the pads and the property table, and
+// forwards every pad function here.
+//
+// Data flow: chain() maps each input buffer and submits it to the engine
+// (which blocks while the ring is full: the element's backpressure); the
+// engine's worker hands finished frames, in order, to the OutputQueue; the
+// src pad task (push_next) pops frames and serialized events from it and
+// pushes them. Nothing else pushes buffers.
+//
+// One flow state: the OutputQueue's (output_queue.h) — OK, FLUSHING, or what
+// downstream last answered. chain() returns it to upstream; a new engine
+// starts flushing when it says FLUSHING; the engine's own flushing is
+// driven from here and nowhere else.
+//
+// Threads, as GStreamer names them:
+// - owner: the thread changing the element's state (start, stop, pad
+//   activation);
+// - streaming: upstream's thread in chain(), serialized events and queries
+//   (the engine's single producer);
+// - task: the src pad task (push_next);
+// - any: FLUSH_START, upstream events from downstream, queries, the engine's
+//   worker (callbacks).
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine.h"
+#include "gstcudaoverlapenums.h"
+#include "output_buffer.h"
+#include "output_queue.h"
+#include "stats.h"
+#include "video_mapping.h"
+
+namespace cudaoverlap {
+
+// The element's properties that shape an engine, read by the element under
+// its object lock whenever the session asks (caps, renegotiation).
+struct SessionSettings {
+  KernelId kernel = KernelId::kCopy;
+  KernelParams params;  // from the kernel properties
+  int ring_size = 3;
+  Mode mode = Mode::kOverlapped;
+};
+
+class Session {
+ public:
+  // `element` owns the session and both pads; none is referenced.
+  Session(GstElement* element, GstPad* sinkpad, GstPad* srcpad,
+          std::function<SessionSettings()> settings);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Any thread: stats, trace-file, qos (their own locks).
+  Instruments& instruments() { return instruments_; }
+  // Any thread: pin-upstream-memory, read per frame.
+  void set_pin_upstream(bool pin) { pin_upstream_ = pin; }
+  bool pin_upstream() const { return pin_upstream_; }
+
+  // Owner, READY->PAUSED: opens the device, the trace file and the stats
+  // messages. False after posting an error. Twice is fine.
+  bool start(GstCudaOverlapBackend backend, int device_id);
+  // Owner, PAUSED->READY and finalize: mirrors start(). Twice is fine.
+  void stop();
+
+  // Owner, pad (de)activation in push mode. Deactivating either pad flushes:
+  // a chain() waiting for a free slot returns, the task stops.
+  bool activate_src(bool active);
+  void activate_sink(bool active);
+
+  // Streaming: one input buffer (taken). Returns the flow state.
+  GstFlowReturn chain(GstBuffer* buffer);
+  // Streaming for serialized events, any thread for FLUSH_START. Takes
+  // `event`.
+  gboolean sink_event(GstEvent* event);
+  // Streaming: ALLOCATION, answered with a pool of pinned memory.
+  gboolean propose_allocation(GstQuery* query);
+  // Streaming: a serialized query other than ALLOCATION sees the stream as
+  // it is after the buffers before it: everything goes downstream first.
+  // False when that could not be done (flushing, an error).
+  bool drain_for_query();
+
+  // Any thread: an event from downstream (QOS, NAVIGATION, RECONFIGURE, …).
+  gboolean src_event(GstEvent* event);
+  // Any thread: the LATENCY query, already answered upstream; adds ours.
+  void add_own_latency(GstQuery* query);
+  // Any thread: ACCEPT_CAPS refused `caps`; named in a later error message.
+  void note_refused_caps(GstCaps* caps);
+
+ private:
+  // Src pad task.
+  static void task_loop(gpointer session);
+  void push_next();
+  bool start_task();
+
+  // Streaming: a new CAPS event, or downstream's RECONFIGURE. Works out
+  // the output and the engine for `caps`; drains and replaces the engine
+  // when any part of its configuration changed; queues CAPS downstream when
+  // the output caps changed. False after posting an error.
+  bool configure(GstCaps* caps, guint32 seqnum);
+  GstFlowReturn submit(GstBuffer* buffer);
+  bool drain();
+  // Any thread: the flow state becomes FLUSHING and the engine stops taking
+  // frames; a submit() waiting for a slot returns.
+  void begin_flush();
+  // Streaming: downstream's EOS is forgotten (STREAM_START, SEGMENT), as
+  // GStreamer's queue does: what is in flight is dropped and the task runs
+  // again.
+  void resume_after_eos();
+  // Streaming: EOS when the flow state is not OK (nothing in flight goes
+  // out any more): EOS still goes downstream, with an error first when
+  // downstream's answer was one.
+  gboolean finish_after_flow(GstEvent* event, GstFlowReturn flow);
+
+  void install_engine(std::unique_ptr<Engine> engine);
+  void on_frame(OutputFrame frame);           // engine worker
+  void on_error(const std::string& message);  // engine worker or streaming
+  bool report(Status status);                 // streaming: false unless kOk
+  // Any thread: true for the first error of a run, which is posted as
+  // GST_ELEMENT_ERROR; later ones are consequences of it and only logged.
+  bool claim_error();
+
+  GstElement* const element_;
+  GstPad* const sinkpad_;
+  GstPad* const srcpad_;
+  const std::function<SessionSettings()> settings_;  // takes the object lock
+  std::atomic<bool> pin_upstream_{true};
+
+  // Lock order: pad stream locks, then engine_mutex_, then the OutputQueue's
+  // mutex, then the engine's own; info_mutex_ is a leaf. No lock of ours is
+  // held while calling submit(), drain() or stop() of an engine, which may
+  // block, nor while calling settings_ (the element's object lock).
+  std::mutex engine_mutex_;
+  // Replaced only under engine_mutex_, and only by the streaming thread or by
+  // the owner while streaming is stopped, so the streaming thread (the
+  // engine's single producer) uses it without the lock; other threads
+  // (flushes) use it under the lock.
+  std::unique_ptr<Engine> engine_;
+
+  // Owner thread, in start()/stop(); read by the others in between.
+  std::shared_ptr<Device> device_;
+
+  // Streaming thread only.
+  GstCaps* in_caps_ = nullptr;  // the last CAPS event's, owned
+  GstVideoInfo in_info_;
+  std::shared_ptr<const OutputFormat> out_format_;
+  GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned
+  uint64_t submitted_ = 0;       // frames submitted in the queue's epoch
+
+  mutable std::mutex info_mutex_;
+  // Guarded by info_mutex_: read by queries and errors on any thread.
+  gint fps_n_ = 0;
+  gint fps_d_ = 1;
+  GeometryTransform geometry_;  // of the output now: for NAVIGATION events
+  std::string refused_caps_;
+  bool error_posted_ = false;
+
+  OutputQueue queue_;  // the flow state; its own lock
+  OutputBuffers outputs_;
+  Instruments instruments_;  // stats, trace, QoS, measured latency: its own locks
+};
+
+}  // namespace cudaoverlap
