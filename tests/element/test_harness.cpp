@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <thread>
@@ -55,6 +56,18 @@ std::vector<std::string> without_startup(std::vector<std::string> items) {
     if (item != "event stream-start" && item != "event caps" && item != "event segment")
       rest.push_back(item);
   return rest;
+}
+
+// `info` with another format and size, its colorimetry, rate and aspect kept.
+GstVideoInfo video_info_like(const GstVideoInfo& info, GstVideoFormat format, int width,
+                             int height) {
+  GstVideoInfo like =
+      video_info(format, width, height, GST_VIDEO_INFO_FPS_N(&info), GST_VIDEO_INFO_FPS_D(&info));
+  like.colorimetry = info.colorimetry;
+  like.chroma_site = info.chroma_site;
+  GST_VIDEO_INFO_PAR_N(&like) = GST_VIDEO_INFO_PAR_N(&info);
+  GST_VIDEO_INFO_PAR_D(&like) = GST_VIDEO_INFO_PAR_D(&info);
+  return like;
 }
 
 void push_segment(GstHarness* h) {
@@ -232,6 +245,55 @@ TEST_F(Harness, CapsChangeDrainsThenRenegotiates) {
   gst_caps_unref(expected_caps);
   gst_caps_unref(current);
   for (GstBuffer* input : inputs) gst_buffer_unref(input);
+}
+
+// Each caps change touches one field; each must reach downstream, and the
+// frames after it must be processed as the new caps say (an engine kept for
+// a change it cannot ignore, or caps not forwarded, shows here).
+TEST_F(Harness, CapsChangesOfOneFieldAtATimeAreEachFollowed) {
+  GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48, 30, 1);
+  gst_video_colorimetry_from_string(&info.colorimetry, GST_VIDEO_COLORIMETRY_BT601);
+  start({{"ring-size", "2"}, {"kernel", "invert"}}, &info);
+  struct Step {
+    const char* what;
+    std::function<void(GstVideoInfo*)> change;
+  };
+  const std::vector<Step> steps = {
+      {"colorimetry",
+       [](GstVideoInfo* i) {
+         gst_video_colorimetry_from_string(&i->colorimetry, GST_VIDEO_COLORIMETRY_BT709);
+       }},
+      {"range", [](GstVideoInfo* i) { i->colorimetry.range = GST_VIDEO_COLOR_RANGE_0_255; }},
+      {"chroma-site", [](GstVideoInfo* i) { i->chroma_site = GST_VIDEO_CHROMA_SITE_DV; }},
+      {"width", [](GstVideoInfo* i) { *i = video_info_like(*i, GST_VIDEO_FORMAT_NV12, 66, 48); }},
+      {"height", [](GstVideoInfo* i) { *i = video_info_like(*i, GST_VIDEO_FORMAT_NV12, 66, 50); }},
+      {"framerate", [](GstVideoInfo* i) { GST_VIDEO_INFO_FPS_N(i) = 25; }},
+      {"pixel-aspect-ratio",
+       [](GstVideoInfo* i) {
+         GST_VIDEO_INFO_PAR_N(i) = 4;
+         GST_VIDEO_INFO_PAR_D(i) = 3;
+       }},
+      {"format", [](GstVideoInfo* i) { *i = video_info_like(*i, GST_VIDEO_FORMAT_I420, 66, 50); }},
+  };
+  uint64_t index = 0;
+  for (const Step& step : steps) {
+    step.change(&info);
+    GstCaps* caps = caps_of(info);
+    ASSERT_TRUE(gst_harness_push_event(h_, gst_event_new_caps(gst_caps_ref(caps)))) << step.what;
+    GstBuffer* input = make_frame(info, 70 + index, index);
+    ASSERT_EQ(gst_harness_push(h_, gst_buffer_ref(input)), GST_FLOW_OK) << step.what;
+    GstBuffer* output = gst_harness_pull(h_);
+    ASSERT_NE(output, nullptr) << step.what;
+    EXPECT_EQ(compare_frames(info, input, output, Kernel::kInvert), "") << step.what;
+    GstCaps* current = gst_pad_get_current_caps(element_pad("src"));
+    EXPECT_TRUE(current && gst_caps_is_equal(current, caps))
+        << step.what << ": downstream has " << (current ? gst_caps_to_string(current) : "none");
+    if (current) gst_caps_unref(current);
+    gst_caps_unref(caps);
+    gst_buffer_unref(output);
+    gst_buffer_unref(input);
+    ++index;
+  }
 }
 
 TEST_F(Harness, LatencyAddsOneFrameToMinAndRingSizeFramesToMax) {
@@ -572,6 +634,21 @@ TEST(Properties, RingSizeIsOnlyChangeableInNullAndReady) {
   gint ring = 0;
   g_object_get(element, "ring-size", &ring, nullptr);
   EXPECT_EQ(ring, 5);
+  // In PLAYING the engine's ring is allocated: a change is refused, and the
+  // value read back says so.
+  g_object_set(element, "backend", "cpu", nullptr);
+  GstHarness* h = gst_harness_new_with_element(element, "sink", "src");
+  gst_harness_set_src_caps(h, caps_of(video_info(GST_VIDEO_FORMAT_RGBA, 16, 16)));
+  ASSERT_EQ(GST_STATE(element), GST_STATE_PLAYING);
+  g_object_set(element, "ring-size", 9, nullptr);
+  g_object_get(element, "ring-size", &ring, nullptr);
+  EXPECT_EQ(ring, 5);
+  ASSERT_EQ(gst_harness_push(h, make_frame(video_info(GST_VIDEO_FORMAT_RGBA, 16, 16), 1)),
+            GST_FLOW_OK);
+  GstBuffer* out = gst_harness_pull(h);
+  EXPECT_NE(out, nullptr);
+  if (out) gst_buffer_unref(out);
+  gst_harness_teardown(h);
   gst_object_unref(element);
 }
 

@@ -177,25 +177,53 @@ TEST(Pipelines, SerialModeGivesTheSameFrames) {
   for (GstBuffer* input : inputs) gst_buffer_unref(input);
 }
 
-TEST(Pipelines, LaunchLineRunsToEos) {
-  SKIP_WITHOUT_BACKEND();
-  const std::string description =
-      "videotestsrc num-buffers=30 ! video/x-raw,format=NV12,width=64,height=48,framerate=30/1 "
-      "! cudaoverlap kernel=invert backend=" +
-      test_backend() + " ! videoconvert ! fakesink";
+// Every buffer an appsink named "sink" at the end of `description` got, up
+// to EOS (transfer full); fails the test on an error or after 10 s.
+std::vector<GstBuffer*> run_launch_line(const std::string& description) {
+  std::vector<GstBuffer*> buffers;
   GError* error = nullptr;
   GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  ASSERT_EQ(error, nullptr) << error->message;
-  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  if (error != nullptr) {
+    ADD_FAILURE() << description << ": " << error->message;
+    g_error_free(error);
+    return buffers;
+  }
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  EXPECT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  while (GstSample* sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+    buffers.push_back(gst_buffer_ref(gst_sample_get_buffer(sample)));
+    gst_sample_unref(sample);
+  }
+  EXPECT_TRUE(gst_app_sink_is_eos(GST_APP_SINK(sink))) << description << ": no EOS within 10 s";
   GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* message = gst_bus_timed_pop_filtered(
-      bus, 10 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(message, nullptr) << "no EOS within 10 s";
-  EXPECT_EQ(GST_MESSAGE_TYPE(message), GST_MESSAGE_EOS);
-  gst_message_unref(message);
+  GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  EXPECT_EQ(message, nullptr) << description << ": an error was posted";
+  if (message) gst_message_unref(message);
   gst_object_unref(bus);
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
   gst_object_unref(pipeline);
+  return buffers;
+}
+
+TEST(Pipelines, LaunchLineRunsToEosWithEveryFrameInverted) {
+  SKIP_WITHOUT_BACKEND();
+  const std::string source =
+      "videotestsrc num-buffers=30 pattern=smpte ! "
+      "video/x-raw,format=NV12,width=64,height=48,framerate=30/1 ! ";
+  const std::vector<GstBuffer*> inputs = run_launch_line(source + "appsink name=sink sync=false");
+  const std::vector<GstBuffer*> outputs =
+      run_launch_line(source + "cudaoverlap kernel=invert backend=" + test_backend() +
+                      " ! appsink name=sink sync=false");
+  ASSERT_EQ(inputs.size(), 30u);
+  ASSERT_EQ(outputs.size(), inputs.size());
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(GST_BUFFER_PTS(outputs[i]), GST_BUFFER_PTS(inputs[i])) << "frame " << i;
+    EXPECT_EQ(compare_frames(info, inputs[i], outputs[i], Kernel::kInvert), "") << "frame " << i;
+  }
+  for (GstBuffer* buffer : inputs) gst_buffer_unref(buffer);
+  for (GstBuffer* buffer : outputs) gst_buffer_unref(buffer);
 }
 
 TEST(Pipelines, PlayingToNullWhileFramesFlowNeverDeadlocks) {
@@ -278,8 +306,8 @@ TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
   for (const bool pin : {true, false}) {
     SCOPED_TRACE(pin ? "pin-upstream-memory=true" : "pin-upstream-memory=false");
     const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 66, 34);
-    AppPipeline pipeline(info, std::string("kernel=invert pin-upstream-memory=") +
-                                   (pin ? "true" : "false"));
+    AppPipeline pipeline(
+        info, std::string("kernel=invert pin-upstream-memory=") + (pin ? "true" : "false"));
     ASSERT_TRUE(pipeline.ok());
     constexpr int kBlocks = 3;
     constexpr int kFrames = 30;
@@ -290,8 +318,8 @@ TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
     const size_t bytes = (GST_VIDEO_INFO_SIZE(&info) + 4095) / 4096 * 4096;
     for (int b = 0; b < kBlocks; ++b) {
       void* data = std::aligned_alloc(4096, bytes);
-      blocks.push_back(gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes,
-                                                   0, GST_VIDEO_INFO_SIZE(&info), data, std::free));
+      blocks.push_back(gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes, 0,
+                                                   GST_VIDEO_INFO_SIZE(&info), data, std::free));
     }
     std::vector<GstBuffer*> expected;
     for (int i = 0; i < kFrames; ++i) {

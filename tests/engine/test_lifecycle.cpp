@@ -1,7 +1,9 @@
 // The engine's life around the frames: flush (start unblocks, stop drops and
 // resumes), drain, stop and destruction with frames in flight, a failure at
 // every stage, and start-up refusals that say what was asked for.
+#include <functional>
 #include <future>
+#include <vector>
 
 #include "engine_test_util.h"
 
@@ -261,6 +263,48 @@ std::string start_error(std::shared_ptr<Device> device, const EngineConfig& conf
     return e.what();
   }
   return {};
+}
+
+// An owner keeps a running engine only while its configuration is equal
+// (the element, on every caps change): every field must take part, or a
+// change of that field alone would keep computing with the old one.
+TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
+  EngineConfig base;
+  base.input = FrameLayout::packed(PixelFormat::kNV12, 64, 48);
+  base.output = FrameLayout::packed(PixelFormat::kRGBA, 64, 48);
+  base.kernel = KernelId::kConvert;
+  EXPECT_TRUE(base == EngineConfig(base));
+  const std::vector<std::pair<const char*, std::function<void(EngineConfig*)>>> changes = {
+      {"ring_size", [](EngineConfig* c) { c->ring_size = 4; }},
+      {"mode", [](EngineConfig* c) { c->mode = Mode::kSerial; }},
+      {"input format", [](EngineConfig* c) { c->input.format = PixelFormat::kI420; }},
+      {"input stride", [](EngineConfig* c) { c->input.stride[1] += 4; }},
+      {"input offset", [](EngineConfig* c) { c->input.offset[1] += 64; }},
+      {"output size", [](EngineConfig* c) { c->output.size += 1; }},
+      {"output width", [](EngineConfig* c) { c->output.width = 66; }},
+      {"kernel", [](EngineConfig* c) { c->kernel = KernelId::kCopy; }},
+      {"matrix in", [](EngineConfig* c) { c->params.convert.in.matrix = YuvMatrix::kBT709; }},
+      {"range in", [](EngineConfig* c) { c->params.convert.in.full_range = true; }},
+      {"matrix out", [](EngineConfig* c) { c->params.convert.out.matrix = YuvMatrix::kBT709; }},
+      {"range out", [](EngineConfig* c) { c->params.convert.out.full_range = true; }},
+      {"flip", [](EngineConfig* c) { c->params.flip = FlipDirection::k180; }},
+      {"brightness", [](EngineConfig* c) { c->params.balance.brightness = 0.5; }},
+      {"contrast", [](EngineConfig* c) { c->params.balance.contrast = 0.5; }},
+      {"saturation", [](EngineConfig* c) { c->params.balance.saturation = 0.5; }},
+      {"hue", [](EngineConfig* c) { c->params.balance.hue = 0.5; }},
+      {"sigma", [](EngineConfig* c) { c->params.blur_sigma = 3.0; }},
+      {"synthetic_us", [](EngineConfig* c) { c->params.synthetic_us = 10; }},
+      {"timing", [](EngineConfig* c) { c->timing = true; }},
+      {"staging_threads", [](EngineConfig* c) { c->staging_threads = 2; }},
+      {"fault", [](EngineConfig* c) { c->fault.stage = FaultStage::kUpload; }},
+      {"barrier", [](EngineConfig* c) { c->disabled_barrier = Barrier::kRelease; }},
+  };
+  for (const auto& change : changes) {
+    EngineConfig other = base;
+    change.second(&other);
+    EXPECT_FALSE(base == other) << change.first;
+    EXPECT_TRUE(base != other) << change.first;
+  }
 }
 
 TEST(StartupTest, RingSizeOutOfRangeIsRefused) {

@@ -2,6 +2,8 @@
 // frame is measured, and the measured times respect the engine's barriers
 // and each stream's order, under random delays. The cuda variants run where
 // a device exists and show that GPU times land on the host clock.
+#include <cstdio>
+
 #include "engine_test_util.h"
 
 namespace cudaoverlap::test {
@@ -166,14 +168,22 @@ TEST(TimingOverlap, StagesOfConsecutiveFramesOverlapOnTheCpuBackend) {
   ASSERT_EQ(engine.drain(), Status::kOk);
   ASSERT_TRUE(collected.wait_for(kFrames));
   engine.stop();
+  // Frames whose upload ran while an earlier frame of the ring was being
+  // downloaded. Each stage waits up to 300 us at random, so about half the
+  // frames should; a pipeline that overlaps only by accident manages a few.
   int overlapping = 0;
-  for (int i = 1; i < kFrames; ++i)
+  for (int i = 1; i < kFrames; ++i) {
+    bool overlaps = false;
     for (int j = std::max(0, i - 3); j < i; ++j) {
       const TimeSpan& up = collected.timings[i].upload;
       const TimeSpan& down = collected.timings[j].download;
-      if (up.start_ns < down.end_ns && down.start_ns < up.end_ns) ++overlapping;
+      if (up.start_ns < down.end_ns && down.start_ns < up.end_ns) overlaps = true;
     }
-  EXPECT_GT(overlapping, 0);
+    overlapping += overlaps;
+  }
+  std::printf("frames whose upload overlapped an earlier download: %d of %d\n", overlapping,
+              kFrames - 1);
+  EXPECT_GE(overlapping, (kFrames - 1) / 4);
 }
 
 }  // namespace

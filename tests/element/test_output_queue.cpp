@@ -1,0 +1,215 @@
+// The OutputQueue alone (gst/output_queue.h): the ordered hand-over between
+// the engine's worker, the streaming thread and the src pad task, and the
+// element's one flow state. Frames here carry no engine (no slot to free);
+// a frame is "released" when its user data is destroyed, which the tests
+// count.
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "output_queue.h"
+
+namespace cudaoverlap {
+namespace {
+
+using namespace std::chrono_literals;
+
+class OutputQueueTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { gst_init(nullptr, nullptr); }
+
+  // A frame numbered `sequence` whose destruction is counted in released_.
+  OutputFrame frame(uint64_t sequence) {
+    std::shared_ptr<void> user(new int(0), [this](void* p) {
+      delete static_cast<int*>(p);
+      ++released_;
+    });
+    return OutputFrame(nullptr, 0, sequence, ImageRef{}, std::move(user));
+  }
+
+  static GstEvent* marker(const char* name) {
+    return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new_empty(name));
+  }
+
+  // What the next pop() gives: "frame N" or "event <name>"; the item is
+  // handed back with done(OK).
+  std::string pop_one() {
+    OutputItem item;
+    if (!queue_.pop(&item)) return "nothing";
+    std::string what;
+    if (item.event != nullptr) {
+      const bool custom = GST_EVENT_TYPE(item.event) == GST_EVENT_CUSTOM_DOWNSTREAM;
+      what = std::string("event ") +
+             (custom ? gst_structure_get_name(gst_event_get_structure(item.event))
+                     : gst_event_type_get_name(GST_EVENT_TYPE(item.event)));
+      gst_event_unref(item.event);
+    } else {
+      what = "frame " + std::to_string(item.frame.sequence());
+    }
+    queue_.done(GST_FLOW_OK);
+    return what;
+  }
+
+  std::atomic<int> released_{0};
+  OutputQueue queue_;
+};
+
+TEST_F(OutputQueueTest, TheFlowStateIsFlushingUntilTheFirstRestartAndOkAfter) {
+  EXPECT_EQ(queue_.flow(), GST_FLOW_FLUSHING);
+  OutputItem item;
+  EXPECT_FALSE(queue_.pop(&item));
+  queue_.restart();
+  EXPECT_EQ(queue_.flow(), GST_FLOW_OK);
+}
+
+TEST_F(OutputQueueTest, AnEventAfterNFramesGoesOutAfterExactlyNFramesEvenWhenFramesComeLate) {
+  const uint64_t epoch = queue_.restart();
+  // The streaming thread submitted two frames, then an event: the event is
+  // queued before the engine has finished either frame.
+  ASSERT_TRUE(queue_.push_event(marker("after-two"), 2));
+  queue_.push_frame(frame(0), epoch);
+  EXPECT_EQ(pop_one(), "frame 0");
+  auto second = std::async(std::launch::async, [&] { return pop_one(); });
+  EXPECT_EQ(second.wait_for(50ms), std::future_status::timeout)
+      << "the event went out before the frame submitted before it";
+  queue_.push_frame(frame(1), epoch);
+  EXPECT_EQ(second.get(), "frame 1");
+  queue_.push_frame(frame(2), epoch);
+  EXPECT_EQ(pop_one(), "event after-two");
+  EXPECT_EQ(pop_one(), "frame 2");
+}
+
+TEST_F(OutputQueueTest, FramesOfAStaleEpochAreReleasedAtOnceAndNeverPopped) {
+  const uint64_t old_epoch = queue_.restart();
+  const uint64_t epoch = queue_.restart();  // a flush happened in between
+  ASSERT_NE(old_epoch, epoch);
+  queue_.push_frame(frame(7), old_epoch);
+  EXPECT_EQ(released_.load(), 1);
+  queue_.push_frame(frame(0), epoch);
+  EXPECT_EQ(pop_one(), "frame 0");
+}
+
+TEST_F(OutputQueueTest, StickyEventsSurviveAFlushAndGoOutFirstAfterTheRestart) {
+  const uint64_t epoch = queue_.restart();
+  GstCaps* caps = gst_caps_from_string("video/x-raw,format=RGBA,width=4,height=4");
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(queue_.push_event(gst_event_new_stream_start("s"), 0));
+  ASSERT_TRUE(queue_.push_event(gst_event_new_caps(caps), 0));
+  ASSERT_TRUE(queue_.push_event(gst_event_new_segment(&segment), 0));
+  ASSERT_TRUE(queue_.push_event(marker("custom"), 0));
+  queue_.push_frame(frame(0), epoch);
+  ASSERT_TRUE(queue_.push_event(gst_event_new_tag(gst_tag_list_new_empty()), 1));
+  queue_.push_frame(frame(1), epoch);
+  queue_.set_flushing();
+  EXPECT_EQ(queue_.flow(), GST_FLOW_FLUSHING);
+  EXPECT_EQ(released_.load(), 2) << "queued frames must be released by the flush";
+  // While flushing: sticky events that describe the stream are still taken,
+  // others are refused and stay the caller's.
+  GstEvent* refused = marker("during-flush");
+  EXPECT_FALSE(queue_.push_event(refused, 0));
+  gst_event_unref(refused);
+  GstEvent* segment_event = gst_event_new_segment(&segment);
+  EXPECT_FALSE(queue_.push_event(segment_event, 0));
+  gst_event_unref(segment_event);
+
+  queue_.restart();
+  EXPECT_EQ(pop_one(), "event stream-start");
+  EXPECT_EQ(pop_one(), "event caps");
+  EXPECT_EQ(pop_one(), "event tag");
+  EXPECT_TRUE(queue_.push_event(marker("after"), 0));
+  EXPECT_EQ(pop_one(), "event after") << "segment and custom events must not survive a flush";
+  gst_caps_unref(caps);
+}
+
+TEST_F(OutputQueueTest, AnErrorDownstreamStopsTheQueueAndSaysAnEosWasWaiting) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_frame(frame(0), epoch);
+  queue_.push_frame(frame(1), epoch);
+  ASSERT_TRUE(queue_.push_event(gst_event_new_eos(), 2));
+  OutputItem item;
+  ASSERT_TRUE(queue_.pop(&item));
+  EXPECT_TRUE(queue_.done(GST_FLOW_ERROR)) << "the EOS behind the frame was not reported";
+  EXPECT_EQ(queue_.flow(), GST_FLOW_ERROR);
+  EXPECT_FALSE(queue_.pop(&item));
+  EXPECT_EQ(released_.load(), 1) << "the frame still queued must be released";
+  // A later answer does not overwrite the first.
+  queue_.fail(GST_FLOW_NOT_NEGOTIATED);
+  EXPECT_EQ(queue_.flow(), GST_FLOW_ERROR);
+  // Frames still coming from the engine are released at once.
+  queue_.push_frame(frame(2), epoch);
+  EXPECT_EQ(released_.load(), 2);
+}
+
+TEST_F(OutputQueueTest, DownstreamEosWithoutAnEosQueuedIsNotReportedAsPending) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_frame(frame(0), epoch);
+  OutputItem item;
+  ASSERT_TRUE(queue_.pop(&item));
+  EXPECT_FALSE(queue_.done(GST_FLOW_EOS));
+  EXPECT_EQ(queue_.flow(), GST_FLOW_EOS);
+  // EOS from upstream now is refused: the caller sends it on itself.
+  GstEvent* eos = gst_event_new_eos();
+  EXPECT_FALSE(queue_.push_event(eos, 1));
+  gst_event_unref(eos);
+  // A flush overrides downstream's answer; the restart clears both.
+  queue_.set_flushing();
+  EXPECT_EQ(queue_.flow(), GST_FLOW_FLUSHING);
+  queue_.restart();
+  EXPECT_EQ(queue_.flow(), GST_FLOW_OK);
+}
+
+TEST_F(OutputQueueTest, SetFlushingWakesAWaitingPopAndWaitEmpty) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_frame(frame(0), epoch);
+  auto popper = std::async(std::launch::async, [&] {
+    OutputItem item;
+    return queue_.pop(&item) && queue_.pop(&item);  // the second waits
+  });
+  auto empty = std::async(std::launch::async, [&] { return queue_.wait_empty(); });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(popper.wait_for(0ms), std::future_status::timeout);
+  queue_.set_flushing();
+  ASSERT_EQ(popper.wait_for(2s), std::future_status::ready);
+  EXPECT_FALSE(popper.get());
+  ASSERT_EQ(empty.wait_for(2s), std::future_status::ready);
+  EXPECT_FALSE(empty.get());
+}
+
+TEST_F(OutputQueueTest, WaitEmptyReturnsOnceTheLastItemWasPushed) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_frame(frame(0), epoch);
+  auto empty = std::async(std::launch::async, [&] { return queue_.wait_empty(); });
+  OutputItem item;
+  ASSERT_TRUE(queue_.pop(&item));
+  EXPECT_EQ(empty.wait_for(50ms), std::future_status::timeout)
+      << "empty while the task still held a frame it had not pushed";
+  queue_.done(GST_FLOW_OK);
+  ASSERT_EQ(empty.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(empty.get());
+}
+
+TEST_F(OutputQueueTest, ClearReleasesEverythingAndStopsTheQueue) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_frame(frame(0), epoch);
+  queue_.push_frame(frame(1), epoch);
+  ASSERT_TRUE(queue_.push_event(marker("m"), 1));
+  queue_.clear();
+  EXPECT_EQ(released_.load(), 2);
+  EXPECT_EQ(queue_.flow(), GST_FLOW_FLUSHING);
+  queue_.restart();
+  GstCaps* caps = gst_caps_from_string("video/x-raw");
+  ASSERT_TRUE(queue_.push_event(gst_event_new_caps(caps), 0));
+  gst_caps_unref(caps);
+  EXPECT_EQ(pop_one(), "event caps") << "clear() must drop even sticky events";
+}
+
+}  // namespace
+}  // namespace cudaoverlap
