@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 rm -rf .gpu/bin .gpu/bin.tgz
 mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
+  build/tests/element/pinned-pool-tests build/tests/element/output-queue-tests
   build/tests/kernels/kernel-tests build/tests/kernels/kernel-vs-gst
   build/tests/bench/cudaoverlap-bench)
 for f in "${bins[@]}"; do

@@ -2,9 +2,22 @@
 # On a GPU machine, after scripts/gpu-bundle.sh made .gpu/ here: runs every
 # suite on the cuda backend, the pipeline benchmark (scripts/bench-pipelines.sh)
 # and the engine benchmark (its overlap, kernel and staging tables). Full logs go to OUTDIR; a summary is printed.
-#   scripts/gpu-check.sh OUTDIR
+#   scripts/gpu-check.sh OUTDIR [--no-kernels] [--memcheck] [--no-bench]
+# --no-kernels leaves out the kernel suites and the kernel table (for changes
+# that touch no kernel); --memcheck also runs the cuda element suite under
+# compute-sanitizer's memcheck; --no-bench leaves out the benchmarks.
 set -u
-out=${1:?usage: gpu-check.sh OUTDIR}
+out=${1:?usage: gpu-check.sh OUTDIR [--no-kernels] [--memcheck] [--no-bench]}
+shift
+kernels=1 memcheck=0 bench=1
+for a in "$@"; do
+  case $a in
+    --no-kernels) kernels=0 ;;
+    --memcheck) memcheck=1 ;;
+    --no-bench) bench=0 ;;
+    *) echo "gpu-check: unknown option $a" >&2; exit 2 ;;
+  esac
+done
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xzf .gpu/bin.tgz -C .gpu
 . .gpu/gst/env.sh
@@ -18,6 +31,13 @@ for t in .gpu/bin/test_*; do
   "$t" >"$out/$n.log" 2>&1
   echo "$n (rc $?): $(summary "$out/$n.log")"
 done
+for t in .gpu/bin/*-tests; do
+  n=$(basename "$t")
+  case $n in kernel-tests | element-tests) continue ;; esac
+  "$t" >"$out/$n.log" 2>&1
+  echo "$n (rc $?): $(summary "$out/$n.log")"
+done
+if [ $kernels = 1 ]; then
 # kernel-tests in 8 shards at once: its CPU references take minutes on one core.
 rc=0
 for i in 0 1 2 3 4 5 6 7; do
@@ -29,15 +49,32 @@ echo "kernel-tests (rc $rc, 8 shards): $(grep -c '^\[       OK \]' "$out/kernel-
   "$(grep -c '^\[  FAILED  \] [A-Z]' "$out/kernel-tests.log") FAILED"
 .gpu/bin/kernel-vs-gst >"$out/kernel-vs-gst.log" 2>&1
 echo "kernel-vs-gst (rc $?): $(summary "$out/kernel-vs-gst.log")"
+fi
 CUDAOVERLAP_TEST_BACKEND=cuda .gpu/bin/element-tests >"$out/element-cuda.log" 2>&1
 echo "element-tests cuda (rc $?): $(summary "$out/element-cuda.log")"
 CUDAOVERLAP_TEST_BACKEND=cuda GST_TRACERS=leaks GST_REGISTRY="$out/registry-leaks.bin" \
   .gpu/bin/element-tests --gtest_filter='Leaks.*' >"$out/element-leaks-cuda.log" 2>&1
 echo "element-tests leaks cuda (rc $?): $(summary "$out/element-leaks-cuda.log")"
+if [ $memcheck = 1 ]; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ -x "$sanitizer" ]; then
+    # Leaks of CUDA allocations at exit included; the stress and leaks cases
+    # are left out (minutes under the tool, and nothing they do is not done
+    # by the others too).
+    CUDAOVERLAP_TEST_BACKEND=cuda "$sanitizer" --tool memcheck --leak-check full \
+      --error-exitcode 9 .gpu/bin/element-tests --gtest_filter='-Stress.*:Leaks.*' \
+      >"$out/element-memcheck.log" 2>&1
+    echo "element-tests cuda under memcheck (rc $?): $(summary "$out/element-memcheck.log")" \
+      "$(grep -E '^========= ERROR SUMMARY' "$out/element-memcheck.log" | tail -1)"
+  else
+    echo "element-tests under memcheck: no compute-sanitizer on this machine"
+  fi
+fi
+[ $bench = 1 ] || exit 0
 
 # Whole gst-launch-1.0 pipelines against nvcodec's cudaupload ! cudadownload
 # and videoconvert (table and CSV; scripts/bench-plot.py draws the CSV).
 scripts/bench-pipelines.sh --csv "$out/pipelines.csv" 2>&1 | tee "$out/pipelines.txt"
 .gpu/bin/cudaoverlap-bench 2>&1 | tee "$out/bench.txt"
-.gpu/bin/cudaoverlap-bench --kernels 2>&1 | tee "$out/bench-kernels.txt"
+[ $kernels = 1 ] && .gpu/bin/cudaoverlap-bench --kernels 2>&1 | tee "$out/bench-kernels.txt"
 .gpu/bin/cudaoverlap-bench --staging 2>&1 | tee "$out/bench-staging.txt"
