@@ -65,7 +65,9 @@ fi
 
 # GST_DEBUG_NO_COLOR keeps the log parseable; GST_TRACER:7 is where the
 # latency tracer writes its records.
-GST_TRACERS="latency(flags=pipeline+element+reported)" GST_DEBUG="GST_TRACER:7" \
+# (scripts/sanitize.sh preloads its runtime into gst-launch-1.0 alone.)
+LD_PRELOAD="${CUDAOVERLAP_SANITIZER_PRELOAD:-${LD_PRELOAD:-}}" \
+  GST_TRACERS="latency(flags=pipeline+element+reported)" GST_DEBUG="GST_TRACER:7" \
   GST_DEBUG_NO_COLOR=1 GST_DEBUG_FILE="$log" \
   gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$frames" pattern=solid-color \
   ! "video/x-raw,format=$format,width=$width,height=$height,framerate=$fps/1" \

@@ -84,7 +84,12 @@ def main():
                    "identity", "drop-allocation=true", "!", "cudaoverlap",
                    "pin-upstream-memory=false", f"backend={backend}", f"mode={mode}", f"trace-file={path}", "!",
                    "fakesink", "sync=false"]
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            # Under scripts/sanitize.sh the plugin needs the sanitizer's
+            # runtime preloaded into gst-launch-1.0 (not into Python).
+            env = dict(os.environ)
+            if env.get("CUDAOVERLAP_SANITIZER_PRELOAD"):
+                env["LD_PRELOAD"] = env["CUDAOVERLAP_SANITIZER_PRELOAD"]
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
             if run.returncode != 0:
                 fail(f"{' '.join(cmd)} exited with {run.returncode}: {run.stderr}")
             check(path, mode)
