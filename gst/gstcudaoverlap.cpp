@@ -42,8 +42,8 @@
 
 #include <memory>
 
+#include "blur.h"
 #include "gstcudaoverlapenums.h"
-#include "kernel_properties.h"
 #include "session.h"
 #include "video_mapping.h"
 
@@ -62,6 +62,12 @@ constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
 constexpr bool DEFAULT_PIN_UPSTREAM = true;
+constexpr GstCudaOverlapVideoDirection DEFAULT_VIDEO_DIRECTION =
+    GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY;
+const BalanceParams DEFAULT_BALANCE;  // videobalance's defaults
+const double DEFAULT_SIGMA = KernelParams().blur_sigma;
+constexpr guint DEFAULT_STATS_INTERVAL = 0;
+constexpr bool DEFAULT_QOS = true;
 
 enum {
   PROP_0,
@@ -71,6 +77,18 @@ enum {
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_PIN_UPSTREAM_MEMORY,
+  // The kernels' parameters.
+  PROP_VIDEO_DIRECTION,
+  PROP_BRIGHTNESS,
+  PROP_CONTRAST,
+  PROP_SATURATION,
+  PROP_HUE,
+  PROP_SIGMA,
+  // What the element tells about itself (stats.h).
+  PROP_STATS,
+  PROP_STATS_INTERVAL,
+  PROP_TRACE_FILE,
+  PROP_QOS,
 };
 
 GstStaticPadTemplate sink_template =
@@ -90,8 +108,12 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
-  KernelProperties kernel_props;  // video-direction, brightness, …
+  GstCudaOverlapVideoDirection video_direction = DEFAULT_VIDEO_DIRECTION;
+  BalanceParams balance = DEFAULT_BALANCE;
+  double sigma = DEFAULT_SIGMA;
 
+  // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
+  // session, which reads them.
   std::unique_ptr<Session> session;
 };
 
@@ -113,7 +135,9 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.kernel = kernel_from_gst(priv->kernel);
   settings.ring_size = priv->ring_size;
   settings.mode = mode_from_gst(priv->mode);
-  priv->kernel_props.apply(&settings.params);
+  settings.params.flip = flip_direction_from_gst(priv->video_direction);
+  settings.params.balance = priv->balance;
+  settings.params.blur_sigma = priv->sigma;
   GST_OBJECT_UNLOCK(self);
   return settings;
 }
@@ -240,13 +264,11 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
                                           GParamSpec* pspec) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(object);
   GstCudaOverlapPrivate* priv = self->priv;
-  if (prop_id == PROP_PIN_UPSTREAM_MEMORY) {  // read per frame: any state
-    priv->session->set_pin_upstream(g_value_get_boolean(value));
-    return;
-  }
+  Session& session = *priv->session;
   GST_OBJECT_LOCK(self);
-  // The engine and device are made with these at start and on caps.
-  if (GST_STATE(self) > GST_STATE_READY) {
+  // Engines, the device and the instruments are made with these at start
+  // and on caps; pin-upstream-memory is read per frame.
+  if (GST_STATE(self) > GST_STATE_READY && prop_id != PROP_PIN_UPSTREAM_MEMORY) {
     GST_OBJECT_UNLOCK(self);
     GST_WARNING_OBJECT(self, "'%s' can only be changed in the NULL or READY state; ignored",
                        pspec->name);
@@ -268,10 +290,40 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_DEVICE_ID:
       priv->device_id = g_value_get_int(value);
       break;
+    case PROP_PIN_UPSTREAM_MEMORY:
+      session.set_pin_upstream(g_value_get_boolean(value));
+      break;
+    case PROP_VIDEO_DIRECTION:
+      priv->video_direction = static_cast<GstCudaOverlapVideoDirection>(g_value_get_enum(value));
+      break;
+    case PROP_BRIGHTNESS:
+      priv->balance.brightness = g_value_get_double(value);
+      break;
+    case PROP_CONTRAST:
+      priv->balance.contrast = g_value_get_double(value);
+      break;
+    case PROP_SATURATION:
+      priv->balance.saturation = g_value_get_double(value);
+      break;
+    case PROP_HUE:
+      priv->balance.hue = g_value_get_double(value);
+      break;
+    case PROP_SIGMA:
+      priv->sigma = g_value_get_double(value);
+      break;
+    case PROP_STATS_INTERVAL:
+      session.instruments().set_stats_interval(g_value_get_uint(value));
+      break;
+    case PROP_TRACE_FILE: {
+      const gchar* path = g_value_get_string(value);
+      session.instruments().set_trace_file(path ? path : "");
+      break;
+    }
+    case PROP_QOS:
+      session.instruments().set_qos(g_value_get_boolean(value));
+      break;
     default:
-      if (!set_kernel_property(&priv->kernel_props, kKernelPropertiesFirstId, prop_id, value) &&
-          !priv->session->instruments().set_property(prop_id, value))
-        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -281,6 +333,7 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
                                           GParamSpec* pspec) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(object);
   GstCudaOverlapPrivate* priv = self->priv;
+  const Session& session = *priv->session;
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
     case PROP_KERNEL:
@@ -299,12 +352,42 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       g_value_set_int(value, priv->device_id);
       break;
     case PROP_PIN_UPSTREAM_MEMORY:
-      g_value_set_boolean(value, priv->session->pin_upstream());
+      g_value_set_boolean(value, session.pin_upstream());
+      break;
+    case PROP_VIDEO_DIRECTION:
+      g_value_set_enum(value, priv->video_direction);
+      break;
+    case PROP_BRIGHTNESS:
+      g_value_set_double(value, priv->balance.brightness);
+      break;
+    case PROP_CONTRAST:
+      g_value_set_double(value, priv->balance.contrast);
+      break;
+    case PROP_SATURATION:
+      g_value_set_double(value, priv->balance.saturation);
+      break;
+    case PROP_HUE:
+      g_value_set_double(value, priv->balance.hue);
+      break;
+    case PROP_SIGMA:
+      g_value_set_double(value, priv->sigma);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed(value, session.instruments().stats());
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint(value, session.instruments().stats_interval());
+      break;
+    case PROP_TRACE_FILE: {
+      const std::string path = session.instruments().trace_file();
+      g_value_set_string(value, path.empty() ? nullptr : path.c_str());
+      break;
+    }
+    case PROP_QOS:
+      g_value_set_boolean(value, session.instruments().qos());
       break;
     default:
-      if (!get_kernel_property(priv->kernel_props, kKernelPropertiesFirstId, prop_id, value) &&
-          !priv->session->instruments().get_property(prop_id, value))
-        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -388,8 +471,67 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           DEFAULT_PIN_UPSTREAM,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                    GST_PARAM_MUTABLE_PLAYING)));
-  install_kernel_properties(gobject_class, kKernelPropertiesFirstId, flags);
-  Instruments::install_properties(gobject_class);  // stats, stats-interval, trace-file, qos
+  g_object_class_install_property(
+      gobject_class, PROP_VIDEO_DIRECTION,
+      g_param_spec_enum("video-direction", "Video direction",
+                        "kernel=flip: rotation or mirror, with videoflip's values (auto and "
+                        "custom are not taken); 90r, 90l, ul-lr and ur-ll swap width and height",
+                        GST_TYPE_CUDA_OVERLAP_VIDEO_DIRECTION, DEFAULT_VIDEO_DIRECTION, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_BRIGHTNESS,
+      g_param_spec_double("brightness", "Brightness",
+                          "kernel=balance: added to luma as brightness * 255 (as videobalance)",
+                          -1.0, 1.0, DEFAULT_BALANCE.brightness, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CONTRAST,
+      g_param_spec_double("contrast", "Contrast",
+                          "kernel=balance: luma gain around 16 (as videobalance)", 0.0, 2.0,
+                          DEFAULT_BALANCE.contrast, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_SATURATION,
+      g_param_spec_double("saturation", "Saturation",
+                          "kernel=balance: chroma gain around 128; 0 makes grey (as videobalance)",
+                          0.0, 2.0, DEFAULT_BALANCE.saturation, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_HUE,
+      g_param_spec_double("hue", "Hue",
+                          "kernel=balance: chroma rotation by hue * 180 degrees (as videobalance)",
+                          -1.0, 1.0, DEFAULT_BALANCE.hue, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_SIGMA,
+      g_param_spec_double("sigma", "Sigma",
+                          "kernel=blur: standard deviation of the Gaussian in pixels (the "
+                          "kernel reaches 3 sigma each way; subsampled chroma is blurred by the "
+                          "same extent on the picture)",
+                          kBlurMinSigma, kBlurMaxSigma, DEFAULT_SIGMA, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS,
+      g_param_spec_boxed(
+          "stats", "Statistics",
+          "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
+          "(wait-slot, staging, upload, compute, download, push) and of the element's latency "
+          "(chain to push); frames-per-second; overlap-efficiency = (staging + upload + compute + "
+          "download means) / wall time per frame",
+          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint("stats-interval", "Statistics interval",
+                        "Post the stats as an element message (\"cudaoverlap-stats\") on the bus "
+                        "every this many ms, also while no frame flows; 0 = never",
+                        0, G_MAXUINT, DEFAULT_STATS_INTERVAL, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_TRACE_FILE,
+      g_param_spec_string("trace-file", "Trace file",
+                          "Write a timeline of every frame's stages to this file in the "
+                          "Chrome/Perfetto JSON format (open it in ui.perfetto.dev or draw it "
+                          "with scripts/trace-to-png.py); empty = none. One element per file",
+                          nullptr, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_QOS,
+      g_param_spec_boolean("qos", "QoS",
+                           "Drop frames that downstream reports as too late before they are "
+                           "uploaded, and post QoS messages",
+                           DEFAULT_QOS, flags));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

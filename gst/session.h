@@ -62,6 +62,7 @@ class Session {
 
   // Any thread: stats, trace-file, qos (their own locks).
   Instruments& instruments() { return instruments_; }
+  const Instruments& instruments() const { return instruments_; }
   // Any thread: pin-upstream-memory, read per frame.
   void set_pin_upstream(bool pin) { pin_upstream_ = pin; }
   bool pin_upstream() const { return pin_upstream_; }

@@ -10,9 +10,6 @@ constexpr const char* kStageNames[kStatsStages] = {
     "wait-slot", "staging", "upload", "compute", "download", "push", "latency",
 };
 
-constexpr guint DEFAULT_STATS_INTERVAL = 0;
-constexpr gboolean DEFAULT_QOS = TRUE;
-
 }  // namespace
 
 const char* stats_stage_name(StatsStage stage) { return kStageNames[static_cast<int>(stage)]; }
@@ -76,14 +73,12 @@ void ElementStats::reset() {
 
 GstStructure* ElementStats::to_structure() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  GstStructure* s =
-      gst_structure_new("cudaoverlap-stats", "frames-in", G_TYPE_UINT64, static_cast<guint64>(in_),
-                        "frames-out", G_TYPE_UINT64, static_cast<guint64>(out_), "frames-dropped",
-                        G_TYPE_UINT64, static_cast<guint64>(dropped_), "frames-in-flight",
-                        G_TYPE_UINT, static_cast<guint>(std::max<int64_t>(in_flight_, 0)),
-                        "frames-staged", G_TYPE_UINT64,
-                        static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count),
-                        nullptr);
+  GstStructure* s = gst_structure_new(
+      "cudaoverlap-stats", "frames-in", G_TYPE_UINT64, static_cast<guint64>(in_), "frames-out",
+      G_TYPE_UINT64, static_cast<guint64>(out_), "frames-dropped", G_TYPE_UINT64,
+      static_cast<guint64>(dropped_), "frames-in-flight", G_TYPE_UINT,
+      static_cast<guint>(std::max<int64_t>(in_flight_, 0)), "frames-staged", G_TYPE_UINT64,
+      static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count), nullptr);
   for (int i = 0; i < kStatsStages; ++i) {
     const Stage& stage = stages_[i];
     const std::string name = kStageNames[i];
@@ -213,81 +208,24 @@ void LatencyEstimate::reset() {
 // ---------------------------------------------------------------------------
 // Instruments
 
-void Instruments::install_properties(GObjectClass* klass) {
-  const auto flags = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                              GST_PARAM_MUTABLE_READY);
-  g_object_class_install_property(
-      klass, PROP_INSTRUMENT_STATS,
-      g_param_spec_boxed(
-          "stats", "Statistics",
-          "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
-          "(wait-slot, staging, upload, compute, download, push) and of the element's latency "
-          "(chain to push); frames-per-second; overlap-efficiency = (staging + upload + compute + "
-          "download means) / wall time per frame",
-          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
-  g_object_class_install_property(
-      klass, PROP_INSTRUMENT_STATS_INTERVAL,
-      g_param_spec_uint("stats-interval", "Statistics interval",
-                        "Post the stats as an element message (\"cudaoverlap-stats\") on the bus "
-                        "every this many ms, also while no frame flows; 0 = never",
-                        0, G_MAXUINT, DEFAULT_STATS_INTERVAL, flags));
-  g_object_class_install_property(
-      klass, PROP_INSTRUMENT_TRACE_FILE,
-      g_param_spec_string("trace-file", "Trace file",
-                          "Write a timeline of every frame's stages to this file in the "
-                          "Chrome/Perfetto JSON format (open it in ui.perfetto.dev or draw it "
-                          "with scripts/trace-to-png.py); empty = none",
-                          nullptr, flags));
-  g_object_class_install_property(
-      klass, PROP_INSTRUMENT_QOS,
-      g_param_spec_boolean("qos", "QoS",
-                           "Drop frames that downstream reports as too late before they are "
-                           "uploaded, and post QoS messages",
-                           DEFAULT_QOS, flags));
+void Instruments::set_stats_interval(guint ms) {
+  std::lock_guard<std::mutex> lock(settings_mutex_);
+  stats_interval_ms_ = ms;
 }
 
-bool Instruments::set_property(guint prop_id, const GValue* value) {
-  switch (prop_id) {
-    case PROP_INSTRUMENT_STATS_INTERVAL: {
-      std::lock_guard<std::mutex> lock(settings_mutex_);
-      stats_interval_ms_ = g_value_get_uint(value);
-      return true;
-    }
-    case PROP_INSTRUMENT_TRACE_FILE: {
-      const gchar* path = g_value_get_string(value);
-      std::lock_guard<std::mutex> lock(settings_mutex_);
-      trace_file_ = path != nullptr ? path : "";
-      return true;
-    }
-    case PROP_INSTRUMENT_QOS:
-      qos_.set_enabled(g_value_get_boolean(value));
-      return true;
-    default:
-      return false;
-  }
+guint Instruments::stats_interval() const {
+  std::lock_guard<std::mutex> lock(settings_mutex_);
+  return stats_interval_ms_;
 }
 
-bool Instruments::get_property(guint prop_id, GValue* value) const {
-  switch (prop_id) {
-    case PROP_INSTRUMENT_STATS:
-      g_value_take_boxed(value, stats_.to_structure());
-      return true;
-    case PROP_INSTRUMENT_STATS_INTERVAL: {
-      std::lock_guard<std::mutex> lock(settings_mutex_);
-      g_value_set_uint(value, stats_interval_ms_);
-      return true;
-    }
-    case PROP_INSTRUMENT_TRACE_FILE: {
-      std::lock_guard<std::mutex> lock(settings_mutex_);
-      g_value_set_string(value, trace_file_.empty() ? nullptr : trace_file_.c_str());
-      return true;
-    }
-    case PROP_INSTRUMENT_QOS:
-      g_value_set_boolean(value, qos_.enabled());
-      return true;
-    default:
-      return false;
-  }
+void Instruments::set_trace_file(const std::string& path) {
+  std::lock_guard<std::mutex> lock(settings_mutex_);
+  trace_file_ = path;
+}
+
+std::string Instruments::trace_file() const {
+  std::lock_guard<std::mutex> lock(settings_mutex_);
+  return trace_file_;
 }
 
 std::string Instruments::start(GstElement* element) {

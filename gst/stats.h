@@ -31,15 +31,6 @@
 
 namespace cudaoverlap {
 
-// Property ids of these instruments, far above the element's own (which count
-// up from 1), so the two lists never collide.
-enum InstrumentProperty : guint {
-  PROP_INSTRUMENT_STATS = 0x1000,
-  PROP_INSTRUMENT_STATS_INTERVAL,
-  PROP_INSTRUMENT_TRACE_FILE,
-  PROP_INSTRUMENT_QOS,
-};
-
 // Stages in the order of the `stats` structure. kLatency is not a stage but
 // the whole stay of a frame in the element: chain() to the start of its push.
 enum class StatsStage { kWaitSlot, kStaging, kUpload, kCompute, kDownload, kPush, kLatency };
@@ -138,12 +129,16 @@ class LatencyEstimate {
 
 class Instruments {
  public:
-  // class_init: installs `stats`, `stats-interval`, `trace-file`, `qos`.
-  static void install_properties(GObjectClass* klass);
-  // set/get_property (the element holds its object lock): false when
-  // `prop_id` is not one of ours.
-  bool set_property(guint prop_id, const GValue* value);
-  bool get_property(guint prop_id, GValue* value) const;
+  // Any thread (the element's property functions): the settings behind
+  // `stats-interval`, `trace-file` and `qos`, read at start(); `stats` now
+  // (transfer full).
+  void set_stats_interval(guint ms);
+  guint stats_interval() const;
+  void set_trace_file(const std::string& path);
+  std::string trace_file() const;
+  void set_qos(bool enabled) { qos_.set_enabled(enabled); }
+  bool qos() const { return qos_.enabled(); }
+  GstStructure* stats() const { return stats_.to_structure(); }
 
   // Owner thread, READY->PAUSED: resets the counters, opens the trace file
   // and starts the stats messages. Returns an error sentence, or empty.
