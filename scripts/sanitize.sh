@@ -26,7 +26,9 @@ supp=$PWD/tests/sanitizers
 # runs with the sanitizer's runtime of the test program.
 export GST_REGISTRY_FORK=no
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# Full stacks at malloc, so that leaks are told apart by where they were made.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0
+export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
 
 export TSAN_OPTIONS=suppressions=$supp/tsan.supp:ignore_noninstrumented_modules=1:halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0
 # gst-launch-1.0 (trace-file, latency-check) is not linked with the runtime:
