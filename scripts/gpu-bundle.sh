@@ -12,9 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f build/gst/libgstcudaoverlap.so ] || scripts/setup.sh
-# coretracers: the leaks and latency tracers the tests and measurements use.
+# coretracers: the leaks and latency tracers the tests and measurements use;
+# jpeg and avi: the file the playbin scenario plays (tests/element).
+plugins=/usr/lib/x86_64-linux-gnu/gstreamer-1.0
 ../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
-  /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstcoretracers.so
+  $plugins/libgstcoretracers.so $plugins/libgstjpeg.so $plugins/libgstavi.so
 rm -rf .gpu/bin .gpu/bin.tgz
 mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests

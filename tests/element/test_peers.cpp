@@ -412,8 +412,16 @@ TEST(PeersCaps, AColorimetryOrRangeChangeAloneChangesTheConversion) {
 // ---------------------------------------------------------------------------
 // 6. Positions through flip: metas and navigation
 
-TEST_F(PeerHarness, ARegionOfInterestMovesWithThePixelsThroughAFlip) {
-  start({{"kernel", "flip"}, {"video-direction", "90r"}});
+struct RoiCase {
+  const char* direction;
+  guint x, y, w, h;  // where (4, 6, 10, 8) on a 64x48 input lands
+};
+
+class RegionOfInterest : public PeerHarness, public ::testing::WithParamInterface<RoiCase> {};
+
+TEST_P(RegionOfInterest, MovesWithThePixelsThroughAFlip) {
+  const RoiCase& c = GetParam();
+  start({{"kernel", "flip"}, {"video-direction", c.direction}});
   const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 64, 48);
   gst_harness_set_src_caps(h_, caps_of(info));
   GstBuffer* input = make_frame(info, 3);
@@ -423,14 +431,28 @@ TEST_F(PeerHarness, ARegionOfInterestMovesWithThePixelsThroughAFlip) {
   ASSERT_NE(output, nullptr);
   const GstVideoRegionOfInterestMeta* roi = gst_buffer_get_video_region_of_interest_meta(output);
   ASSERT_NE(roi, nullptr);
-  // Clockwise on a 64x48 frame: x' = 48 - (y + h), y' = x, w and h swapped.
-  EXPECT_EQ(roi->x, 34u);
-  EXPECT_EQ(roi->y, 4u);
-  EXPECT_EQ(roi->w, 8u);
-  EXPECT_EQ(roi->h, 10u);
+  EXPECT_EQ(roi->x, c.x);
+  EXPECT_EQ(roi->y, c.y);
+  EXPECT_EQ(roi->w, c.w);
+  EXPECT_EQ(roi->h, c.h);
   EXPECT_EQ(roi->roi_type, g_quark_from_string("face"));
   gst_buffer_unref(output);
 }
+
+// The rectangle x in [4, 14), y in [6, 14) mapped as the pixels are, e.g.
+// clockwise: x' = 48 - y, y' = x.
+INSTANTIATE_TEST_SUITE_P(
+    Flip, RegionOfInterest,
+    ::testing::Values(RoiCase{"identity", 4, 6, 10, 8}, RoiCase{"90r", 34, 4, 8, 10},
+                      RoiCase{"180", 50, 34, 10, 8}, RoiCase{"90l", 6, 50, 8, 10},
+                      RoiCase{"horiz", 50, 6, 10, 8}, RoiCase{"vert", 4, 34, 10, 8},
+                      RoiCase{"ul-lr", 6, 4, 8, 10}, RoiCase{"ur-ll", 34, 50, 8, 10}),
+    [](const auto& info) {
+      std::string name = info.param.direction;
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 TEST_F(PeerHarness, ARegionOfInterestIsKeptWhereTheKernelMovesNoPixels) {
   start({{"kernel", "invert"}});
@@ -448,6 +470,69 @@ TEST_F(PeerHarness, ARegionOfInterestIsKeptWhereTheKernelMovesNoPixels) {
   EXPECT_EQ(roi->w, 10u);
   EXPECT_EQ(roi->h, 8u);
   gst_buffer_unref(output);
+}
+
+// A meta of the tests' own, with the given tags: what happens to a meta
+// GStreamer describes only by its tags.
+struct TaggedMeta {
+  GstMeta meta;
+};
+
+const GstMetaInfo* tagged_meta_info(const char* name, const gchar** tags) {
+  const GType api = gst_meta_api_type_register((std::string(name) + "API").c_str(), tags);
+  // Copies are plain: the meta carries no data.
+  return gst_meta_register(
+      api, name, sizeof(TaggedMeta),
+      [](GstMeta*, gpointer, GstBuffer*) -> gboolean { return TRUE; }, nullptr,
+      [](GstBuffer* to, GstMeta* meta, GstBuffer*, GQuark, gpointer) -> gboolean {
+        return gst_buffer_add_meta(to, meta->info, nullptr) != nullptr;
+      });
+}
+
+// Whether a meta of `info` on an RGBA frame comes out of the element in `h`.
+bool tagged_meta_survives(GstHarness* h, const GstMetaInfo* info) {
+  const GstVideoInfo in = video_info(GST_VIDEO_FORMAT_RGBA, 64, 48);
+  gst_harness_set_src_caps(h, caps_of(in));
+  GstBuffer* input = make_frame(in, 3);
+  gst_buffer_add_meta(input, info, nullptr);
+  if (gst_harness_push(h, input) != GST_FLOW_OK) return false;
+  GstBuffer* output = gst_harness_pull(h);
+  const bool survives = output && gst_buffer_get_meta(output, info->api) != nullptr;
+  if (output) gst_buffer_unref(output);
+  return survives;
+}
+
+const GstMetaInfo* size_meta() {
+  static const gchar* tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR, nullptr};
+  static const GstMetaInfo* info = tagged_meta_info("CudaOverlapTestSizeMeta", tags);
+  return info;
+}
+
+const GstMetaInfo* colorspace_meta() {
+  static const gchar* tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_COLORSPACE_STR, nullptr};
+  static const GstMetaInfo* info = tagged_meta_info("CudaOverlapTestColorspaceMeta", tags);
+  return info;
+}
+
+TEST_F(PeerHarness, AMetaTaggedWithSizeIsDroppedWhereThePixelsMove) {
+  start({{"kernel", "flip"}, {"video-direction", "90r"}});
+  EXPECT_FALSE(tagged_meta_survives(h_, size_meta()));
+}
+
+TEST_F(PeerHarness, AMetaTaggedWithSizeIsKeptWhereThePixelsStay) {
+  start({{"kernel", "invert"}});
+  EXPECT_TRUE(tagged_meta_survives(h_, size_meta()));
+}
+
+TEST_F(PeerHarness, AMetaTaggedWithColorspaceIsDroppedWhenTheFormatChanges) {
+  start({{"kernel", "convert"}});
+  gst_harness_set_sink_caps_str(h_, "video/x-raw,format=BGRA");
+  EXPECT_FALSE(tagged_meta_survives(h_, colorspace_meta()));
+}
+
+TEST_F(PeerHarness, AMetaTaggedWithColorspaceIsKeptThroughAFlip) {
+  start({{"kernel", "flip"}, {"video-direction", "horiz"}});
+  EXPECT_TRUE(tagged_meta_survives(h_, colorspace_meta()));
 }
 
 struct NavigationCase {
