@@ -37,7 +37,7 @@ export TSAN_OPTIONS=suppressions=$supp/tsan.supp:ignore_noninstrumented_modules=
 preload=""
 for r in $runtimes; do preload="$preload $(gcc -print-file-name="$r")"; done
 # ThreadSanitizer is told what GLib's locks mean (tests/sanitizers/).
-[ $kind = tsan ] && preload="$preload $PWD/$dir/tests/element/libglib-tsan-shim.so"
+[ $kind = tsan ] && preload="$preload $PWD/$dir/tests/libglib-tsan-shim.so"
 export CUDAOVERLAP_SANITIZER_PRELOAD=${preload# }
 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "${CUDAOVERLAP_JOBS:-2}" \
   --timeout-multiplier 4 "$@"

@@ -3,7 +3,7 @@
 // every hand-over GStreamer makes under them (a buffer pushed through a
 // pad, a task started under the stream lock, a property set under the
 // object lock) looks like a race to it. Preloaded into the test programs of
-// a -Db_sanitize=thread build (tests/element/meson.build), this library
+// a -Db_sanitize=thread build (tests/meson.build), this library
 // wraps those calls and tells ThreadSanitizer what they mean, so that what
 // it reports in our code is ours:
 // - a lock taken acquires, a lock let go releases (GMutex, GRecMutex,
