@@ -115,41 +115,16 @@ void GeometryTransform::to_output(double x, double y, double* ox, double* oy) co
 }
 
 void GeometryTransform::to_input(double x, double y, double* ix, double* iy) const {
-  const double w = in_width, h = in_height;
-  switch (flip) {
-    case FlipDirection::kIdentity:
-      *ix = x;
-      *iy = y;
-      break;
-    case FlipDirection::k90R:
-      *ix = y;
-      *iy = h - x;
-      break;
-    case FlipDirection::k180:
-      *ix = w - x;
-      *iy = h - y;
-      break;
-    case FlipDirection::k90L:
-      *ix = w - y;
-      *iy = x;
-      break;
-    case FlipDirection::kHoriz:
-      *ix = w - x;
-      *iy = y;
-      break;
-    case FlipDirection::kVert:
-      *ix = x;
-      *iy = h - y;
-      break;
-    case FlipDirection::kUlLr:
-      *ix = y;
-      *iy = x;
-      break;
-    case FlipDirection::kUrLl:
-      *ix = w - y;
-      *iy = h - x;
-      break;
-  }
+  // Back through the flip is forward through its inverse, on the output
+  // frame: the quarter turns undo each other, every other direction undoes
+  // itself.
+  GeometryTransform back = *this;
+  back.flip = flip == FlipDirection::k90R   ? FlipDirection::k90L
+              : flip == FlipDirection::k90L ? FlipDirection::k90R
+                                            : flip;
+  back.in_width = out_width();
+  back.in_height = out_height();
+  back.to_output(x, y, ix, iy);
 }
 
 void transform_metas(GstBuffer* from, GstBuffer* to, const GeometryTransform& geometry) {

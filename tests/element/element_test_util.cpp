@@ -296,4 +296,26 @@ void run_or_die(const char* what, std::chrono::milliseconds timeout,
   done.get();
 }
 
+void ElementHarness::SetUp() { SKIP_WITHOUT_BACKEND(); }
+
+void ElementHarness::TearDown() {
+  if (h_) gst_harness_teardown(h_);
+  bus_.reset();
+  if (element_) gst_object_unref(element_);
+}
+
+GstHarness* ElementHarness::start(const Properties& properties, const GstVideoInfo* info) {
+  element_ = make_cudaoverlap(properties);
+  bus_ = std::make_unique<BusWatch>(element_);
+  h_ = gst_harness_new_with_element(element_, "sink", "src");
+  if (info) gst_harness_set_src_caps(h_, caps_of(*info));
+  return h_;
+}
+
+GstPad* ElementHarness::element_pad(const char* name) {
+  GstPad* pad = gst_element_get_static_pad(element_, name);
+  gst_object_unref(pad);
+  return pad;
+}
+
 }  // namespace cudaoverlap_test

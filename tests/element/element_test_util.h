@@ -8,6 +8,7 @@
 // SKIP_WITHOUT_BACKEND() first.
 #pragma once
 
+#include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -117,6 +119,23 @@ class BusWatch {
  private:
   GstElement* element_;
   GstBus* bus_;
+};
+
+// A fixture with the element under test in a GstHarness, PLAYING, torn
+// down after the test, and a bus watch on it.
+class ElementHarness : public ::testing::Test {
+ protected:
+  using Properties = std::vector<std::pair<std::string, std::string>>;
+  void SetUp() override;
+  void TearDown() override;
+  // The element with `properties` in a harness, with caps `info` unless
+  // null.
+  GstHarness* start(const Properties& properties, const GstVideoInfo* info = nullptr);
+  GstPad* element_pad(const char* name);  // transfer none: the element keeps it
+
+  GstElement* element_ = nullptr;
+  GstHarness* h_ = nullptr;
+  std::unique_ptr<BusWatch> bus_;
 };
 
 // Runs `work` on a thread; fails the test and ends the process when it does

@@ -19,35 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using Properties = std::vector<std::pair<std::string, std::string>>;
 
-class Harness : public ::testing::Test {
- protected:
-  void SetUp() override { SKIP_WITHOUT_BACKEND(); }
-
-  void TearDown() override {
-    if (h_) gst_harness_teardown(h_);
-    bus_.reset();
-    if (element_) gst_object_unref(element_);
-  }
-
-  // The element in a harness, PLAYING, with caps `info` unless null.
-  GstHarness* start(const Properties& properties, const GstVideoInfo* info) {
-    element_ = make_cudaoverlap(properties);
-    bus_ = std::make_unique<BusWatch>(element_);
-    h_ = gst_harness_new_with_element(element_, "sink", "src");
-    if (info) gst_harness_set_src_caps(h_, caps_of(*info));
-    return h_;
-  }
-
-  GstPad* element_pad(const char* name) {  // transfer none: the element keeps it
-    GstPad* pad = gst_element_get_static_pad(element_, name);
-    gst_object_unref(pad);
-    return pad;
-  }
-
-  GstElement* element_ = nullptr;
-  GstHarness* h_ = nullptr;
-  std::unique_ptr<BusWatch> bus_;
-};
+class Harness : public ElementHarness {};
 
 // Only the items after the initial sticky events, for order checks.
 std::vector<std::string> without_startup(std::vector<std::string> items) {

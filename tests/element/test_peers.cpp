@@ -34,25 +34,7 @@ namespace {
 using namespace std::chrono_literals;
 using Properties = std::vector<std::pair<std::string, std::string>>;
 
-// The element in a harness, PLAYING; torn down at the end.
-class PeerHarness : public ::testing::Test {
- protected:
-  void SetUp() override { SKIP_WITHOUT_BACKEND(); }
-  void TearDown() override {
-    if (h_) gst_harness_teardown(h_);
-    bus_.reset();
-    if (element_) gst_object_unref(element_);
-  }
-  GstHarness* start(const Properties& properties) {
-    element_ = make_cudaoverlap(properties);
-    bus_ = std::make_unique<BusWatch>(element_);
-    h_ = gst_harness_new_with_element(element_, "sink", "src");
-    return h_;
-  }
-  GstElement* element_ = nullptr;
-  GstHarness* h_ = nullptr;
-  std::unique_ptr<BusWatch> bus_;
-};
+class PeerHarness : public ElementHarness {};
 
 // Runs `description` to EOS or ERROR (10 s at most) and returns the message
 // type seen (0 for none), with the error's text in `error`.
@@ -95,6 +77,14 @@ GstMessageType run_pipeline(const std::string& description, std::string* error =
 }
 
 std::string backend_property() { return " backend=" + test_backend() + " "; }
+
+// A test name for a video-direction value ("ul-lr" -> "ul_lr").
+std::string direction_name(const char* direction) {
+  std::string name = direction;
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
 
 // ---------------------------------------------------------------------------
 // 1. Downstream returns EOS
@@ -447,12 +437,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RoiCase{"180", 50, 34, 10, 8}, RoiCase{"90l", 6, 50, 8, 10},
                       RoiCase{"horiz", 50, 6, 10, 8}, RoiCase{"vert", 4, 34, 10, 8},
                       RoiCase{"ul-lr", 6, 4, 8, 10}, RoiCase{"ur-ll", 34, 50, 8, 10}),
-    [](const auto& info) {
-      std::string name = info.param.direction;
-      for (char& ch : name)
-        if (ch == '-') ch = '_';
-      return name;
-    });
+    [](const auto& info) { return direction_name(info.param.direction); });
 
 TEST_F(PeerHarness, ARegionOfInterestIsKeptWhereTheKernelMovesNoPixels) {
   start({{"kernel", "invert"}});
@@ -572,12 +557,7 @@ INSTANTIATE_TEST_SUITE_P(
                       NavigationCase{"180", 40, 2, 24, 46}, NavigationCase{"90r", 40, 2, 2, 8},
                       NavigationCase{"90l", 40, 2, 62, 40}, NavigationCase{"ul-lr", 40, 2, 2, 40},
                       NavigationCase{"ur-ll", 40, 2, 62, 8}),
-    [](const auto& info) {
-      std::string name = info.param.direction;
-      for (char& ch : name)
-        if (ch == '-') ch = '_';
-      return name;
-    });
+    [](const auto& info) { return direction_name(info.param.direction); });
 
 // ---------------------------------------------------------------------------
 // 7. The pinned pool for upstream cannot be allocated
