@@ -79,23 +79,27 @@ bool OutputQueue::pop(OutputItem* item) {
   }
 }
 
-bool OutputQueue::done(GstFlowReturn flow) {
+GstEvent* OutputQueue::done(GstFlowReturn flow) {
   std::deque<OutputFrame> dropped_frames;
   std::deque<GstEvent*> dropped_events;
-  bool eos_pending = false;
+  GstEvent* eos = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;
     if (flow != GST_FLOW_OK && flow_ == GST_FLOW_OK) {
-      for (const PendingEvent& pending : events_)
-        if (GST_EVENT_TYPE(pending.event) == GST_EVENT_EOS) eos_pending = true;
+      for (auto it = events_.begin(); it != events_.end(); ++it)
+        if (GST_EVENT_TYPE(it->event) == GST_EVENT_EOS) {
+          eos = it->event;
+          events_.erase(it);
+          break;
+        }
       flow_ = flow;
       flush_locked(&dropped_frames, &dropped_events);
     }
     changed_.notify_all();
   }
   dispose(&dropped_frames, &dropped_events);
-  return eos_pending;
+  return eos;
 }
 
 void OutputQueue::fail(GstFlowReturn flow) {

@@ -56,10 +56,10 @@ class OutputQueue {
 
   // Src pad task, after pushing what pop() gave: `flow` is downstream's
   // answer (OK for events). A non-OK flow becomes the flow state (unless one
-  // is set already) and stops the queue. Returns true when an EOS was still
-  // waiting in the queue: upstream has finished and will not see this flow
-  // return, so the task must send EOS on (the queue dropped its own).
-  bool done(GstFlowReturn flow);
+  // is set already) and stops the queue. Returns the EOS that was still
+  // waiting in the queue (transfer full), or null: upstream has finished and
+  // will not see this flow return, so the task sends that EOS on itself.
+  GstEvent* done(GstFlowReturn flow);
 
   // Any thread: as done(flow) with a failure found elsewhere (engine error).
   void fail(GstFlowReturn flow);

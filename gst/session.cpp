@@ -548,15 +548,17 @@ void Session::push_next() {
       flow = GST_FLOW_ERROR;
     }
   }
-  const bool eos_pending = queue_.done(flow);
+  GstEvent* eos = queue_.done(flow);
   if (flow == GST_FLOW_OK) return;
 
   GST_DEBUG_OBJECT(element_, "downstream returned %s: pausing the task", gst_flow_get_name(flow));
-  if (eos_pending && flow != GST_FLOW_FLUSHING) {
+  if (eos != nullptr && flow != GST_FLOW_FLUSHING) {
     // Upstream already sent EOS, so no chain() will return this flow to it;
-    // the queue dropped that EOS, which still goes downstream.
+    // its EOS, which was waiting behind the frames, still goes downstream.
     if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) GST_ELEMENT_FLOW_ERROR(element_, flow);
-    gst_pad_push_event(srcpad_, gst_event_new_eos());
+    gst_pad_push_event(srcpad_, eos);
+  } else if (eos != nullptr) {
+    gst_event_unref(eos);
   }
   gst_pad_pause_task(srcpad_);
 }

@@ -129,14 +129,20 @@ TEST_F(OutputQueueTest, StickyEventsSurviveAFlushAndGoOutFirstAfterTheRestart) {
   gst_caps_unref(caps);
 }
 
-TEST_F(OutputQueueTest, AnErrorDownstreamStopsTheQueueAndSaysAnEosWasWaiting) {
+TEST_F(OutputQueueTest, AnErrorDownstreamStopsTheQueueAndHandsBackTheEosThatWasWaiting) {
   const uint64_t epoch = queue_.restart();
   queue_.push_frame(frame(0), epoch);
   queue_.push_frame(frame(1), epoch);
-  ASSERT_TRUE(queue_.push_event(gst_event_new_eos(), 2));
+  GstEvent* upstream_eos = gst_event_new_eos();
+  const guint32 seqnum = gst_event_get_seqnum(upstream_eos);
+  ASSERT_TRUE(queue_.push_event(upstream_eos, 2));
   OutputItem item;
   ASSERT_TRUE(queue_.pop(&item));
-  EXPECT_TRUE(queue_.done(GST_FLOW_ERROR)) << "the EOS behind the frame was not reported";
+  GstEvent* eos = queue_.done(GST_FLOW_ERROR);
+  ASSERT_NE(eos, nullptr) << "the EOS behind the frame was not handed back";
+  EXPECT_EQ(GST_EVENT_TYPE(eos), GST_EVENT_EOS);
+  EXPECT_EQ(gst_event_get_seqnum(eos), seqnum) << "not upstream's own EOS";
+  gst_event_unref(eos);
   EXPECT_EQ(queue_.flow(), GST_FLOW_ERROR);
   EXPECT_FALSE(queue_.pop(&item));
   EXPECT_EQ(released_.load(), 1) << "the frame still queued must be released";
@@ -153,7 +159,7 @@ TEST_F(OutputQueueTest, DownstreamEosWithoutAnEosQueuedIsNotReportedAsPending) {
   queue_.push_frame(frame(0), epoch);
   OutputItem item;
   ASSERT_TRUE(queue_.pop(&item));
-  EXPECT_FALSE(queue_.done(GST_FLOW_EOS));
+  EXPECT_EQ(queue_.done(GST_FLOW_EOS), nullptr);
   EXPECT_EQ(queue_.flow(), GST_FLOW_EOS);
   // EOS from upstream now is refused: the caller sends it on itself.
   GstEvent* eos = gst_event_new_eos();
