@@ -35,6 +35,7 @@
 
 #include "balance.h"
 #include "cuda_check.h"
+#include "cuda_resources.h"
 #include "edge.h"
 #include "error.h"
 
@@ -399,14 +400,12 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failu
 std::vector<uint8_t> edge_magnitudes_cuda(int limit) {
   const int side = 2 * limit + 1;
   const size_t n = 2 * static_cast<size_t>(side) * side;
-  uint8_t* device = nullptr;
-  CO_CUDA_CHECK(cudaMalloc(&device, n));
+  const DeviceMemory device = DeviceMemory::allocate(n);
+  auto* magnitudes = static_cast<uint8_t*>(device.get());
   std::vector<uint8_t> host(n);
-  magnitude_grid_kernel<<<static_cast<unsigned>((n / 2 + 255) / 256), 256>>>(limit, device);
-  cudaError_t status = cudaGetLastError();
-  if (status == cudaSuccess) status = cudaMemcpy(host.data(), device, n, cudaMemcpyDeviceToHost);
-  CO_CUDA_CHECK_NOEXCEPT(cudaFree(device));
-  CO_CUDA_CHECK(status);
+  magnitude_grid_kernel<<<static_cast<unsigned>((n / 2 + 255) / 256), 256>>>(limit, magnitudes);
+  CO_CUDA_CHECK_LAUNCH("the edge magnitude grid");
+  CO_CUDA_CHECK(cudaMemcpy(host.data(), magnitudes, n, cudaMemcpyDeviceToHost));
   return host;
 }
 

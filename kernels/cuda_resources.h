@@ -1,7 +1,9 @@
 // One small move-only RAII class per CUDA resource: stream, event, device
 // buffer, pinned host buffer. Destructors are noexcept and report (never
-// throw) a failing release. CUDA-only header: included by cuda_device.cpp and
-// by GPU tests.
+// throw) a failing release. In the lowest layer, so that kernels' own
+// resources (tables, timing, test hooks) and the engine's cuda backend
+// (pipeline-core/cuda_device.cpp) hold them the same way. CUDA-only header:
+// included by .cu files, the cuda backend and GPU tests.
 #pragma once
 
 #include <cuda_runtime_api.h>
