@@ -17,7 +17,7 @@
 
 #include <gst/gst.h>
 
-#include "kernel.h"
+#include "kernel_params.h"
 
 namespace cudaoverlap {
 

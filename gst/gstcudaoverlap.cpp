@@ -54,7 +54,7 @@ using namespace cudaoverlap;
 
 namespace {
 
-constexpr GstCudaOverlapKernel DEFAULT_KERNEL = GST_CUDA_OVERLAP_KERNEL_COPY;
+constexpr gint DEFAULT_KERNEL = 0;  // the registry's first: copy
 constexpr int MIN_RING_SIZE = 1;
 constexpr int MAX_RING_SIZE = 16;
 constexpr int DEFAULT_RING_SIZE = 3;
@@ -91,19 +91,12 @@ enum {
   PROP_QOS,
 };
 
-GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_CUDA_OVERLAP_FORMATS)));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_CUDA_OVERLAP_FORMATS)));
-
 }  // namespace
 
 struct GstCudaOverlapPrivate {
   // Properties. Guarded by the object lock; changed only in NULL and READY
   // (pin-upstream-memory lives in the session: it may change while playing).
-  GstCudaOverlapKernel kernel = DEFAULT_KERNEL;
+  gint kernel = DEFAULT_KERNEL;  // a GST_TYPE_CUDA_OVERLAP_KERNEL value
   int ring_size = DEFAULT_RING_SIZE;
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
@@ -132,7 +125,7 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   SessionSettings settings;
   GST_OBJECT_LOCK(self);
   const GstCudaOverlapPrivate* priv = self->priv;
-  settings.kernel = kernel_from_gst(priv->kernel);
+  settings.kernel = kernel_name_from_gst(priv->kernel);
   settings.ring_size = priv->ring_size;
   settings.mode = mode_from_gst(priv->mode);
   settings.params.flip = flip_direction_from_gst(priv->video_direction);
@@ -172,8 +165,13 @@ static gboolean gst_cuda_overlap_src_event(GstPad*, GstObject* parent, GstEvent*
 // The caps either pad can take: the other side's peer through the kernel.
 static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, GstCaps* filter) {
   const SessionSettings settings = gst_cuda_overlap_settings(self);
-  return query_caps_through(settings.kernel, settings.params, pad,
-                            pad == self->sinkpad ? self->srcpad : self->sinkpad, filter);
+  std::shared_ptr<const Operation> op;
+  try {
+    op = make_operation(settings.kernel, settings.params);
+  } catch (const Error&) {
+    return gst_caps_new_empty();
+  }
+  return query_caps_through(*op, pad, pad == self->sinkpad ? self->srcpad : self->sinkpad, filter);
 }
 
 // CAPS and ACCEPT_CAPS, the same on both pads. False when `query` is another.
@@ -276,7 +274,7 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
   }
   switch (prop_id) {
     case PROP_KERNEL:
-      priv->kernel = static_cast<GstCudaOverlapKernel>(g_value_get_enum(value));
+      priv->kernel = g_value_get_enum(value);
       break;
     case PROP_RING_SIZE:
       priv->ring_size = g_value_get_int(value);
@@ -402,7 +400,9 @@ static void gst_cuda_overlap_finalize(GObject* object) {
 static void gst_cuda_overlap_init(GstCudaOverlap* self) {
   self->priv = new GstCudaOverlapPrivate();
 
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  GstElementClass* klass = GST_ELEMENT_GET_CLASS(self);
+  self->sinkpad =
+      gst_pad_new_from_template(gst_element_class_get_pad_template(klass, "sink"), "sink");
   gst_pad_set_chain_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_chain));
   gst_pad_set_event_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_sink_event));
   gst_pad_set_query_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_sink_query));
@@ -410,7 +410,7 @@ static void gst_cuda_overlap_init(GstCudaOverlap* self) {
                                     GST_DEBUG_FUNCPTR(gst_cuda_overlap_sink_activate_mode));
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
 
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  self->srcpad = gst_pad_new_from_template(gst_element_class_get_pad_template(klass, "src"), "src");
   gst_pad_set_query_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_src_query));
   gst_pad_set_event_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_src_event));
   gst_pad_set_activatemode_function(self->srcpad,
@@ -533,8 +533,13 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                            "uploaded, and post QoS messages",
                            DEFAULT_QOS, flags));
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  // Both templates come from the format table (video_mapping.h).
+  GstCaps* formats = template_caps();
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, formats));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, formats));
+  gst_caps_unref(formats);
   gst_element_class_set_static_metadata(
       element_class, "CUDA overlapped video filter", "Filter/Effect/Video/Hardware",
       "Runs a kernel (copy, invert, flip, balance, blur, edge, convert) on raw video on an "

@@ -1,33 +1,31 @@
 // See gstcudaoverlapenums.h.
 #include "gstcudaoverlapenums.h"
 
+#include <vector>
+
+#include "operation_registry.h"
+
+namespace {
+
+// The operations the element offers, in the registry's order.
+std::vector<const cudaoverlap::OperationEntry*> offered_operations() {
+  std::vector<const cudaoverlap::OperationEntry*> offered;
+  for (const cudaoverlap::OperationEntry& entry : cudaoverlap::operation_registry())
+    if (entry.offered) offered.push_back(&entry);
+  return offered;
+}
+
+}  // namespace
+
 GType gst_cuda_overlap_kernel_get_type(void) {
   static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_CUDA_OVERLAP_KERNEL_COPY, "Copy: the output equals the input byte for byte", "copy"},
-      {GST_CUDA_OVERLAP_KERNEL_INVERT,
-       "Invert: 255 - v on every colour, luma and chroma sample; alpha and padding kept", "invert"},
-      {GST_CUDA_OVERLAP_KERNEL_FLIP,
-       "Flip: rotate or mirror as videoflip does, by video-direction (width and height swap "
-       "for 90r, 90l, ul-lr and ur-ll)",
-       "flip"},
-      {GST_CUDA_OVERLAP_KERNEL_BALANCE,
-       "Balance: brightness, contrast, saturation and hue as videobalance computes them",
-       "balance"},
-      {GST_CUDA_OVERLAP_KERNEL_BLUR,
-       "Blur: Gaussian of sigma pixels, separable, edges clamped; alpha kept", "blur"},
-      {GST_CUDA_OVERLAP_KERNEL_EDGE,
-       "Edge: Sobel gradient magnitude of luma, as grey in R, G and B (alpha kept) or in Y with "
-       "neutral chroma",
-       "edge"},
-      {GST_CUDA_OVERLAP_KERNEL_CONVERT,
-       "Convert: to the format downstream asks for (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, NV12, "
-       "I420, GRAY8), with the caps' colorimetry (BT.601/BT.709, full/limited range) as "
-       "videoconvert converts; e.g. cudaoverlap kernel=convert ! video/x-raw,format=NV12",
-       "convert"},
-      {0, nullptr, nullptr},
-  };
   if (g_once_init_enter(&type)) {
+    // Registered once for the process and never freed, as GEnum values are.
+    const auto offered = offered_operations();
+    auto* values = new GEnumValue[offered.size() + 1];
+    for (size_t i = 0; i < offered.size(); ++i)
+      values[i] = GEnumValue{static_cast<gint>(i), offered[i]->description, offered[i]->name};
+    values[offered.size()] = GEnumValue{0, nullptr, nullptr};
     GType registered = g_enum_register_static("GstCudaOverlapKernel", values);
     g_once_init_leave(&type, registered);
   }
@@ -98,23 +96,10 @@ GType gst_cuda_overlap_video_direction_get_type(void) {
 
 namespace cudaoverlap {
 
-KernelId kernel_from_gst(GstCudaOverlapKernel kernel) {
-  switch (kernel) {
-    case GST_CUDA_OVERLAP_KERNEL_INVERT:
-      return KernelId::kInvert;
-    case GST_CUDA_OVERLAP_KERNEL_FLIP:
-      return KernelId::kFlip;
-    case GST_CUDA_OVERLAP_KERNEL_BALANCE:
-      return KernelId::kBalance;
-    case GST_CUDA_OVERLAP_KERNEL_BLUR:
-      return KernelId::kBlur;
-    case GST_CUDA_OVERLAP_KERNEL_EDGE:
-      return KernelId::kEdge;
-    case GST_CUDA_OVERLAP_KERNEL_CONVERT:
-      return KernelId::kConvert;
-    default:
-      return KernelId::kCopy;
-  }
+const char* kernel_name_from_gst(gint kernel) {
+  const auto offered = offered_operations();
+  return kernel >= 0 && static_cast<size_t>(kernel) < offered.size() ? offered[kernel]->name
+                                                                     : "copy";
 }
 
 // The values are defined in the same order.

@@ -12,16 +12,6 @@
 
 G_BEGIN_DECLS
 
-typedef enum {
-  GST_CUDA_OVERLAP_KERNEL_COPY,
-  GST_CUDA_OVERLAP_KERNEL_INVERT,
-  GST_CUDA_OVERLAP_KERNEL_FLIP,
-  GST_CUDA_OVERLAP_KERNEL_BALANCE,
-  GST_CUDA_OVERLAP_KERNEL_BLUR,
-  GST_CUDA_OVERLAP_KERNEL_EDGE,
-  GST_CUDA_OVERLAP_KERNEL_CONVERT,
-} GstCudaOverlapKernel;
-
 // videoflip's video-direction values and nicks (GstVideoOrientationMethod)
 // without `auto` and `custom`, which need tags or a matrix the element does
 // not take: GObject then refuses them when set.
@@ -47,6 +37,8 @@ typedef enum {
   GST_CUDA_OVERLAP_BACKEND_CPU,
 } GstCudaOverlapBackend;
 
+// The kernel enum's values, nicks and descriptions come from the operation
+// registry (operation_registry.h): value i is its i-th offered operation.
 #define GST_TYPE_CUDA_OVERLAP_KERNEL (gst_cuda_overlap_kernel_get_type())
 GType gst_cuda_overlap_kernel_get_type(void);
 #define GST_TYPE_CUDA_OVERLAP_MODE (gst_cuda_overlap_mode_get_type())
@@ -60,7 +52,8 @@ G_END_DECLS
 
 namespace cudaoverlap {
 
-KernelId kernel_from_gst(GstCudaOverlapKernel kernel);
+// The registry name of a GST_TYPE_CUDA_OVERLAP_KERNEL value.
+const char* kernel_name_from_gst(gint kernel);
 Mode mode_from_gst(GstCudaOverlapMode mode);
 FlipDirection flip_direction_from_gst(GstCudaOverlapVideoDirection direction);
 

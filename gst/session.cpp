@@ -37,8 +37,11 @@ std::string caps_text(GstCaps* caps) {
   return result;
 }
 
-const char* const kTakes = "it takes video/x-raw in system memory in " GST_CUDA_OVERLAP_FORMATS
-                           "; put videoconvert before it";
+// What the element takes, for messages: the formats of the table.
+std::string takes() {
+  return "it takes video/x-raw in system memory in " + format_list(all_pixel_formats()) +
+         "; put videoconvert before it";
+}
 
 }  // namespace
 
@@ -181,7 +184,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   if (!gst_video_info_from_caps(&in, caps) ||
       !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &format)) {
     SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + kTakes);
+                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes());
     return false;
   }
   const SessionSettings settings = settings_();
@@ -189,20 +192,17 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.ring_size = settings.ring_size;
   config.mode = settings.mode;
   config.timing = true;  // device stage times for `stats` and `trace-file`
-  config.kernel = settings.kernel;
-  config.params = settings.params;
 
   auto out = std::make_shared<OutputFormat>();
-  const std::string refused =
-      negotiate_output(settings.kernel, in, srcpad_, &config.params, &out->info);
+  const std::string refused = negotiate_output(settings.kernel, settings.params, in, srcpad_,
+                                               &config.operation, &out->info);
   if (!refused.empty()) {
     SESSION_ERROR(STREAM, FORMAT, "cudaoverlap cannot process " + describe(in) + ": " + refused);
     return false;
   }
   out->layout = layout_from_info(out->info);
   out->default_layout = true;  // the engine writes GStreamer's own layout
-  out->geometry.flip =
-      settings.kernel == KernelId::kFlip ? config.params.flip : FlipDirection::kIdentity;
+  out->geometry.flip = config.operation->orientation();
   out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
   out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in);
   out->geometry.colours_change =
@@ -213,7 +213,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
 
   // Caps the kernel leaves alone go on as they came (every field kept);
   // others are written from the output info.
-  GstCaps* out_caps = transform_caps(settings.kernel, config.params, GST_PAD_SINK, caps);
+  GstCaps* out_caps = transform_caps(*config.operation, GST_PAD_SINK, caps);
   if (!gst_caps_is_equal(out_caps, caps)) {
     gst_caps_unref(out_caps);
     out_caps = gst_video_info_to_caps(&out->info);
@@ -247,7 +247,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       return false;
     }
     GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s", describe(in).c_str(),
-                    config.ring_size, kernel_name(config.kernel));
+                    config.ring_size, config.operation->name());
     install_engine(std::move(engine));
     outputs_.set_ring_size(config.ring_size);
   }
@@ -308,7 +308,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     }
     SESSION_ERROR(CORE, NEGOTIATION,
                   std::string("cudaoverlap received a buffer without accepted caps") +
-                      (refused.empty() ? "" : " (it refused " + refused + ")") + ": " + kTakes);
+                      (refused.empty() ? "" : " (it refused " + refused + ")") + ": " + takes());
     return GST_FLOW_NOT_NEGOTIATED;
   }
   // Downstream asked for other caps (RECONFIGURE): negotiate again before

@@ -45,8 +45,8 @@ namespace cudaoverlap {
 // The element's properties that shape an engine, read by the element under
 // its object lock whenever the session asks (caps, renegotiation).
 struct SessionSettings {
-  KernelId kernel = KernelId::kCopy;
-  KernelParams params;  // from the kernel properties
+  std::string kernel = "copy";  // a name in operation_registry()
+  KernelParams params;          // from the kernel properties
   int ring_size = 3;
   Mode mode = Mode::kOverlapped;
 };

@@ -1,40 +1,34 @@
 // See video_mapping.h.
 #include "video_mapping.h"
 
+#include <algorithm>
+
+#include "error.h"
+#include "operation_registry.h"
+
 namespace cudaoverlap {
 
+// The format table's names are GStreamer's.
 bool pixel_format_from_gst(GstVideoFormat format, PixelFormat* out) {
-  switch (format) {
-    case GST_VIDEO_FORMAT_RGBA:
-      *out = PixelFormat::kRGBA;
+  if (format == GST_VIDEO_FORMAT_UNKNOWN || format == GST_VIDEO_FORMAT_ENCODED) return false;
+  const char* name = gst_video_format_to_string(format);
+  if (name == nullptr) return false;
+  for (PixelFormat f : all_pixel_formats())
+    if (g_strcmp0(format_info(f).name, name) == 0) {
+      *out = f;
       return true;
-    case GST_VIDEO_FORMAT_BGRA:
-      *out = PixelFormat::kBGRA;
-      return true;
-    case GST_VIDEO_FORMAT_RGBx:
-      *out = PixelFormat::kRGBx;
-      return true;
-    case GST_VIDEO_FORMAT_BGRx:
-      *out = PixelFormat::kBGRx;
-      return true;
-    case GST_VIDEO_FORMAT_ARGB:
-      *out = PixelFormat::kARGB;
-      return true;
-    case GST_VIDEO_FORMAT_ABGR:
-      *out = PixelFormat::kABGR;
-      return true;
-    case GST_VIDEO_FORMAT_NV12:
-      *out = PixelFormat::kNV12;
-      return true;
-    case GST_VIDEO_FORMAT_I420:
-      *out = PixelFormat::kI420;
-      return true;
-    case GST_VIDEO_FORMAT_GRAY8:
-      *out = PixelFormat::kGRAY8;
-      return true;
-    default:
-      return false;
-  }
+    }
+  return false;
+}
+
+GstVideoFormat gst_format_of(PixelFormat format) {
+  return gst_video_format_from_string(format_info(format).name);
+}
+
+GstCaps* template_caps() {
+  std::vector<GstVideoFormat> formats;
+  for (PixelFormat f : all_pixel_formats()) formats.push_back(gst_format_of(f));
+  return gst_video_make_raw_caps(formats.data(), static_cast<guint>(formats.size()));
 }
 
 FrameLayout layout_from_info(const GstVideoInfo& info) {
@@ -118,82 +112,126 @@ GstCaps* swap_axes(GstCaps* caps) {
   return swapped;
 }
 
-// convert: any of the formats, with the colorimetry and chroma siting that
-// go with the chosen one.
-GstCaps* any_format(GstCaps* caps) {
-  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
-  GstCaps* result = gst_caps_new_empty();
-  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
-    GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
-    gst_structure_remove_fields(s, "format", "colorimetry", "chroma-site", nullptr);
-    GstCapsFeatures* features = gst_caps_get_features(caps, i);
-    result = gst_caps_merge_structure_full(result, s,
-                                           features ? gst_caps_features_copy(features) : nullptr);
+bool is_yuv(const GstVideoInfo& info) { return GST_VIDEO_INFO_IS_YUV(&info); }
+
+// The formats a caps structure allows: its format field's strings (one or a
+// list) that the engine knows, or every format when it has none.
+std::vector<PixelFormat> formats_of(const GstStructure* s, bool* has_field) {
+  const GValue* value = gst_structure_get_value(s, "format");
+  *has_field = value != nullptr;
+  if (value == nullptr) return all_pixel_formats();
+  std::vector<PixelFormat> formats;
+  auto add = [&formats](const GValue* v) {
+    PixelFormat f;
+    if (G_VALUE_HOLDS_STRING(v) &&
+        pixel_format_from_gst(gst_video_format_from_string(g_value_get_string(v)), &f))
+      formats.push_back(f);
+  };
+  if (GST_VALUE_HOLDS_LIST(value)) {
+    for (guint i = 0; i < gst_value_list_get_size(value); ++i)
+      add(gst_value_list_get_value(value, i));
+  } else {
+    add(value);
   }
-  return result;
+  return formats;
 }
 
-bool is_yuv(const GstVideoInfo& info) {
-  return GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_NV12 ||
-         GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_I420;
+void add_unique(std::vector<PixelFormat>* formats, PixelFormat f) {
+  if (std::find(formats->begin(), formats->end(), f) == formats->end()) formats->push_back(f);
+}
+
+// What `op` makes from any of `formats` (direction SINK), or what makes any
+// of them (SRC), in order of preference.
+std::vector<PixelFormat> formats_through(const Operation& op, GstPadDirection direction,
+                                         const std::vector<PixelFormat>& formats) {
+  std::vector<PixelFormat> other;
+  if (direction == GST_PAD_SINK) {
+    for (PixelFormat f : formats)
+      for (PixelFormat g : op.output_formats(f)) add_unique(&other, g);
+  } else {
+    for (PixelFormat f : formats)
+      for (PixelFormat g : all_pixel_formats()) {
+        const std::vector<PixelFormat> made = op.output_formats(g);
+        if (std::find(made.begin(), made.end(), f) != made.end()) add_unique(&other, g);
+      }
+  }
+  return other;
+}
+
+bool same_set(std::vector<PixelFormat> a, std::vector<PixelFormat> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+void set_formats(GstStructure* s, const std::vector<PixelFormat>& formats) {
+  GValue value = G_VALUE_INIT;
+  if (formats.size() == 1) {
+    g_value_init(&value, G_TYPE_STRING);
+    g_value_set_string(&value, gst_video_format_to_string(gst_format_of(formats[0])));
+  } else {
+    gst_value_list_init(&value, formats.size());
+    for (PixelFormat f : formats) {
+      GValue item = G_VALUE_INIT;
+      g_value_init(&item, G_TYPE_STRING);
+      g_value_set_string(&item, gst_video_format_to_string(gst_format_of(f)));
+      gst_value_list_append_and_take_value(&value, &item);
+    }
+  }
+  gst_structure_take_value(s, "format", &value);
 }
 
 }  // namespace
 
-GstCaps* transform_caps(KernelId kernel, const KernelParams& params, GstPadDirection,
-                        GstCaps* caps) {
-  switch (kernel) {
-    case KernelId::kCopy:
-    case KernelId::kInvert:
-    case KernelId::kSynthetic:
-    case KernelId::kBalance:
-    case KernelId::kBlur:
-    case KernelId::kEdge:
-      return gst_caps_ref(caps);
-    case KernelId::kConvert:
-      return any_format(caps);
-    case KernelId::kFlip:
-      // Each swapping direction is its own inverse up to the pixels, so the
-      // same transform serves both pad directions.
-      return flip_swaps_size(params.flip) ? swap_axes(caps) : gst_caps_ref(caps);
-  }
-  return gst_caps_new_empty();
-}
-
-bool output_info_for(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
-                     GstVideoInfo* out) {
-  switch (kernel) {
-    case KernelId::kCopy:
-    case KernelId::kInvert:
-    case KernelId::kSynthetic:
-    case KernelId::kBalance:
-    case KernelId::kBlur:
-    case KernelId::kEdge:
-    case KernelId::kConvert:  // without a downstream preference, the input's format
-      *out = in;
-      return true;
-    case KernelId::kFlip: {
-      if (!flip_swaps_size(params.flip)) {
-        *out = in;
-        return true;
-      }
-      // Through caps, so the result is exactly what negotiation announces.
-      GstCaps* in_caps = gst_video_info_to_caps(&in);
-      GstCaps* out_caps = transform_caps(kernel, params, GST_PAD_SINK, in_caps);
-      const bool ok = gst_video_info_from_caps(out, out_caps);
-      gst_caps_unref(out_caps);
-      gst_caps_unref(in_caps);
-      return ok;
+GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* result = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    bool has_format = false;
+    const std::vector<PixelFormat> here = formats_of(gst_caps_get_structure(caps, i), &has_format);
+    const std::vector<PixelFormat> there = formats_through(op, direction, here);
+    if (there.empty()) continue;
+    GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    // A field the operation does not change stays as it came, so caps it
+    // leaves alone compare equal.
+    if (!(same_set(here, there) && (has_format || there.size() == all_pixel_formats().size())))
+      set_formats(s, there);
+    if (op.format_from_downstream())
+      gst_structure_remove_fields(s, "colorimetry", "chroma-site", nullptr);
+    GstCapsFeatures* features = gst_caps_get_features(caps, i);
+    GstCaps* one = gst_caps_new_full(s, nullptr);
+    if (features) gst_caps_set_features(one, 0, gst_caps_features_copy(features));
+    // Each swapping direction is its own inverse up to the pixels, so the
+    // same transform serves both pad directions.
+    if (op.swaps_axes()) {
+      GstCaps* swapped = swap_axes(one);
+      gst_caps_unref(one);
+      one = swapped;
     }
+    result = gst_caps_merge(result, one);
   }
-  return false;
+  return result;
 }
 
-bool negotiate_output_info(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
-                           GstPad* srcpad, GstVideoInfo* out) {
-  if (kernel != KernelId::kConvert) return output_info_for(kernel, params, in, out);
+bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* out) {
+  if (!op.swaps_axes()) {
+    *out = in;  // convert, without a downstream preference: the input's format
+    return true;
+  }
+  // Through caps, so the result is exactly what negotiation announces.
   GstCaps* in_caps = gst_video_info_to_caps(&in);
-  GstCaps* any = transform_caps(kernel, params, GST_PAD_SINK, in_caps);
+  GstCaps* out_caps = transform_caps(op, GST_PAD_SINK, in_caps);
+  const bool ok = !gst_caps_is_empty(out_caps) && gst_video_info_from_caps(out, out_caps);
+  gst_caps_unref(out_caps);
+  gst_caps_unref(in_caps);
+  return ok;
+}
+
+bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, GstPad* srcpad,
+                           GstVideoInfo* out) {
+  if (!op.format_from_downstream()) return output_info_for(op, in, out);
+  GstCaps* in_caps = gst_video_info_to_caps(&in);
+  GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
   GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
   GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
   GstCaps* peer = gst_pad_peer_query_caps(srcpad, allowed);
@@ -233,35 +271,13 @@ bool negotiate_output_info(KernelId kernel, const KernelParams& params, const Gs
 
 namespace {
 
-// Empty when `kernel` treats each row on its own, or mixes rows only within
-// one field, so interlaced frames (two fields in alternate rows) come out
-// right; else a sentence saying why they are refused.
-std::string interlace_check(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
-                            const GstVideoInfo& out) {
-  if (!GST_VIDEO_INFO_IS_INTERLACED(&in)) return {};
-  bool mixes_rows = false;
-  switch (kernel) {
-    case KernelId::kCopy:
-    case KernelId::kInvert:
-    case KernelId::kSynthetic:
-    case KernelId::kBalance:
-      break;
-    case KernelId::kFlip:
-      mixes_rows = params.flip != FlipDirection::kIdentity && params.flip != FlipDirection::kHoriz;
-      break;
-    case KernelId::kBlur:
-    case KernelId::kEdge:
-      mixes_rows = true;
-      break;
-    case KernelId::kConvert:
-      // 4:2:0 chroma rows are shared by two picture rows, one of each field.
-      mixes_rows = GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out) &&
-                   (GST_VIDEO_FORMAT_INFO_H_SUB(in.finfo, 1) != 0 ||
-                    GST_VIDEO_FORMAT_INFO_H_SUB(out.finfo, 1) != 0);
-      break;
-  }
-  if (!mixes_rows) return {};
-  return std::string("kernel '") + kernel_name(kernel) +
+// Empty when `op` treats each row on its own, or mixes rows only within one
+// field, so interlaced frames (two fields in alternate rows) come out right;
+// else a sentence saying why they are refused.
+std::string interlace_check(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                            PixelFormat out_format) {
+  if (!GST_VIDEO_INFO_IS_INTERLACED(&in) || !op.mixes_rows(in_format, out_format)) return {};
+  return std::string("kernel '") + op.name() +
          "' would mix the two fields of interlaced video (interlace-mode=" +
          gst_video_interlace_mode_to_string(GST_VIDEO_INFO_INTERLACE_MODE(&in)) +
          "); put deinterlace before it, or use copy, invert, balance, flip "
@@ -269,60 +285,81 @@ std::string interlace_check(KernelId kernel, const KernelParams& params, const G
          "subsampling, which keep each row to itself";
 }
 
+// convert's colorimetry of one side, from the caps.
+std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
+  if (!is_yuv(info)) return {};
+  switch (info.colorimetry.matrix) {
+    case GST_VIDEO_COLOR_MATRIX_BT709:
+      c->matrix = YuvMatrix::kBT709;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT601:
+    case GST_VIDEO_COLOR_MATRIX_UNKNOWN:
+      c->matrix = YuvMatrix::kBT601;
+      break;
+    default: {
+      gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
+      const std::string message =
+          std::string(
+              "kernel 'convert' takes the BT.601 and BT.709 matrices, not the one of "
+              "colorimetry ") +
+          (text ? text : "?");
+      g_free(text);
+      return message;
+    }
+  }
+  c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  return {};
+}
+
 }  // namespace
 
-std::string complete_kernel_params(KernelId kernel, const GstVideoInfo& in, const GstVideoInfo& out,
-                                   KernelParams* params) {
-  const std::string interlaced = interlace_check(kernel, *params, in, out);
-  if (!interlaced.empty()) return interlaced;
-  auto side = [kernel](const GstVideoInfo& info, Colorimetry* c) -> std::string {
-    if (kernel != KernelId::kConvert || !is_yuv(info)) return {};
-    switch (info.colorimetry.matrix) {
-      case GST_VIDEO_COLOR_MATRIX_BT709:
-        c->matrix = YuvMatrix::kBT709;
-        break;
-      case GST_VIDEO_COLOR_MATRIX_BT601:
-      case GST_VIDEO_COLOR_MATRIX_UNKNOWN:
-        c->matrix = YuvMatrix::kBT601;
-        break;
-      default: {
-        gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
-        const std::string message = std::string(
-                                        "kernel 'convert' takes the BT.601 and BT.709 "
-                                        "matrices, not the one of colorimetry ") +
-                                    (text ? text : "?");
-        g_free(text);
-        return message;
-      }
-    }
-    c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
-    return {};
-  };
-  std::string problem = side(in, &params->convert.in);
-  if (problem.empty()) problem = side(out, &params->convert.out);
-  if (!problem.empty()) return problem;
-  // The kernel's own check with every parameter known (the engine's start-up
-  // check sees formats and sizes only).
+std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
+                                               const GstVideoInfo& in, const GstVideoInfo& out,
+                                               std::string* problem) {
   ImageRef a, b;
   if (!pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &a.format) ||
-      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format))
-    return "cudaoverlap does not take this format";
+      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format)) {
+    *problem = "cudaoverlap does not take this format";
+    return nullptr;
+  }
   a.width = GST_VIDEO_INFO_WIDTH(&in);
   a.height = GST_VIDEO_INFO_HEIGHT(&in);
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
-  return kernel_check(kernel, *params, a, b);
+  *problem = colorimetry_of(in, &params.convert.in);
+  if (problem->empty()) *problem = colorimetry_of(out, &params.convert.out);
+  if (!problem->empty()) return nullptr;
+  std::shared_ptr<const Operation> op;
+  try {
+    op = make_operation(kernel, params);
+  } catch (const Error& e) {
+    *problem = e.what();
+    return nullptr;
+  }
+  *problem = interlace_check(*op, in, a.format, b.format);
+  // The operation's own check with every parameter known: asked here, at
+  // caps time, so a refusal is a negotiation error naming what is allowed.
+  if (problem->empty()) *problem = op->check(a, b);
+  return problem->empty() ? op : nullptr;
 }
 
-std::string negotiate_output(KernelId kernel, const GstVideoInfo& in, GstPad* srcpad,
-                             KernelParams* params, GstVideoInfo* out) {
-  if (!negotiate_output_info(kernel, *params, in, srcpad, out)) {
-    return std::string("kernel '") + kernel_name(kernel) +
-           "' cannot make anything downstream accepts from " +
+std::string negotiate_output(const std::string& kernel, const KernelParams& params,
+                             const GstVideoInfo& in, GstPad* srcpad,
+                             std::shared_ptr<const Operation>* op, GstVideoInfo* out) {
+  std::shared_ptr<const Operation> rules;
+  try {
+    rules = make_operation(kernel, params);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (!negotiate_output_info(*rules, in, srcpad, out)) {
+    return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
            std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + GST_VIDEO_INFO_NAME(&in);
   }
-  return complete_kernel_params(kernel, in, *out, params);
+  std::string problem;
+  *op = operation_for(kernel, params, in, *out, &problem);
+  return problem;
 }
 
 bool same_output(const GstVideoInfo& a, const GstVideoInfo& b) {
@@ -332,19 +369,18 @@ bool same_output(const GstVideoInfo& a, const GstVideoInfo& b) {
          gst_video_colorimetry_is_equal(&a.colorimetry, &b.colorimetry);
 }
 
-GstCaps* query_caps_through(KernelId kernel, const KernelParams& params, GstPad* pad, GstPad* other,
-                            GstCaps* filter) {
+GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter) {
   GstCaps* templ = gst_pad_get_pad_template_caps(pad);
   GstCaps* other_templ = gst_pad_get_pad_template_caps(other);
   GstCaps* peer_filter = gst_caps_ref(other_templ);
   if (filter) {
-    GstCaps* transformed = transform_caps(kernel, params, GST_PAD_DIRECTION(pad), filter);
+    GstCaps* transformed = transform_caps(op, GST_PAD_DIRECTION(pad), filter);
     gst_caps_unref(peer_filter);
     peer_filter = gst_caps_intersect_full(transformed, other_templ, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(transformed);
   }
   GstCaps* peer = gst_pad_peer_query_caps(other, peer_filter);
-  GstCaps* back = transform_caps(kernel, params, GST_PAD_DIRECTION(other), peer);
+  GstCaps* back = transform_caps(op, GST_PAD_DIRECTION(other), peer);
   GstCaps* result = gst_caps_intersect_full(back, templ, GST_CAPS_INTERSECT_FIRST);
   if (filter) {
     GstCaps* filtered = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);

@@ -11,19 +11,23 @@
 
 #include <gst/video/video.h>
 
+#include <memory>
 #include <string>
 
 #include "frame_layout.h"
 #include "geometry_transform.h"
-#include "kernel.h"
+#include "operation_registry.h"
 
 namespace cudaoverlap {
 
-// The formats of both pad templates, in caps syntax.
-#define GST_CUDA_OVERLAP_FORMATS "{ RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, NV12, I420, GRAY8 }"
+// The caps of both pad templates: raw video in system memory in every
+// format of the table (video_format.h). Transfer full.
+GstCaps* template_caps();
 
 // False when the engine has no equivalent of `format`.
 bool pixel_format_from_gst(GstVideoFormat format, PixelFormat* out);
+// GStreamer's name for the same format.
+GstVideoFormat gst_format_of(PixelFormat format);
 
 // The plane offsets, strides and size GStreamer assumes for `info` when a
 // buffer carries no GstVideoMeta. `info` must hold a supported format.
@@ -47,20 +51,20 @@ struct OutputFormat {
   GeometryTransform geometry;  // what the kernel does to positions: for metas
 };
 
-// The caps on the other side of the element for `kernel` with `params`,
-// given `caps` on the pad of direction `direction`. convert takes any of
-// the formats at the same size (format, colorimetry and chroma-site are
-// dropped); copy, invert, balance, blur and edge keep format and size, so they give `caps` back;
-// flip swaps width and height (and inverts a fixed pixel-aspect-ratio) for the directions that swap
-// axes, as videoflip does. Transfer full.
-GstCaps* transform_caps(KernelId kernel, const KernelParams& params, GstPadDirection direction,
-                        GstCaps* caps);
+// The caps on the other side of the element for `op`, given `caps` on the
+// pad of direction `direction`: the formats the operation makes from (SINK)
+// or makes (SRC) those of `caps`, structures it takes none of dropped; a
+// format field it leaves alone stays as it came, so caps it keeps compare
+// equal. Where the format is downstream's choice (convert), colorimetry and
+// chroma-site go too; where the axes swap (flip's rotations), width and
+// height swap and a fixed pixel-aspect-ratio is inverted, as videoflip does.
+// Transfer full.
+GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps);
 
 // The caps of `pad` that the peer of `other` (the element's other pad) can
-// take through `kernel`, limited to the pad templates and to `filter`.
+// take through `op`, limited to the pad templates and to `filter`.
 // Transfer full. Answers the CAPS query of either pad.
-GstCaps* query_caps_through(KernelId kernel, const KernelParams& params, GstPad* pad, GstPad* other,
-                            GstCaps* filter);
+GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter);
 
 // ACCEPT_CAPS: `caps` are within `allowed` (from query_caps_through) and,
 // when fixed, describe a frame the engine can take.
@@ -71,29 +75,33 @@ bool caps_acceptable(GstCaps* caps, GstCaps* allowed);
 // query's caps are not raw video. (A later change makes the pool pinned.)
 bool propose_video_pool(GstQuery* query, guint min_buffers);
 
-// The output video info `kernel` with `params` produces from `in`. False
-// when it cannot. For convert, without downstream's view: the input's format.
-bool output_info_for(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
-                     GstVideoInfo* out);
+// The output video info `op` produces from `in`. False when it cannot.
+// Where the format is downstream's choice, without downstream's view: the
+// input's format.
+bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* out);
 
-// Like output_info_for, but convert asks the peer of `srcpad` what it takes:
-// the input's own format and colorimetry when downstream accepts them (no
-// conversion), else downstream's first preference fixated towards the
-// input's size and rate; between two YUV formats the input's colorimetry is
-// kept unless downstream fixes one. False when downstream takes nothing.
-bool negotiate_output_info(KernelId kernel, const KernelParams& params, const GstVideoInfo& in,
-                           GstPad* srcpad, GstVideoInfo* out);
+// Like output_info_for, but where the format is downstream's choice asks
+// the peer of `srcpad` what it takes: the input's own format and
+// colorimetry when downstream accepts them (no conversion), else
+// downstream's first preference fixated towards the input's size and rate;
+// between two YUV formats the input's colorimetry is kept unless downstream
+// fixes one. False when downstream takes nothing.
+bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, GstPad* srcpad,
+                           GstVideoInfo* out);
 
-// Fills the parameters that come from the caps rather than from properties
-// (convert: each side's colorimetry) and runs the kernel's check with all of
-// them. Empty on success, else a sentence saying what is not supported.
-std::string complete_kernel_params(KernelId kernel, const GstVideoInfo& in, const GstVideoInfo& out,
-                                   KernelParams* params);
+// The operation that turns `in` into `out`: `kernel` made with `params` and
+// what the caps add (convert: each side's colorimetry), refused where it
+// would mix interlaced fields, and checked by the operation itself. Null,
+// with a sentence in *problem, when it cannot.
+std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
+                                               const GstVideoInfo& in, const GstVideoInfo& out,
+                                               std::string* problem);
 
-// negotiate_output_info then complete_kernel_params: the output info and
-// the full parameters for `in`, or a sentence saying why there are none.
-std::string negotiate_output(KernelId kernel, const GstVideoInfo& in, GstPad* srcpad,
-                             KernelParams* params, GstVideoInfo* out);
+// negotiate_output_info then operation_for: the output info and the
+// operation for `in`, or a sentence saying why there are none.
+std::string negotiate_output(const std::string& kernel, const KernelParams& params,
+                             const GstVideoInfo& in, GstPad* srcpad,
+                             std::shared_ptr<const Operation>* op, GstVideoInfo* out);
 
 // Whether two output infos need the same engine (format, size, colorimetry).
 bool same_output(const GstVideoInfo& a, const GstVideoInfo& b);

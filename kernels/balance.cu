@@ -8,9 +8,9 @@
 // and an add into an FMA that would round differently from the host's
 // separate operations. Computing it per sample cost a dozen double-precision
 // operations and conversions per pair, which bounded the kernel; a lookup
-// costs one cached 2-byte load. Each stream keeps its own table and rebuilds
-// it (one small launch) only when the parameters change, so tables are never
-// rewritten while another stream's kernel reads them.
+// costs one cached 2-byte load. The table lives in the operation's workspace,
+// built once when an engine starts (balance_prepare_cuda, one small launch
+// on the stream that then runs the frames) and only read afterwards.
 //
 // Every thread handles a 16-byte word (4 RGB pixels, 16 luma samples, 8
 // chroma pairs) of one row (packed RGB) or of kRowsPerThread rows (planar),
@@ -22,11 +22,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <tuple>
 
 #include "balance.h"
 #include "copy.h"
@@ -399,96 +394,14 @@ __global__ void balance_rgb_kernel(const uint8_t* __restrict__ src, size_t src_s
   }
 }
 
-dim3 grid_for(size_t items, size_t rows, bool inject_launch_failure) {
+dim3 grid_for(size_t items, size_t rows) {
   dim3 grid(static_cast<unsigned>((items + kThreads - 1) / kThreads),
             static_cast<unsigned>(std::min<size_t>(rows, kMaxGridY)));
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid.x = 0;
   return grid;
 }
 
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
-}
-
-// A device buffer holding one chroma table, freed on destruction; neither
-// copied nor moved (the cache holds it by pointer).
-class ChromaTable {
- public:
-  ChromaTable() { CO_CUDA_CHECK(cudaMalloc(&data_, kChromaEntries * sizeof(uint16_t))); }
-  ~ChromaTable() { CO_CUDA_CHECK_NOEXCEPT(cudaFree(data_)); }
-  ChromaTable(const ChromaTable&) = delete;
-  ChromaTable& operator=(const ChromaTable&) = delete;
-  uint16_t* get() const { return data_; }
-
-  // The parameters the last build on this table's stream used; unset until
-  // a build was enqueued without error.
-  bool built = false;
-  double hue_cos = 0, hue_sin = 0, saturation = 0;
-
- private:
-  uint16_t* data_ = nullptr;
-};
-
-// One table per (device, stream): work on one stream runs in order, so a
-// rebuild there never overtakes a kernel still reading the previous table,
-// and no stream reads another's. A destroyed stream's handle is only reused
-// once its work has finished. Tables live until the process ends.
-class ChromaTableCache {
-  // (device, stream, host thread): the thread only for cudaStreamPerThread,
-  // which names a different stream on every host thread.
-  using Key = std::tuple<int, cudaStream_t, std::thread::id>;
-
- public:
-  // Any thread. Returns the table of `k` for the current device and
-  // `stream`, enqueuing its build on `stream` first if needed.
-  const uint16_t* get(const BalanceConstants& k, cudaStream_t stream) {
-    int device = 0;
-    CO_CUDA_CHECK(cudaGetDevice(&device));
-    std::lock_guard<std::mutex> lock(mutex_);
-    const Key key{device, stream,
-                  stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id()};
-    std::unique_ptr<ChromaTable>& table = tables_[key];
-    if (!table) {
-      if (tables_.size() > kMaxTables) evict_all_but(key);
-      table = std::make_unique<ChromaTable>();
-    }
-    if (!(table->built && table->hue_cos == k.hue_cos && table->hue_sin == k.hue_sin &&
-          table->saturation == k.saturation)) {
-      table->built = false;
-      chroma_table_kernel<<<256, 256, 0, stream>>>(k.hue_cos, k.hue_sin, k.saturation,
-                                                   table->get());
-      CO_CUDA_CHECK_LAUNCH("the balance chroma table kernel");
-      table->built = true;
-      table->hue_cos = k.hue_cos;
-      table->hue_sin = k.hue_sin;
-      table->saturation = k.saturation;
-    }
-    return table->get();
-  }
-
- private:
-  // Past this many streams (128 KiB each), the others' tables go. Rare:
-  // the engine keeps its streams; only a process making many short-lived
-  // streams gets here.
-  static constexpr size_t kMaxTables = 64;
-
-  // Called with mutex_ held. Waits for the device first, since a freed
-  // table may still be read by work enqueued on its stream.
-  void evict_all_but(const Key& key) {
-    CO_CUDA_CHECK(cudaDeviceSynchronize());
-    for (auto it = tables_.begin(); it != tables_.end();)
-      it = it->first == key ? std::next(it) : tables_.erase(it);
-  }
-
-  std::mutex mutex_;
-  // Guarded by mutex_.
-  std::map<Key, std::unique_ptr<ChromaTable>> tables_;
-};
-
-ChromaTableCache& chroma_tables() {
-  static ChromaTableCache cache;
-  return cache;
 }
 
 // The dp4a coefficient words and byte_perm selectors of a packed RGB format
@@ -517,10 +430,20 @@ void rgb_words(PixelFormat format, BalanceArgs* a) {
 
 }  // namespace
 
+static_assert(kBalanceChromaTableBytes == kChromaEntries * sizeof(uint16_t), "table size");
+
+void balance_prepare_cuda(const BalanceParams& params, uint8_t* chroma_table, CUstream_st* stream) {
+  if (params.is_identity()) return;  // a copy: no table read
+  const BalanceConstants k = balance_constants(params);
+  chroma_table_kernel<<<256, 256, 0, stream>>>(k.hue_cos, k.hue_sin, k.saturation,
+                                               reinterpret_cast<uint16_t*>(chroma_table));
+  CO_CUDA_CHECK_LAUNCH("the balance chroma table kernel");
+}
+
 void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
-                  bool inject_launch_failure, CUstream_st* stream) {
+                  const uint8_t* chroma_table, CUstream_st* stream) {
   if (params.is_identity()) {
-    copy_cuda(in, out, inject_launch_failure, stream);
+    copy_cuda(in, out, stream);
     return;
   }
   BalanceArgs a;
@@ -528,13 +451,13 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   rgb_words(in.format, &a);
   const FormatInfo& info = format_info(in.format);
   if (in.width == 0 || in.height == 0) return;
-  a.chroma = in.format == PixelFormat::kGRAY8 ? nullptr : chroma_tables().get(a.k, stream);
+  a.chroma =
+      in.format == PixelFormat::kGRAY8 ? nullptr : reinterpret_cast<const uint16_t*>(chroma_table);
 
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {
     const size_t chunks = (static_cast<size_t>(in.width) + kRgbChunk - 1) / kRgbChunk;
     const dim3 grid = grid_for(
-        chunks, (static_cast<size_t>(in.height) + kRgbRowsPerThread - 1) / kRgbRowsPerThread,
-        inject_launch_failure);
+        chunks, (static_cast<size_t>(in.height) + kRgbRowsPerThread - 1) / kRgbRowsPerThread);
     const PlaneRef& s = in.planes[0];
     const PlaneRef& d = out.planes[0];
     if (aligned_to(s, 16) && aligned_to(d, 16))
@@ -582,7 +505,7 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
     block_rows = std::max(block_rows, (static_cast<size_t>(p.c_rows) + kChromaRowsPerThread - 1) /
                                           kChromaRowsPerThread);
   }
-  dim3 grid = grid_for(chunks, block_rows, inject_launch_failure);
+  dim3 grid = grid_for(chunks, block_rows);
   grid.z = planes;
   if (planes == 1)
     balance_planar_kernel<false><<<grid, kThreads, 0, stream>>>(p, a);

@@ -13,10 +13,8 @@
 
 #include <cstdint>
 
-#include "kernel.h"
-#include "video_format.h"
-
-struct CUstream_st;
+#include "kernel_params.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 
@@ -32,8 +30,33 @@ BalanceConstants balance_constants(const BalanceParams& params);
 // Byte offsets of R, G and B in a packed 4-byte pixel of `format`.
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b);
 
+// The workspace holds the chroma table (256 x 256 entries of 2 bytes: the
+// (u', v') pair for each (u, v)), built on the device by prepare_cuda.
+class BalanceOperation final : public Operation {
+ public:
+  explicit BalanceOperation(const BalanceParams& params) : params_(params) {}
+  const char* name() const override { return "balance"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  std::string check(const ImageRef& in, const ImageRef& out) const override;
+  bool same_as(const Operation& other) const override;
+  size_t workspace_bytes() const override;
+  void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+
+ private:
+  BalanceParams params_;
+};
+
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params);
+// `chroma_table`: device memory of kBalanceChromaTableBytes, filled by
+// balance_prepare_cuda with the same parameters.
+constexpr size_t kBalanceChromaTableBytes = 256 * 256 * 2;
+void balance_prepare_cuda(const BalanceParams& params, uint8_t* chroma_table, CUstream_st* stream);
 void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
-                  bool inject_launch_failure, CUstream_st* stream);
+                  const uint8_t* chroma_table, CUstream_st* stream);
 
 }  // namespace cudaoverlap

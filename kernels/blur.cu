@@ -296,8 +296,7 @@ void launch(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& 
 
 }  // namespace
 
-void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, bool inject_launch_failure,
-               CUstream_st* stream) {
+void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   for (int p = 0; p < info.n_planes; ++p) {
     const int step = info.pixel_bytes[p];
@@ -309,8 +308,6 @@ void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, bool injec
     dim3 grid((width * step + shape.tx - 1) / shape.tx, (height + shape.ty - 1) / shape.ty);
     // ty is at least 96 rows (1-byte samples, radius 16).
     if (grid.y > 65535) throw Error("blur: the image is too tall (more than 6,291,360 rows)");
-    // An empty grid is an invalid configuration: CUDA reports it at launch.
-    if (inject_launch_failure) grid.x = 0;
     launch(grid, stream, in.planes[p], out.planes[p], width, height, info.alpha_byte, shape, taps);
     CO_CUDA_CHECK_LAUNCH("the blur kernel");
   }

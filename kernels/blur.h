@@ -17,9 +17,7 @@
 
 #include <cstdint>
 
-#include "video_format.h"
-
-struct CUstream_st;
+#include "operation.h"
 
 namespace cudaoverlap {
 
@@ -38,8 +36,24 @@ struct BlurTaps {
 // 1 << shift (radius ceil(3 * sigma'), at least 1).
 BlurTaps blur_taps(double sigma, int shift);
 
+class BlurOperation final : public Operation {
+ public:
+  explicit BlurOperation(double sigma) : sigma_(sigma) {}
+  const char* name() const override { return "blur"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
+  std::string check(const ImageRef& in, const ImageRef& out) const override;
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+
+ private:
+  double sigma_;
+};
+
 void blur_reference(const ImageRef& in, const ImageRef& out, double sigma);
-void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, bool inject_launch_failure,
-               CUstream_st* stream);
+void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream);
 
 }  // namespace cudaoverlap

@@ -73,7 +73,7 @@ bool aligned16(const void* p, size_t stride) {
 // smaller plane's extent return at once). plane_mask[p] is the 4-byte XOR
 // pattern of plane p.
 void launch_byte_mask(const ImageRef& in, const ImageRef& out, const uint32_t* plane_mask,
-                      bool inject_launch_failure, cudaStream_t stream) {
+                      cudaStream_t stream) {
   const FormatInfo& info = format_info(in.format);
   MaskPlanes planes{};
   size_t max_chunks = 0, max_rows = 0;
@@ -94,8 +94,6 @@ void launch_byte_mask(const ImageRef& in, const ImageRef& out, const uint32_t* p
   dim3 grid(static_cast<unsigned>((max_chunks + kThreads - 1) / kThreads),
             static_cast<unsigned>(std::min<size_t>(max_rows, kMaxGridY)),
             static_cast<unsigned>(info.n_planes));
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid.x = 0;
   byte_mask_plane_kernel<<<grid, kThreads, 0, stream>>>(planes);
   CO_CUDA_CHECK_LAUNCH("the byte mask kernel");
 }

@@ -393,8 +393,8 @@ __device__ __forceinline__ ChromaRow fetch_chroma_row(const ConvertLayout& L, co
         in.planes[2].data + static_cast<size_t>(r) * in.planes[2].stride + c0);
     row.mid = __byte_perm(u2, v2, 0x5140);
   } else {
-    row.mid = __byte_perm(uv_bytes(in, false, c0, r),
-                          uv_bytes(in, false, min(c0 + 1, cw - 1), r), 0x5410);
+    row.mid = __byte_perm(uv_bytes(in, false, c0, r), uv_bytes(in, false, min(c0 + 1, cw - 1), r),
+                          0x5410);
   }
   if (kLinear) {
     row.left = uv_bytes(in, false, clamp_index(c0 - 1, cw), r);
@@ -434,8 +434,8 @@ __device__ __forceinline__ BlockInput fetch_block(const ConvertLayout& L, const 
     b.luma[dy] = load_luma(in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride, x0,
                            in.width, full, L.in_a4[0]);
   }
-  b.chroma = fetch_chroma_row<kLinear>(L, in, nv12, x0 >> 1, kLinear ? min(by + 1, ch - 1) : by,
-                                       cw);
+  b.chroma =
+      fetch_chroma_row<kLinear>(L, in, nv12, x0 >> 1, kLinear ? min(by + 1, ch - 1) : by, cw);
   return b;
 }
 
@@ -554,7 +554,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
 }  // namespace
 
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
-                  bool inject_launch_failure, CUstream_st* stream) {
+                  CUstream_st* stream) {
   ConvertLayout L{};
   L.k = convert_coefficients(in.format, out.format, params);
   const ConvertCoefficients& k = L.k;
@@ -579,8 +579,6 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
   if (bw == 0 || bh == 0) return;
   dim3 grid((bw + kBlockX - 1) / kBlockX,
             static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid.x = 0;
   const dim3 block(kBlockX, kBlockY);
   switch (k.in_family) {
     case convert_math::kPacked:

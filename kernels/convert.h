@@ -16,34 +16,16 @@
 //   copies luma (neutral chroma 128), as videoconvert does. GRAY8 to and
 //   from BT.709 4:2:0 is refused (videoconvert goes through RGB there).
 // - 4:2:0 to 4:2:0 repacks planes; the two sides must have the same matrix
-//   and range (kernel_check refuses otherwise).
+//   and range (the operation's check refuses otherwise).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "video_format.h"
-
-struct CUstream_st;
+#include "kernel_params.h"
+#include "operation.h"
 
 namespace cudaoverlap {
-
-enum class YuvMatrix { kBT601, kBT709 };
-
-// The YUV side's colorimetry; RGB is always full-range R'G'B'.
-struct Colorimetry {
-  YuvMatrix matrix = YuvMatrix::kBT601;
-  bool full_range = false;
-  bool operator==(const Colorimetry& o) const {
-    return matrix == o.matrix && full_range == o.full_range;
-  }
-};
-
-struct ConvertParams {
-  Colorimetry in;   // of the input, when it is YUV
-  Colorimetry out;  // of the output, when it is YUV
-  bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
-};
 
 // Everything the per-pixel arithmetic needs, computed once on the host.
 struct ConvertCoefficients {
@@ -60,8 +42,27 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
 // Empty when `in` can be converted to `out` with `params`, else why not.
 std::string convert_check(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 
+// Every format to every format; the output format is downstream's choice.
+class ConvertOperation final : public Operation {
+ public:
+  explicit ConvertOperation(const ConvertParams& params) : params_(params) {}
+  const char* name() const override { return "convert"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override;
+  bool format_from_downstream() const override { return true; }
+  bool mixes_rows(PixelFormat in, PixelFormat out) const override;
+  std::string check(const ImageRef& in, const ImageRef& out) const override;
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+
+ private:
+  ConvertParams params_;
+};
+
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
-                  bool inject_launch_failure, CUstream_st* stream);
+                  CUstream_st* stream);
 
 }  // namespace cudaoverlap

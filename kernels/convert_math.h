@@ -1,5 +1,5 @@
 // The per-pixel-block arithmetic of the `convert` kernel, shared by its CPU
-// reference (convert_ref.cpp) and its CUDA kernel (convert.cu) so the two
+// reference (convert.cpp) and its CUDA kernel (convert.cu) so the two
 // agree to the byte; its agreement with videoconvert is tested on real
 // pipelines (tests/kernels/test_vs_gstreamer.cpp).
 //

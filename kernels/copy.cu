@@ -4,10 +4,9 @@
 
 namespace cudaoverlap {
 
-void copy_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failure,
-               CUstream_st* stream) {
+void copy_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
   const uint32_t masks[kMaxPlanes] = {0, 0, 0, 0};
-  launch_byte_mask(in, out, masks, inject_launch_failure, stream);
+  launch_byte_mask(in, out, masks, stream);
 }
 
 }  // namespace cudaoverlap

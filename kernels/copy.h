@@ -1,14 +1,24 @@
 // The `copy` kernel: output equals input byte for byte, plane by plane.
 #pragma once
 
-#include "video_format.h"
-
-struct CUstream_st;
+#include "operation.h"
 
 namespace cudaoverlap {
 
+class CopyOperation final : public Operation {
+ public:
+  const char* name() const override { return "copy"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+};
+
+// The implementations, also used by operations that reduce to a copy.
 void copy_reference(const ImageRef& in, const ImageRef& out);
-void copy_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failure,
-               CUstream_st* stream);
+void copy_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 
 }  // namespace cudaoverlap

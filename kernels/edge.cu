@@ -52,7 +52,7 @@ constexpr int kTileX = 32 * 4;  // columns per warp and block
 template <bool kRgb>
 constexpr int kRows = kRgb ? 8 : 14;
 template <bool kRgb>
-constexpr int kTileY = kRows<kRgb> * kWarps;  // rows per block
+constexpr int kTileY = kRows<kRgb>* kWarps;  // rows per block
 static_assert(kRows<false> + 2 <= 16 && kRows<true> + 2 <= 16,
               "the halo word of each input row lives in its own lane");
 
@@ -60,11 +60,11 @@ struct EdgeLayout {
   int width, height;
   // Row strides; 32 bits, so a row's address is one wide multiply-add.
   uint32_t src_stride, dst_stride;
-  uint32_t lane_base;   // 0x4B000000, in a register: see lane_lo
-  uint32_t grey_coef;   // packed RGB: 77, 150, 29 at the R, G, B bytes (dp4a)
-  uint32_t keep_mask;   // packed RGB: the alpha or padding byte
-  uint32_t keep_pack;   // __byte_perm selector: the kept bytes of two pixels
-  uint32_t keep_sel;    // __byte_perm selector of pixel 0: magnitude, kept byte
+  uint32_t lane_base;             // 0x4B000000, in a register: see lane_lo
+  uint32_t grey_coef;             // packed RGB: 77, 150, 29 at the R, G, B bytes (dp4a)
+  uint32_t keep_mask;             // packed RGB: the alpha or padding byte
+  uint32_t keep_pack;             // __byte_perm selector: the kept bytes of two pixels
+  uint32_t keep_sel;              // __byte_perm selector of pixel 0: magnitude, kept byte
   bool src_aligned, dst_aligned;  // 4-byte (luma) or 16-byte (RGB) pointer and stride
   // Chroma planes to fill with 128 (NV12: 1, I420: 2, else 0).
   int n_chroma;
@@ -119,8 +119,8 @@ __device__ __forceinline__ uint32_t load_luma(const uint8_t* p, const EdgeLayout
                                               uint32_t* keep) {
   if (!kRgb) return *reinterpret_cast<const uint32_t*>(p);
   const uint4 v = *reinterpret_cast<const uint4*>(p);
-  *keep = __byte_perm(__byte_perm(v.x, v.y, l.keep_pack), __byte_perm(v.z, v.w, l.keep_pack),
-                      0x5410);
+  *keep =
+      __byte_perm(__byte_perm(v.x, v.y, l.keep_pack), __byte_perm(v.z, v.w, l.keep_pack), 0x5410);
   return grey4(v, l);
 }
 
@@ -136,8 +136,7 @@ __device__ __forceinline__ RowTerms row_terms(uint32_t left, uint32_t centre, ui
   const uint32_t odd = __byte_perm(centre, 0, 0x4341);   // columns 1, 3
   const uint32_t m = __byte_perm(odd, left, 0x1017);     // columns -1, 1
   const uint32_t p = __byte_perm(even, right, 0x1412);   // columns 2, 4
-  return {odd + 0x01000100u - m, p + 0x01000100u - even, m + 2 * even + odd,
-          even + 2 * odd + p};
+  return {odd + 0x01000100u - m, p + 0x01000100u - even, m + 2 * even + odd, even + 2 * odd + p};
 }
 
 // The lanes of a biased word as exact floats: the lane's bits placed in the
@@ -185,8 +184,8 @@ __device__ __forceinline__ uint32_t sobel_row(const RowTerms& a, const RowTerms&
 // Writes the 4 magnitudes in m to d, pixels x..x+3 of an output row whose
 // input row is s (both already offset to pixel x).
 template <bool kRgb>
-__device__ __forceinline__ void store_row(const uint8_t* s, uint8_t* d, const EdgeLayout& l,
-                                          int x, bool fast, uint32_t m, uint32_t keep) {
+__device__ __forceinline__ void store_row(const uint8_t* s, uint8_t* d, const EdgeLayout& l, int x,
+                                          bool fast, uint32_t m, uint32_t keep) {
   const int n = min(4, l.width - x);
   if (!kRgb) {
     if (fast) {
@@ -198,19 +197,16 @@ __device__ __forceinline__ void store_row(const uint8_t* s, uint8_t* d, const Ed
   }
   if (fast) {
     // Pixel i: magnitude byte i in R, G and B, kept byte i in its place.
-    *reinterpret_cast<uint4*>(d) =
-        make_uint4(__byte_perm(m, keep, l.keep_sel), __byte_perm(m, keep, l.keep_sel + 0x1111u),
-                   __byte_perm(m, keep, l.keep_sel + 0x2222u),
-                   __byte_perm(m, keep, l.keep_sel + 0x3333u));
+    *reinterpret_cast<uint4*>(d) = make_uint4(
+        __byte_perm(m, keep, l.keep_sel), __byte_perm(m, keep, l.keep_sel + 0x1111u),
+        __byte_perm(m, keep, l.keep_sel + 0x2222u), __byte_perm(m, keep, l.keep_sel + 0x3333u));
     return;
   }
   for (int i = 0; i < n; ++i) {
-    const uint32_t px = static_cast<uint32_t>(s[4 * i]) |
-                        static_cast<uint32_t>(s[4 * i + 1]) << 8 |
+    const uint32_t px = static_cast<uint32_t>(s[4 * i]) | static_cast<uint32_t>(s[4 * i + 1]) << 8 |
                         static_cast<uint32_t>(s[4 * i + 2]) << 16 |
                         static_cast<uint32_t>(s[4 * i + 3]) << 24;
-    const uint32_t w =
-        (px & l.keep_mask) | (((m >> (8 * i)) & 0xFFu) * 0x01010101u & ~l.keep_mask);
+    const uint32_t w = (px & l.keep_mask) | (((m >> (8 * i)) & 0xFFu) * 0x01010101u & ~l.keep_mask);
     for (int c = 0; c < 4; ++c) d[4 * i + c] = static_cast<uint8_t>(w >> (8 * c));
   }
 }
@@ -342,8 +338,7 @@ bool aligned_to(const PlaneRef& p, size_t n) {
 
 }  // namespace
 
-void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failure,
-               CUstream_st* stream) {
+void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   EdgeLayout l{};
   l.width = in.width;
@@ -387,8 +382,6 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failu
   }
   dim3 grid(tiles_x, tiles_y);
   if (grid.y > 65535) throw Error("edge: the image is too tall (more than about a million rows)");
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid.x = 0;
   const dim3 block(32, kWarps);
   if (rgb)
     edge_kernel<true><<<grid, block, 0, stream>>>(in.planes[0].data, out.planes[0].data, l);

@@ -13,19 +13,28 @@
 #include <cstdint>
 #include <vector>
 
-#include "video_format.h"
-
-struct CUstream_st;
+#include "operation.h"
 
 namespace cudaoverlap {
+
+class EdgeOperation final : public Operation {
+ public:
+  const char* name() const override { return "edge"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+};
 
 void edge_reference(const ImageRef& in, const ImageRef& out);
 
 // The reference's magnitude: min(floor(sqrt(gx^2 + gy^2)), 255).
 uint8_t edge_magnitude(int gx, int gy);
 
-void edge_cuda(const ImageRef& in, const ImageRef& out, bool inject_launch_failure,
-               CUstream_st* stream);
+void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 
 // For tests: the CUDA kernel's magnitude arithmetic run on the device for
 // every (gx, gy) in [-limit, limit]^2, gx fastest, two bytes per pair (from

@@ -382,7 +382,7 @@ struct FlipGeometry {
   int direction;                 // FlipDirection
 };
 
-// Source coordinates of output pixel (x, y); the same table as flip_ref.cpp.
+// Source coordinates of output pixel (x, y); the same table as flip.cpp.
 __device__ __forceinline__ void source_of(const FlipGeometry& g, int x, int y, int* sx, int* sy) {
   switch (g.direction) {
     case 1:  // 90R
@@ -458,11 +458,9 @@ bool aligned_to(const void* p, size_t stride, size_t n) {
 
 template <typename Word, typename Unaligned>
 void launch_plane(const PlaneRef& in, const PlaneRef& out, size_t n, const FlipGeometry& g,
-                  bool inject_launch_failure, cudaStream_t stream) {
+                  cudaStream_t stream) {
   dim3 grid((g.out_w + kTile - 1) / kTile, (g.out_h + kTile - 1) / kTile);
   if (grid.y > 65535) throw Error("flip: the image is too tall (more than 2,097,120 rows)");
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid.x = 0;
   const dim3 block(kTile, kRowsPerPass);
   if (aligned_to(in.data, in.stride, n) && aligned_to(out.data, out.stride, n))
     flip_plane_kernel<Word>
@@ -476,7 +474,7 @@ void launch_plane(const PlaneRef& in, const PlaneRef& out, size_t n, const FlipG
 }  // namespace
 
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
-               bool inject_launch_failure, CUstream_st* stream) {
+               CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   const bool swaps = flip_swaps_size(direction);
   // Directions that read source rows right to left (180, horiz, 90L, ur-ll).
@@ -520,14 +518,11 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
       continue;
     }
     // Packed RGB.
-    launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, inject_launch_failure,
-                                     stream);
+    launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
   }
   if (words.n_planes == 0) return;
   if (tiles > 0x7FFFFFFF) throw Error("flip: the image is too large");
   unsigned grid = static_cast<unsigned>(tiles);
-  // An empty grid is an invalid configuration: CUDA reports it at launch.
-  if (inject_launch_failure) grid = 0;
   flip_word_kernel<<<grid, kWordThreads, 0, stream>>>(words);
   CO_CUDA_CHECK_LAUNCH("the flip kernel (word-wide)");
 }

@@ -6,15 +6,33 @@
 // The 90-degree directions and the two diagonals swap width and height.
 #pragma once
 
-#include "kernel.h"
-#include "video_format.h"
-
-struct CUstream_st;
+#include "kernel_params.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 
+class FlipOperation final : public Operation {
+ public:
+  explicit FlipOperation(FlipDirection direction) : direction_(direction) {}
+  const char* name() const override { return "flip"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override {
+    return direction_ != FlipDirection::kIdentity && direction_ != FlipDirection::kHoriz;
+  }
+  bool swaps_axes() const override { return flip_swaps_size(direction_); }
+  FlipDirection orientation() const override { return direction_; }
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+
+ private:
+  FlipDirection direction_;
+};
+
 void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direction);
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
-               bool inject_launch_failure, CUstream_st* stream);
+               CUstream_st* stream);
 
 }  // namespace cudaoverlap

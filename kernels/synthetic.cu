@@ -23,8 +23,8 @@ __global__ void busy_kernel(uint64_t busy_ns) {
 }  // namespace
 
 void synthetic_cuda(const ImageRef& in, const ImageRef& out, uint32_t busy_us,
-                    bool inject_launch_failure, CUstream_st* stream) {
-  copy_cuda(in, out, inject_launch_failure, stream);
+                    CUstream_st* stream) {
+  copy_cuda(in, out, stream);
   if (busy_us == 0) return;
   busy_kernel<<<1, 1, 0, stream>>>(uint64_t{busy_us} * 1000);
   CO_CUDA_CHECK_LAUNCH("the synthetic busy kernel");

@@ -7,14 +7,27 @@
 
 #include <cstdint>
 
-#include "video_format.h"
-
-struct CUstream_st;
+#include "operation.h"
 
 namespace cudaoverlap {
 
+class SyntheticOperation final : public Operation {
+ public:
+  explicit SyntheticOperation(uint32_t busy_us) : busy_us_(busy_us) {}
+  const char* name() const override { return "synthetic"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  bool same_as(const Operation& other) const override;
+  void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                    CUstream_st* stream) const override;
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override;
+
+ private:
+  uint32_t busy_us_;
+};
+
 void synthetic_reference(const ImageRef& in, const ImageRef& out);
-void synthetic_cuda(const ImageRef& in, const ImageRef& out, uint32_t busy_us,
-                    bool inject_launch_failure, CUstream_st* stream);
+void synthetic_cuda(const ImageRef& in, const ImageRef& out, uint32_t busy_us, CUstream_st* stream);
 
 }  // namespace cudaoverlap

@@ -29,6 +29,16 @@ size_t round_up_shift(int value, int shift) {
 
 const FormatInfo& format_info(PixelFormat format) { return kFormats[static_cast<int>(format)]; }
 
+const std::vector<PixelFormat>& all_pixel_formats() {
+  static const std::vector<PixelFormat> formats = [] {
+    std::vector<PixelFormat> all;
+    for (size_t i = 0; i < sizeof kFormats / sizeof kFormats[0]; ++i)
+      all.push_back(static_cast<PixelFormat>(i));
+    return all;
+  }();
+  return formats;
+}
+
 size_t plane_row_bytes(PixelFormat format, int plane, int width) {
   const FormatInfo& info = format_info(format);
   return round_up_shift(width, info.x_shift[plane]) * static_cast<size_t>(info.pixel_bytes[plane]);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace cudaoverlap {
 
@@ -22,6 +23,9 @@ enum class PixelFormat {
   kI420,
   kGRAY8,
 };
+
+// Every PixelFormat, in the enum's order.
+const std::vector<PixelFormat>& all_pixel_formats();
 
 constexpr int kMaxPlanes = 4;
 

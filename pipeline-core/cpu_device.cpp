@@ -112,10 +112,13 @@ class CpuStream final : public Stream {
     });
   }
 
-  void launch(KernelId id, const KernelParams& params, const ImageRef& in,
-              const ImageRef& out) override {
+  void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
+              const Workspace& workspace) override {
     // Like a CUDA kernel fault, a failing reference reports asynchronously.
-    enqueue([=] { run_kernel_reference(id, params, in, out); });
+    enqueue([&op, in, out, workspace] { op.run_reference(in, out, workspace); });
+  }
+  void prepare(const Operation& op, const Workspace& workspace) override {
+    enqueue([&op, workspace] { op.prepare_reference(workspace); });
   }
 
   void record(Event& event) override {

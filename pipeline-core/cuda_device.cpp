@@ -77,9 +77,12 @@ class CudaStreamImpl final : public Stream {
     CO_CUDA_CHECK(
         cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, k, stream_.get()));
   }
-  void launch(KernelId id, const KernelParams& params, const ImageRef& in,
-              const ImageRef& out) override {
-    launch_kernel_cuda(id, params, in, out, stream_.get());
+  void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
+              const Workspace& workspace) override {
+    op.enqueue_cuda(in, out, workspace, stream_.get());
+  }
+  void prepare(const Operation& op, const Workspace& workspace) override {
+    op.prepare_cuda(workspace, stream_.get());
   }
   void record(Event& event) override {
     CO_CUDA_CHECK(cudaEventRecord(static_cast<CudaEventImpl&>(event).get(), stream_.get()));

@@ -30,7 +30,7 @@
 #include <memory>
 #include <string>
 
-#include "kernel.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 
@@ -65,9 +65,13 @@ class Stream {
   // must come from Device::alloc_pinned (or be otherwise DMA-able).
   virtual void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                        size_t row_bytes, size_t rows, CopyKind kind) = 0;
-  // Enqueues kernel `id` on device images.
-  virtual void launch(KernelId id, const KernelParams& params, const ImageRef& in,
-                      const ImageRef& out) = 0;
+  // Enqueues `op` on device images, with the workspace the owner allocated
+  // for it (device memory) and prepared on this stream. `op` must outlive
+  // the work enqueued.
+  virtual void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
+                      const Workspace& workspace) = 0;
+  // Enqueues `op`'s preparation of `workspace` (start-up only).
+  virtual void prepare(const Operation& op, const Workspace& workspace) = 0;
   virtual void record(Event& event) = 0;
   virtual void wait(Event& event) = 0;
   // Blocks until everything enqueued so far has completed.

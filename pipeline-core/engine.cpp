@@ -42,18 +42,19 @@ ImageRef geometry_only(const FrameLayout& layout) {
   return image;
 }
 
-const char* stage_name(FaultStage stage) {
+// The step of submit() that failed, for the error message.
+enum class Stage { kStaging, kUpload, kCompute, kDownload };
+
+const char* stage_name(Stage stage) {
   switch (stage) {
-    case FaultStage::kStaging:
+    case Stage::kStaging:
       return "staging copy";
-    case FaultStage::kUpload:
+    case Stage::kUpload:
       return "upload";
-    case FaultStage::kCompute:
+    case Stage::kCompute:
       return "kernel";
-    case FaultStage::kDownload:
+    case Stage::kDownload:
       return "download";
-    case FaultStage::kNone:
-      break;
   }
   return "";
 }
@@ -110,6 +111,10 @@ class EngineCore {
   FrameLayout device_in_layout_;
   FrameLayout device_out_layout_;
   FrameLayout staging_layout_;
+  // The operation's workspace (Operation::workspace_bytes), prepared on the
+  // compute stream before the first frame; null when it needs none.
+  std::unique_ptr<Buffer> workspace_;
+  Workspace workspace_view_;
 
   // Lock order: mutex_ is the only lock of the engine; no callback and no
   // device call that waits for device work is made while it is held, except
@@ -190,11 +195,23 @@ void EngineCore::allocate() {
   upload_ = streams_.front().get();
   compute_ = streams_[n_streams == 1 ? 0 : 1].get();
   download_ = streams_.back().get();
+  const Operation& op = *config_.operation;
+  if (op.workspace_bytes() > 0) {
+    try {
+      workspace_ = device_->alloc_device(op.workspace_bytes());
+    } catch (const Error& e) {
+      throw Error(std::string("kernel '") + op.name() + "' needs " +
+                  megabytes(op.workspace_bytes()) + " of device memory for its tables on " +
+                  device_->describe() + "; allocating it failed (" + e.what() + ")");
+    }
+    workspace_view_ = Workspace{workspace_->data(), workspace_->size()};
+  }
+  // Ordered before every frame's kernel by the compute stream itself.
+  compute_->prepare(op, workspace_view_);
   for (int i = 0; i < n; ++i) free_.push_back(i);
 }
 
 void EngineCore::release(int slot) noexcept {
-  if (config_.disabled_barrier == Barrier::kRelease) return;  // freed at delivery
   {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(slot);
@@ -293,7 +310,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // its D2H copy has finished.
     std::string failure;
     try {
-      if (c.config_.disabled_barrier != Barrier::kDownloaded) slot.downloaded->synchronize();
+      slot.downloaded->synchronize();
     } catch (const Error& e) {
       failure = e.what();
     }
@@ -326,7 +343,6 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // The consumer may release the frame at once, and the slot be reused by
     // the next submit(): nothing of the slot is read after the callback.
     const uint64_t sequence = slot.sequence;
-    if (c.config_.disabled_barrier == Barrier::kRelease) c.free_.push_back(index);
     std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
     OutputFrame frame(core, index, sequence, c.config_.output.at(slot.pinned_out->data()),
                       std::move(slot.user), timing);
@@ -370,8 +386,7 @@ struct EngineThreads {
 
 bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
-         kernel == o.kernel && params == o.params && fault == o.fault &&
-         disabled_barrier == o.disabled_barrier && timing == o.timing &&
+         same_operation(operation, o.operation) && timing == o.timing &&
          staging_threads == o.staging_threads;
 }
 
@@ -396,8 +411,9 @@ void Engine::start() {
       throw Error(std::string(layout == &config_.input ? "input" : "output") +
                   " layout: " + problem);
   }
+  if (!config_.operation) throw Error("the engine has no operation");
   const std::string kernel_problem =
-      kernel_check(config_.kernel, geometry_only(config_.input), geometry_only(config_.output));
+      config_.operation->check(geometry_only(config_.input), geometry_only(config_.output));
   if (!kernel_problem.empty()) throw Error(kernel_problem);
   if (config_.staging_threads < 0 || config_.staging_threads > kMaxStagingThreads)
     throw Error("staging-threads " + std::to_string(config_.staging_threads) +
@@ -434,14 +450,11 @@ Status Engine::submit(InputFrame frame) {
     Slot& slot = c.slots_[index];
     slot.sequence = sequence;
     slot.user = std::move(frame.user);
-    const bool hold = frame.pinned && config_.disabled_barrier != Barrier::kKeepAlive;
-    slot.keep_alive = hold ? std::move(frame.keep_alive) : nullptr;
+    slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
   }
 
   Slot& slot = c.slots_[index];
-  const FaultInjection& fault = config_.fault;
-  const FaultStage failing = fault.frame == sequence ? fault.stage : FaultStage::kNone;
-  FaultStage stage = FaultStage::kStaging;
+  Stage stage = Stage::kStaging;
   try {
     device_->make_current();
     const FrameLayout& in = config_.input;
@@ -454,7 +467,6 @@ Status Engine::submit(InputFrame frame) {
     ImageRef source = frame.image;
     if (!frame.pinned) {
       timing.staging.start_ns = host_now_ns();
-      if (failing == FaultStage::kStaging) throw Error("injected failure");
       const ImageRef staging = c.staging_layout_.at(slot.pinned_in->data());
       PlaneCopy planes[kMaxPlanes];
       for (int p = 0; p < in.n_planes(); ++p) {
@@ -471,36 +483,31 @@ Status Engine::submit(InputFrame frame) {
     }
 
     const bool timed = config_.timing;
-    stage = FaultStage::kUpload;
+    stage = Stage::kUpload;
     if (timed) c.upload_->record(*slot.upload_started);
     for (int p = 0; p < in.n_planes(); ++p) {
-      // An invalid pitch is rejected by every backend's copy: a real failure.
-      const size_t pitch = failing == FaultStage::kUpload ? 0 : device_in.planes[p].stride;
-      c.upload_->copy_2d(device_in.planes[p].data, pitch, source.planes[p].data,
-                         source.planes[p].stride, in.row_bytes(p), in.rows(p),
-                         CopyKind::kHostToDevice);
+      c.upload_->copy_2d(device_in.planes[p].data, device_in.planes[p].stride,
+                         source.planes[p].data, source.planes[p].stride, in.row_bytes(p),
+                         in.rows(p), CopyKind::kHostToDevice);
     }
     c.upload_->record(*slot.uploaded);
 
-    stage = FaultStage::kCompute;
+    stage = Stage::kCompute;
     // Barrier "uploaded": the kernel reads the slot's device input.
-    if (config_.disabled_barrier != Barrier::kUploaded) c.compute_->wait(*slot.uploaded);
+    c.compute_->wait(*slot.uploaded);
     if (timed) c.compute_->record(*slot.compute_started);
-    KernelParams params = config_.params;
-    params.inject_launch_failure = failing == FaultStage::kCompute;
-    c.compute_->launch(config_.kernel, params, device_in, device_out);
+    c.compute_->launch(*config_.operation, device_in, device_out, c.workspace_view_);
     c.compute_->record(*slot.computed);
 
-    stage = FaultStage::kDownload;
+    stage = Stage::kDownload;
     // Barrier "computed": the download reads the slot's device output.
-    if (config_.disabled_barrier != Barrier::kComputed) c.download_->wait(*slot.computed);
+    c.download_->wait(*slot.computed);
     if (timed) c.download_->record(*slot.download_started);
     const FrameLayout& out = config_.output;
     for (int p = 0; p < out.n_planes(); ++p) {
-      const size_t pitch = failing == FaultStage::kDownload ? 0 : pinned_out.planes[p].stride;
-      c.download_->copy_2d(pinned_out.planes[p].data, pitch, device_out.planes[p].data,
-                           device_out.planes[p].stride, out.row_bytes(p), out.rows(p),
-                           CopyKind::kDeviceToHost);
+      c.download_->copy_2d(pinned_out.planes[p].data, pinned_out.planes[p].stride,
+                           device_out.planes[p].data, device_out.planes[p].stride, out.row_bytes(p),
+                           out.rows(p), CopyKind::kDeviceToHost);
     }
     c.download_->record(*slot.downloaded);
 

@@ -38,7 +38,7 @@
 #include "device.h"
 #include "error.h"
 #include "frame_layout.h"
-#include "kernel.h"
+#include "operation_registry.h"
 
 namespace cudaoverlap {
 
@@ -48,27 +48,6 @@ enum class Status {
   kOk,
   kFlushing,  // a flush or stop began; the frame was not taken
   kError,     // the engine is in its error state; see Engine::error()
-};
-
-// Test-only: make one operation of one frame fail through the real backend
-// call (an invalid copy pitch, a kernel launch CUDA rejects), so error
-// handling can be exercised on every backend.
-enum class FaultStage { kNone, kStaging, kUpload, kCompute, kDownload };
-struct FaultInjection {
-  FaultStage stage = FaultStage::kNone;
-  uint64_t frame = 0;  // sequence number of the frame that fails
-  bool operator==(const FaultInjection& o) const { return stage == o.stage && frame == o.frame; }
-};
-
-// Test-only: the engine's barriers, each of which can be taken out to prove
-// that the tests notice (tests/engine/test_barriers.cpp).
-enum class Barrier {
-  kNone,
-  kUploaded,    // compute waits for the upload of its slot
-  kComputed,    // download waits for the kernel of its slot
-  kDownloaded,  // the worker waits for the download before handing out
-  kRelease,     // a slot is reused only after its OutputFrame is released
-  kKeepAlive,   // zero-copy input is held until its upload completed
 };
 
 // Where one frame's time went, as times on the host's steady clock (ns, see
@@ -102,10 +81,8 @@ struct EngineConfig {
   // (any strides, e.g. GStreamer's default layout).
   FrameLayout input;
   FrameLayout output;
-  KernelId kernel = KernelId::kCopy;
-  KernelParams params;
-  FaultInjection fault;
-  Barrier disabled_barrier = Barrier::kNone;  // test-only
+  // What runs on each frame (operation_registry.h makes one by name).
+  std::shared_ptr<const Operation> operation = make_operation("copy");
   // Measure the device stages of every frame (OutputFrame::timing()): three
   // more events recorded per frame, and the barrier events become timing
   // events. Host stages (wait, staging) are measured always: two clock reads.

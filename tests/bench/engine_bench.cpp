@@ -22,7 +22,7 @@
 //
 // --kernels times each kernel alone on the GPU instead, at 4K (3840x2160),
 // for every format: CUDA events around N launches on device buffers
-// (time_kernel_cuda), next to the time it takes just to read the input and
+// (time_operation_cuda), next to the time it takes just to read the input and
 // write the output once at the device-memory bandwidth (H200: ~4.3 TB/s), so
 // the ratio says how far a kernel is from being memory-bound.
 //
@@ -148,7 +148,7 @@ struct InputCase {
 };
 
 Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const Size& size,
-                KernelId kernel, uint32_t synthetic_us, Mode mode, InputCase input = {}) {
+                const char* kernel, uint32_t synthetic_us, Mode mode, InputCase input = {}) {
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
   InputPool pool(*device, layout, opt.ring + 2, input.pinned);
   EngineConfig config;
@@ -156,8 +156,9 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
   config.mode = mode;
   config.input = layout;
   config.output = layout;
-  config.kernel = kernel;
-  config.params.synthetic_us = synthetic_us;
+  KernelParams params;
+  params.synthetic_us = synthetic_us;
+  config.operation = make_operation(kernel, params);
   config.staging_threads = input.staging_threads;
 
   std::mutex mutex;
@@ -223,30 +224,29 @@ double frame_bytes(const FrameLayout& layout) {
 
 struct TimedKernel {
   std::string label;
-  KernelId id;
+  const char* kernel;
   KernelParams params;
 };
 
 std::vector<TimedKernel> timed_kernels() {
-  std::vector<TimedKernel> kernels = {{"copy", KernelId::kCopy, {}},
-                                      {"invert", KernelId::kInvert, {}}};
+  std::vector<TimedKernel> kernels = {{"copy", "copy", {}}, {"invert", "invert", {}}};
   for (auto [direction, name] : {std::pair{FlipDirection::kHoriz, "flip horiz"},
                                  {FlipDirection::k180, "flip 180"},
                                  {FlipDirection::k90R, "flip 90r"},
                                  {FlipDirection::kUlLr, "flip ul-lr"}}) {
-    TimedKernel k{name, KernelId::kFlip, {}};
+    TimedKernel k{name, "flip", {}};
     k.params.flip = direction;
     kernels.push_back(k);
   }
-  TimedKernel balance{"balance", KernelId::kBalance, {}};
+  TimedKernel balance{"balance", "balance", {}};
   balance.params.balance = {0.1, 1.2, 1.3, 0.2};
   kernels.push_back(balance);
   for (double sigma : {1.0, 5.0, 20.0}) {
-    TimedKernel blur{"blur sigma " + std::to_string(static_cast<int>(sigma)), KernelId::kBlur, {}};
+    TimedKernel blur{"blur sigma " + std::to_string(static_cast<int>(sigma)), "blur", {}};
     blur.params.blur_sigma = sigma;
     kernels.push_back(blur);
   }
-  kernels.push_back({"edge", KernelId::kEdge, {}});
+  kernels.push_back({"edge", "edge", {}});
   return kernels;
 }
 
@@ -267,9 +267,10 @@ int run_kernel_table(const Options& opt) {
   std::printf("| kernel | format | GPU ms/frame | memory-bound ms | ratio |\n");
   std::printf("|---|---|---:|---:|---:|\n");
   // One row: `k` from a 4K frame of `in_format` to one of `out_format`.
-  auto time_row = [&](const std::string& label, KernelId id, const KernelParams& params,
+  auto time_row = [&](const std::string& label, const char* kernel, const KernelParams& params,
                       PixelFormat in_format, PixelFormat out_format) {
-    const bool swap = id == KernelId::kFlip && flip_swaps_size(params.flip);
+    const auto op = make_operation(kernel, params);
+    const bool swap = op->swaps_axes();
     // 256-byte aligned planes, as the engine allocates them.
     const FrameLayout in_layout = FrameLayout::packed(in_format, width, height, 256, 256);
     const FrameLayout out_layout =
@@ -284,8 +285,8 @@ int run_kernel_table(const Options& opt) {
     stream->copy_2d(in->data(), in_layout.size, host->data(), in_layout.size, in_layout.size, 1,
                     CopyKind::kHostToDevice);
     stream->synchronize();
-    const double ms = time_kernel_cuda(id, params, in_layout.at(in->data()),
-                                       out_layout.at(out->data()), opt.iterations);
+    const double ms = time_operation_cuda(*op, in_layout.at(in->data()), out_layout.at(out->data()),
+                                          opt.iterations);
     const double bound_ms =
         (frame_bytes(in_layout) + frame_bytes(out_layout)) / (opt.hbm_gbps * 1e9) * 1e3;
     const std::string format = in_format == out_format ? std::string(format_info(in_format).name)
@@ -297,7 +298,7 @@ int run_kernel_table(const Options& opt) {
   const PixelFormat formats[] = {PixelFormat::kRGBA, PixelFormat::kBGRx, PixelFormat::kARGB,
                                  PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
   for (const TimedKernel& k : timed_kernels())
-    for (PixelFormat format : formats) time_row(k.label, k.id, k.params, format, format);
+    for (PixelFormat format : formats) time_row(k.label, k.kernel, k.params, format, format);
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},  {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},  {PixelFormat::kI420, PixelFormat::kBGRx},
@@ -305,8 +306,7 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kRGBA, PixelFormat::kGRAY8}, {PixelFormat::kGRAY8, PixelFormat::kRGBA}};
   KernelParams bt709;
   bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
-  for (const auto& [from, to] : convert_pairs)
-    time_row("convert", KernelId::kConvert, bt709, from, to);
+  for (const auto& [from, to] : convert_pairs) time_row("convert", "convert", bt709, from, to);
   return 0;
 }
 
@@ -568,17 +568,17 @@ int run(int argc, char** argv) {
                                      ? static_cast<uint32_t>(opt.synthetic_us)
                                      : static_cast<uint32_t>(bytes / (opt.pcie_gbps * 1e3));
     struct KernelCase {
-      KernelId id;
+      const char* kernel;
       uint32_t us;
       std::string label;
     };
     const KernelCase kernels[] = {
-        {KernelId::kCopy, 0, "copy"},
-        {KernelId::kSynthetic, balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
+        {"copy", 0, "copy"},
+        {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
     };
     for (const KernelCase& k : kernels) {
-      const Result overlapped = run_case(device, opt, size, k.id, k.us, Mode::kOverlapped);
-      const Result serial = run_case(device, opt, size, k.id, k.us, Mode::kSerial);
+      const Result overlapped = run_case(device, opt, size, k.kernel, k.us, Mode::kOverlapped);
+      const Result serial = run_case(device, opt, size, k.kernel, k.us, Mode::kSerial);
       for (const auto& [mode, r] : {std::pair{"overlapped", overlapped}, {"serial", serial}}) {
         const double gbps = r.fps * bytes / 1e9;
         std::printf("| %s | %s | %s | %.0f | %.1f | %.1f | %.0f %% | %s | %s |\n", size.name,
@@ -606,9 +606,9 @@ int run(int argc, char** argv) {
       const Size& size = kSizes.at(name);
       const double bytes = 4.0 * size.width * size.height;
       const Result one =
-          run_case(device, opt, size, KernelId::kCopy, 0, Mode::kOverlapped, InputCase{false, 1});
+          run_case(device, opt, size, "copy", 0, Mode::kOverlapped, InputCase{false, 1});
       const Result many =
-          run_case(device, opt, size, KernelId::kCopy, 0, Mode::kOverlapped, InputCase{false, 0});
+          run_case(device, opt, size, "copy", 0, Mode::kOverlapped, InputCase{false, 0});
       for (const auto& [label, r] :
            {std::pair{std::string("1"), one}, {"auto (" + std::to_string(automatic) + ")", many}}) {
         std::printf("| %s | %s | %.0f | %.2f | %.1f | %.2fx | %s |\n", size.name, label.c_str(),

@@ -21,6 +21,7 @@
 #include "cuda_device.h"
 #include "engine.h"
 #include "frame_layout.h"
+#include "test_device.h"
 
 namespace cudaoverlap::test {
 
@@ -50,8 +51,9 @@ inline std::shared_ptr<Device> make_backend(std::string* why, BackendKind kind,
   if (!var) GTEST_SKIP() << "no CUDA device: " << var##_why
 
 // CUDAOVERLAP_TEST_DISABLE_BARRIER=uploaded|computed|downloaded|release|
-// keep-alive takes that barrier out of the engines the suites build, to show
-// which tests notice.
+// keep-alive takes that barrier out of the runs the suites make (through a
+// TestDevice, or the test's own producer and consumer), to show which tests
+// notice.
 inline Barrier barrier_to_disable() {
   const char* name = std::getenv("CUDAOVERLAP_TEST_DISABLE_BARRIER");
   if (!name) return Barrier::kNone;
@@ -83,16 +85,16 @@ inline void fill_pattern(const FrameLayout& layout, const ImageRef& image, uint6
 }
 
 // What `kernel` makes of pattern byte v at byte x of a row of `format`.
-inline uint8_t expected_byte(KernelId kernel, PixelFormat format, size_t x, uint8_t v) {
-  if (kernel == KernelId::kCopy) return v;
+inline uint8_t expected_byte(const std::string& kernel, PixelFormat format, size_t x, uint8_t v) {
+  if (kernel == "copy") return v;
   const int alpha = format_info(format).alpha_byte;
   return alpha >= 0 && static_cast<int>(x % 4) == alpha ? v : static_cast<uint8_t>(255 - v);
 }
 
 // Empty when `image` is what `kernel` makes of frame `frame`'s pattern, else
 // where the first difference is.
-inline std::string check_frame(KernelId kernel, const FrameLayout& layout, const ImageRef& image,
-                               uint64_t frame) {
+inline std::string check_frame(const std::string& kernel, const FrameLayout& layout,
+                               const ImageRef& image, uint64_t frame) {
   for (int p = 0; p < layout.n_planes(); ++p)
     for (size_t y = 0; y < layout.rows(p); ++y)
       for (size_t x = 0; x < layout.row_bytes(p); ++x) {
@@ -137,8 +139,13 @@ struct HostFrame {
 // the release barrier is exercised). Records sequences and any mismatch.
 class CheckingConsumer {
  public:
-  CheckingConsumer(KernelId kernel, FrameLayout layout, uint32_t max_hold_us = 0, uint64_t seed = 7)
-      : kernel_(kernel),
+  // `release_at_once` takes the release barrier out from the consumer's
+  // side: each frame is released on arrival but still read afterwards, as
+  // an engine that reused slots before release would have it read.
+  CheckingConsumer(std::string kernel, FrameLayout layout, uint32_t max_hold_us = 0,
+                   uint64_t seed = 7, bool release_at_once = false)
+      : kernel_(std::move(kernel)),
+        release_at_once_(release_at_once),
         layout_(layout),
         max_hold_us_(max_hold_us),
         random_(seed),
@@ -177,6 +184,7 @@ class CheckingConsumer {
       mismatches_.push_back("out of order: " + std::to_string(expected) + " after " +
                             std::to_string(order_.back()));
     order_.push_back(expected);
+    if (release_at_once_) frame.release();  // image() stays readable: the engine lives on
     held_.push_back(std::move(frame));
     changed_.notify_all();
   }
@@ -227,8 +235,9 @@ class CheckingConsumer {
       releasing_ = true;
       lock.unlock();
       if (max_hold_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(hold(random_)));
-      const uint64_t expected = *static_cast<const uint64_t*>(frame.user().get());
-      const std::string problem = check_frame(kernel_, layout_, frame.image(), expected);
+      // The sequence, not `user`: a frame released early has dropped it (a
+      // wrong sequence was reported on arrival).
+      const std::string problem = check_frame(kernel_, layout_, frame.image(), frame.sequence());
       frame.release();
       lock.lock();
       releasing_ = false;
@@ -238,7 +247,8 @@ class CheckingConsumer {
     }
   }
 
-  const KernelId kernel_;
+  const std::string kernel_;
+  const bool release_at_once_;
   const FrameLayout layout_;
   const uint32_t max_hold_us_;
   std::mt19937_64 random_;  // releaser thread only
@@ -305,7 +315,7 @@ struct RunSpec {
   Mode mode = Mode::kOverlapped;
   int ring_size = 3;
   FrameLayout layout;
-  KernelId kernel = KernelId::kCopy;
+  std::string kernel = "copy";
   int frames = 100;
   bool pinned_input = false;
   uint64_t seed = 1;
@@ -340,32 +350,43 @@ inline RunResult run_frames(const RunSpec& spec) {
   config.mode = spec.mode;
   config.input = spec.layout;
   config.output = spec.layout;
-  config.kernel = spec.kernel;
-  config.disabled_barrier = spec.disabled_barrier;
+  config.operation = make_operation(spec.kernel);
+  // Device-side barriers come out through the device, host-side ones
+  // through this producer and the consumer.
+  TestDeviceOptions options;
+  options.skipped = spec.disabled_barrier;
+  options.planes_per_frame = spec.layout.n_planes();
+  device = std::make_shared<TestDevice>(device, options);
   LiveCounter users;
   {
     // The pool outlives the engine, which may hold its buffers.
     std::unique_ptr<PinnedPool> pool;
     if (spec.pinned_input) pool = std::make_unique<PinnedPool>(*device, spec.layout, 2);
-    CheckingConsumer consumer(spec.kernel, spec.layout, spec.max_hold_us, spec.seed + 100);
+    CheckingConsumer consumer(spec.kernel, spec.layout, spec.max_hold_us, spec.seed + 100,
+                              spec.disabled_barrier == Barrier::kRelease);
     Engine engine(device, config, consumer.callbacks());
     engine.start();
     for (int i = 0; i < spec.frames && result.submit_failure.empty(); ++i) {
       InputFrame in;
       in.user = users.make(i);
       std::unique_ptr<HostFrame> host;
+      std::shared_ptr<void> lease;
       if (pool) {
         const int b = pool->acquire();
         in.image = pool->image(b);
         fill_pattern(spec.layout, in.image, i);
         in.pinned = true;
-        in.keep_alive = pool->lease(b);
+        lease = pool->lease(b);
+        // Without the keep-alive barrier the buffer goes back to the pool
+        // as soon as submit() returns, uploaded or not.
+        if (spec.disabled_barrier != Barrier::kKeepAlive) in.keep_alive = std::move(lease);
       } else {
         host = std::make_unique<HostFrame>(spec.layout, i);
         in.image = host->image;
       }
       if (engine.submit(std::move(in)) != Status::kOk)
         result.submit_failure = "submit of frame " + std::to_string(i) + ": " + engine.error();
+      lease.reset();
       // The producer scribbles over its pageable frame at once: staging
       // must have copied it already.
       if (host) std::fill(host->bytes.begin(), host->bytes.end(), uint8_t{0xA5});
@@ -373,8 +394,10 @@ inline RunResult run_frames(const RunSpec& spec) {
     if (result.submit_failure.empty() && engine.drain() != Status::kOk)
       result.submit_failure = "drain: " + engine.error();
     consumer.wait_for(spec.frames, std::chrono::seconds(5));
-    engine.stop();
+    // Every frame checked and released before the engine goes: a consumer
+    // that released early (no release barrier) still reads slot memory.
     consumer.settle();
+    engine.stop();
     result.order = consumer.order();
     result.mismatches = consumer.mismatches();
     result.errors = consumer.errors();

@@ -1,5 +1,6 @@
 // Every barrier of the engine is load-bearing: with it, frames arrive intact
-// under random delays; taken out (EngineConfig::disabled_barrier), the same
+// under random delays; taken out (a TestDevice, or the test's own producer or
+// consumer misbehaving, see test_device.h), the same
 // run delivers wrong or changing frames. If one of these "taken out" tests
 // passes, the barrier is not protecting anything the tests can see, and the
 // suite has lost its teeth.
@@ -24,7 +25,7 @@ RunSpec race_prone_run(Barrier barrier, Barrier disabled) {
   spec.backend = BackendKind::kCpu;  // the only backend whose timing we control
   spec.ring_size = 3;
   spec.layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 16);
-  spec.kernel = KernelId::kInvert;
+  spec.kernel = "invert";
   spec.frames = 300;
   spec.max_delay_us = 200;
   // A consumer that holds frames longer than the ring takes to come round

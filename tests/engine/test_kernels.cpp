@@ -12,13 +12,13 @@ const PixelFormat kAllFormats[] = {PixelFormat::kRGBA, PixelFormat::kBGRA, Pixel
 
 TEST(ReferenceTest, CopyAndInvertReferencesMatchTheirDefinition) {
   for (PixelFormat f : kAllFormats)
-    for (KernelId k : {KernelId::kCopy, KernelId::kInvert}) {
+    for (const char* k : {"copy", "invert"}) {
       HostFrame in(FrameLayout::packed(f, 13, 7), 3);
       const FrameLayout out_layout = FrameLayout::packed(f, 13, 7);
       std::vector<uint8_t> out(out_layout.size);
-      run_kernel_reference(k, {}, in.image, out_layout.at(out.data()));
+      run_reference(*make_operation(k), in.image, out_layout.at(out.data()));
       EXPECT_EQ(check_frame(k, out_layout, out_layout.at(out.data()), 3), "")
-          << format_info(f).name << " " << kernel_name(k);
+          << format_info(f).name << " " << k;
     }
 }
 
@@ -27,13 +27,13 @@ TEST(ReferenceTest, InvertKeepsAlphaAndPaddingAndInvertsEverythingElse) {
   uint8_t out[4];
   ImageRef in_ref{PixelFormat::kRGBA, 1, 1, {{const_cast<uint8_t*>(rgba), 4}}};
   ImageRef out_ref{PixelFormat::kRGBA, 1, 1, {{out, 4}}};
-  run_kernel_reference(KernelId::kInvert, {}, in_ref, out_ref);
+  run_reference(*make_operation("invert"), in_ref, out_ref);
   EXPECT_EQ(out[0], 255);
   EXPECT_EQ(out[1], 155);
   EXPECT_EQ(out[2], 0);
   EXPECT_EQ(out[3], 77);
   in_ref.format = out_ref.format = PixelFormat::kARGB;  // alpha first
-  run_kernel_reference(KernelId::kInvert, {}, in_ref, out_ref);
+  run_reference(*make_operation("invert"), in_ref, out_ref);
   EXPECT_EQ(out[0], 0);
   EXPECT_EQ(out[1], 155);
 }

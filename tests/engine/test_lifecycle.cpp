@@ -16,12 +16,12 @@ class LifecycleTest : public ::testing::TestWithParam<BackendKind> {};
 
 FrameLayout test_layout() { return FrameLayout::packed(PixelFormat::kI420, 45, 23); }
 
-EngineConfig make_config(int ring, KernelId kernel = KernelId::kInvert) {
+EngineConfig make_config(int ring, const std::string& kernel = "invert") {
   EngineConfig config;
   config.ring_size = ring;
   config.input = test_layout();
   config.output = test_layout();
-  config.kernel = kernel;
+  config.operation = make_operation(kernel);
   return config;
 }
 
@@ -68,7 +68,7 @@ TEST_P(LifecycleTest, FlushStartUnblocksAWaitingSubmitAndFlushStopResumes) {
       ASSERT_EQ(held.size(), 2u);
       for (int i = 0; i < 2; ++i) {
         EXPECT_EQ(*static_cast<const uint64_t*>(held[i].user().get()), 10u + i);
-        EXPECT_EQ(check_frame(KernelId::kInvert, test_layout(), held[i].image(), 10 + i), "");
+        EXPECT_EQ(check_frame("invert", test_layout(), held[i].image(), 10 + i), "");
       }
       held.clear();
     }
@@ -81,7 +81,7 @@ TEST_P(LifecycleTest, FlushMidStreamDropsInFlightFramesAndLaterFramesArriveIntac
   CO_DEVICE_OR_SKIP(device, GetParam(), 300, 3);
   LiveCounter users;
   {
-    CheckingConsumer consumer(KernelId::kInvert, test_layout(), 50);
+    CheckingConsumer consumer("invert", test_layout(), 50);
     Engine engine(device, make_config(8), consumer.callbacks());
     engine.start();
     for (int i = 0; i < 40; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
@@ -106,7 +106,7 @@ TEST_P(LifecycleTest, DrainDeliversEveryFrameInFlight) {
   CO_DEVICE_OR_SKIP(device, GetParam(), 200, 5);
   LiveCounter users;
   {
-    CheckingConsumer consumer(KernelId::kInvert, test_layout());
+    CheckingConsumer consumer("invert", test_layout());
     Engine engine(device, make_config(4), consumer.callbacks());
     engine.start();
     for (int i = 0; i < 25; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
@@ -125,7 +125,7 @@ TEST_P(LifecycleTest, StopAndDestructionWithFramesInFlightLoseNothingAndLeakNoth
     const size_t live_before = cpu_live_buffers() + cuda_live_buffers();
     LiveCounter users;
     {
-      CheckingConsumer consumer(KernelId::kInvert, test_layout());
+      CheckingConsumer consumer("invert", test_layout());
       Engine engine(device, make_config(8), consumer.callbacks());
       engine.start();
       for (int i = 0; i < 8; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
@@ -203,10 +203,13 @@ TEST_P(FaultTest, AFailureStopsTheEngineWithAMessageAndLeaksNothing) {
   const size_t live_before = cpu_live_buffers() + cuda_live_buffers();
   LiveCounter users;
   {
-    CheckingConsumer consumer(KernelId::kInvert, test_layout());
+    CheckingConsumer consumer("invert", test_layout());
     EngineConfig config = make_config(3);
-    config.fault = FaultInjection{c.stage, 4};
-    Engine engine(device, config, consumer.callbacks());
+    TestDeviceOptions options;
+    options.fault = c.stage;
+    options.fault_frame = 4;
+    options.planes_per_frame = test_layout().n_planes();
+    Engine engine(std::make_shared<TestDevice>(device, options), config, consumer.callbacks());
     engine.start();
     Status status = Status::kOk;
     int submitted = 0;
@@ -238,7 +241,6 @@ TEST_P(FaultTest, AFailureStopsTheEngineWithAMessageAndLeaksNothing) {
 std::vector<FaultCase> fault_cases() {
   std::vector<FaultCase> cases;
   for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda}) {
-    cases.push_back({b, FaultStage::kStaging, "staging", "staging"});
     cases.push_back({b, FaultStage::kUpload, "upload", "upload"});
     cases.push_back({b, FaultStage::kCompute, "kernel", "kernel"});
     cases.push_back({b, FaultStage::kDownload, "download", "download"});
@@ -265,6 +267,13 @@ std::string start_error(std::shared_ptr<Device> device, const EngineConfig& conf
   return {};
 }
 
+// `config` running `kernel` made with default parameters changed by `change`.
+void with(EngineConfig* config, const char* kernel, void (*change)(KernelParams*)) {
+  KernelParams params;
+  change(&params);
+  config->operation = make_operation(kernel, params);
+}
+
 // An owner keeps a running engine only while its configuration is equal
 // (the element, on every caps change): every field must take part, or a
 // change of that field alone would keep computing with the old one.
@@ -272,7 +281,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
   EngineConfig base;
   base.input = FrameLayout::packed(PixelFormat::kNV12, 64, 48);
   base.output = FrameLayout::packed(PixelFormat::kRGBA, 64, 48);
-  base.kernel = KernelId::kConvert;
+  base.operation = make_operation("convert");
   EXPECT_TRUE(base == EngineConfig(base));
   const std::vector<std::pair<const char*, std::function<void(EngineConfig*)>>> changes = {
       {"ring_size", [](EngineConfig* c) { c->ring_size = 4; }},
@@ -282,22 +291,26 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
       {"input offset", [](EngineConfig* c) { c->input.offset[1] += 64; }},
       {"output size", [](EngineConfig* c) { c->output.size += 1; }},
       {"output width", [](EngineConfig* c) { c->output.width = 66; }},
-      {"kernel", [](EngineConfig* c) { c->kernel = KernelId::kCopy; }},
-      {"matrix in", [](EngineConfig* c) { c->params.convert.in.matrix = YuvMatrix::kBT709; }},
-      {"range in", [](EngineConfig* c) { c->params.convert.in.full_range = true; }},
-      {"matrix out", [](EngineConfig* c) { c->params.convert.out.matrix = YuvMatrix::kBT709; }},
-      {"range out", [](EngineConfig* c) { c->params.convert.out.full_range = true; }},
-      {"flip", [](EngineConfig* c) { c->params.flip = FlipDirection::k180; }},
-      {"brightness", [](EngineConfig* c) { c->params.balance.brightness = 0.5; }},
-      {"contrast", [](EngineConfig* c) { c->params.balance.contrast = 0.5; }},
-      {"saturation", [](EngineConfig* c) { c->params.balance.saturation = 0.5; }},
-      {"hue", [](EngineConfig* c) { c->params.balance.hue = 0.5; }},
-      {"sigma", [](EngineConfig* c) { c->params.blur_sigma = 3.0; }},
-      {"synthetic_us", [](EngineConfig* c) { c->params.synthetic_us = 10; }},
+      {"kernel", [](EngineConfig* c) { c->operation = make_operation("copy"); }},
+      {"no operation", [](EngineConfig* c) { c->operation = nullptr; }},
+      {"matrix in",
+       [](EngineConfig* c) {
+         with(c, "convert", [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; });
+       }},
+      {"range in",
+       [](EngineConfig* c) {
+         with(c, "convert", [](KernelParams* p) { p->convert.in.full_range = true; });
+       }},
+      {"matrix out",
+       [](EngineConfig* c) {
+         with(c, "convert", [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; });
+       }},
+      {"range out",
+       [](EngineConfig* c) {
+         with(c, "convert", [](KernelParams* p) { p->convert.out.full_range = true; });
+       }},
       {"timing", [](EngineConfig* c) { c->timing = true; }},
       {"staging_threads", [](EngineConfig* c) { c->staging_threads = 2; }},
-      {"fault", [](EngineConfig* c) { c->fault.stage = FaultStage::kUpload; }},
-      {"barrier", [](EngineConfig* c) { c->disabled_barrier = Barrier::kRelease; }},
   };
   for (const auto& change : changes) {
     EngineConfig other = base;
@@ -305,6 +318,37 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
     EXPECT_FALSE(base == other) << change.first;
     EXPECT_TRUE(base != other) << change.first;
   }
+}
+
+// An operation made for other parameters computes other pixels: every
+// parameter of every kernel takes part in its comparison.
+TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
+  const std::vector<std::pair<const char*, std::function<void(KernelParams*)>>> changes = {
+      {"convert", [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; }},
+      {"convert", [](KernelParams* p) { p->convert.in.full_range = true; }},
+      {"convert", [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; }},
+      {"convert", [](KernelParams* p) { p->convert.out.full_range = true; }},
+      {"flip", [](KernelParams* p) { p->flip = FlipDirection::k180; }},
+      {"balance", [](KernelParams* p) { p->balance.brightness = 0.5; }},
+      {"balance", [](KernelParams* p) { p->balance.contrast = 0.5; }},
+      {"balance", [](KernelParams* p) { p->balance.saturation = 0.5; }},
+      {"balance", [](KernelParams* p) { p->balance.hue = 0.5; }},
+      {"blur", [](KernelParams* p) { p->blur_sigma = 3.0; }},
+      {"synthetic", [](KernelParams* p) { p->synthetic_us = 10; }},
+  };
+  for (const auto& change : changes) {
+    KernelParams params;
+    change.second(&params);
+    EXPECT_TRUE(make_operation(change.first)->same_as(*make_operation(change.first)))
+        << change.first;
+    EXPECT_FALSE(make_operation(change.first)->same_as(*make_operation(change.first, params)))
+        << change.first;
+  }
+  // Parameters a kernel does not take do not make it another.
+  KernelParams other;
+  other.blur_sigma = 5.0;
+  EXPECT_TRUE(make_operation("copy")->same_as(*make_operation("copy", other)));
+  EXPECT_FALSE(make_operation("copy")->same_as(*make_operation("invert")));
 }
 
 TEST(StartupTest, RingSizeOutOfRangeIsRefused) {
@@ -317,10 +361,10 @@ TEST(StartupTest, RingSizeOutOfRangeIsRefused) {
 }
 
 TEST(StartupTest, KernelThatCannotMapTheFormatsIsRefused) {
-  EngineConfig config = make_config(3, KernelId::kCopy);
+  EngineConfig config = make_config(3, "copy");
   config.output = FrameLayout::packed(PixelFormat::kRGBA, 45, 23);
   const std::string error = start_error(make_cpu_device(), config);
-  EXPECT_NE(error.find("same format and size"), std::string::npos) << error;
+  EXPECT_NE(error.find("kernel 'copy' makes I420 from I420, not RGBA"), std::string::npos) << error;
 }
 
 TEST(StartupTest, ABadLayoutIsRefused) {

@@ -17,7 +17,7 @@
 #include "device.h"
 #include "error.h"
 #include "frame_layout.h"
-#include "kernel.h"
+#include "operation_registry.h"
 
 namespace cudaoverlap::test {
 
@@ -60,9 +60,9 @@ struct OwnedImage {
 };
 
 // The output geometry `kernel` makes from `in` with `params`.
-inline void output_size(KernelId kernel, const KernelParams& params, int in_w, int in_h, int* w,
+inline void output_size(const char* kernel, const KernelParams& params, int in_w, int in_h, int* w,
                         int* h) {
-  const bool swap = kernel == KernelId::kFlip && flip_swaps_size(params.flip);
+  const bool swap = make_operation(kernel, params)->swaps_axes();
   *w = swap ? in_h : in_w;
   *h = swap ? in_w : in_h;
 }
@@ -93,8 +93,11 @@ inline std::string compare_images(const ImageRef& a, const ImageRef& b, int tole
 // Runs `kernel` on `device` from host image `in` into host image `out`,
 // through device planes aligned to `align` bytes (256: the vector paths; 4:
 // the narrowest strides GStreamer makes).
-inline void run_on_device(Device& device, KernelId kernel, const KernelParams& params,
+inline void run_on_device(Device& device, const char* kernel, const KernelParams& params,
                           const OwnedImage& in, OwnedImage& out, size_t align) {
+  const auto op = make_operation(kernel, params);
+  const std::string problem = op->check(in.image, out.image);
+  if (!problem.empty()) throw Error(problem);
   const FrameLayout din_layout =
       FrameLayout::packed(in.layout.format, in.layout.width, in.layout.height, align, align);
   const FrameLayout dout_layout =
@@ -105,6 +108,13 @@ inline void run_on_device(Device& device, KernelId kernel, const KernelParams& p
   auto dev_out = device.alloc_device(dout_layout.size);
   std::memcpy(pinned_in->data(), in.bytes.data(), in.layout.size);
   auto stream = device.create_stream();
+  std::unique_ptr<Buffer> workspace_memory;
+  Workspace workspace;
+  if (op->workspace_bytes() > 0) {
+    workspace_memory = device.alloc_device(op->workspace_bytes());
+    workspace = Workspace{workspace_memory->data(), workspace_memory->size()};
+  }
+  stream->prepare(*op, workspace);
   const ImageRef src = in.layout.at(pinned_in->data());
   const ImageRef din = din_layout.at(dev_in->data());
   const ImageRef dout = dout_layout.at(dev_out->data());
@@ -113,13 +123,26 @@ inline void run_on_device(Device& device, KernelId kernel, const KernelParams& p
     stream->copy_2d(din.planes[p].data, din.planes[p].stride, src.planes[p].data,
                     src.planes[p].stride, in.layout.row_bytes(p), in.layout.rows(p),
                     CopyKind::kHostToDevice);
-  stream->launch(kernel, params, din, dout);
+  stream->launch(*op, din, dout, workspace);
   for (int p = 0; p < out.layout.n_planes(); ++p)
     stream->copy_2d(dst.planes[p].data, dst.planes[p].stride, dout.planes[p].data,
                     dout.planes[p].stride, out.layout.row_bytes(p), out.layout.rows(p),
                     CopyKind::kDeviceToHost);
   stream->synchronize();
   std::memcpy(out.bytes.data(), pinned_out->data(), out.layout.size);
+}
+
+// The CPU reference of `kernel` made with `params` (checked first: throws
+// Error with the operation's sentence when it cannot do `in` -> `out`).
+inline void reference(const char* kernel, const KernelParams& params, const ImageRef& in,
+                      const ImageRef& out) {
+  run_reference(*make_operation(kernel, params), in, out);
+}
+
+// The operation's own check.
+inline std::string check(const char* kernel, const KernelParams& params, const ImageRef& in,
+                         const ImageRef& out) {
+  return make_operation(kernel, params)->check(in, out);
 }
 
 }  // namespace cudaoverlap::test

@@ -6,9 +6,8 @@
 // strides). The kernels do integer work, or double arithmetic rounded
 // operation by operation as on the host, so no tolerance is needed. Skips
 // where no CUDA device exists.
-#include "kernel_test_util.h"
-
 #include "edge.h"
+#include "kernel_test_util.h"
 
 namespace cudaoverlap::test {
 namespace {
@@ -20,16 +19,16 @@ struct GpuCase {
 
 struct NamedParams {
   const char* name;
-  KernelId kernel;
+  const char* kernel;
   KernelParams params;
 };
 
 std::vector<NamedParams> parameter_sets(long pixels) {
   std::vector<NamedParams> sets;
-  sets.push_back({"copy", KernelId::kCopy, {}});
-  sets.push_back({"invert", KernelId::kInvert, {}});
+  sets.push_back({"copy", "copy", {}});
+  sets.push_back({"invert", "invert", {}});
   for (FlipDirection d : kAllDirections) {
-    NamedParams n{direction_name(d), KernelId::kFlip, {}};
+    NamedParams n{direction_name(d), "flip", {}};
     n.params.flip = d;
     sets.push_back(n);
   }
@@ -40,7 +39,7 @@ std::vector<NamedParams> parameter_sets(long pixels) {
       {1.0, 2.0, 2.0, 0.77},   // clamping everywhere
   };
   for (const BalanceParams& b : balances) {
-    NamedParams n{"balance", KernelId::kBalance, {}};
+    NamedParams n{"balance", "balance", {}};
     n.params.balance = b;
     sets.push_back(n);
   }
@@ -48,11 +47,11 @@ std::vector<NamedParams> parameter_sets(long pixels) {
   // take most of a minute per format.
   for (double sigma : {0.5, 2.0, 7.3, 20.0}) {
     if (sigma > 10 && pixels > 1920 * 1080) continue;
-    NamedParams n{"blur", KernelId::kBlur, {}};
+    NamedParams n{"blur", "blur", {}};
     n.params.blur_sigma = sigma;
     sets.push_back(n);
   }
-  sets.push_back({"edge", KernelId::kEdge, {}});
+  sets.push_back({"edge", "edge", {}});
   return sets;
 }
 
@@ -70,12 +69,12 @@ TEST_P(GpuKernelVsReference, GpuEqualsCpuReferenceByteForByte) {
     int w, h;
     output_size(set.kernel, set.params, c.width, c.height, &w, &h);
     OwnedImage want(c.format, w, h, 3);
-    run_kernel_reference(set.kernel, set.params, in.image, want.image);
+    reference(set.kernel, set.params, in.image, want.image);
     for (size_t align : {size_t{256}, size_t{4}}) {
       OwnedImage got(c.format, w, h, 9);
       run_on_device(*device, set.kernel, set.params, in, got, align);
       EXPECT_EQ(compare_images(got.image, want.image), "")
-          << kernel_name(set.kernel) << " " << set.name << " align " << align;
+          << set.kernel << " " << set.name << " align " << align;
     }
   }
 }
@@ -125,11 +124,11 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
       OwnedImage in(from, c.width, c.height);
       in.fill_random(static_cast<uint32_t>(c.width + 3 * c.height));
       OwnedImage want(to, c.width, c.height, 3);
-      if (!kernel_check(KernelId::kConvert, params, in.image, want.image).empty()) continue;
-      run_kernel_reference(KernelId::kConvert, params, in.image, want.image);
+      if (!check("convert", params, in.image, want.image).empty()) continue;
+      reference("convert", params, in.image, want.image);
       for (size_t align : {size_t{256}, size_t{4}}) {
         OwnedImage got(to, c.width, c.height, 9);
-        run_on_device(*device, KernelId::kConvert, params, in, got, align);
+        run_on_device(*device, "convert", params, in, got, align);
         EXPECT_EQ(compare_images(got.image, want.image), "")
             << format_info(from).name << " -> " << format_info(to).name << " align " << align;
       }
@@ -175,24 +174,6 @@ TEST(GpuEdge, MagnitudeOfEveryGradientEqualsTheReference) {
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
-}
-
-// A launch that CUDA rejects is reported as an Error, for the new kernels as
-// for the old.
-TEST(GpuKernelErrors, InjectedLaunchFailureThrows) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-  auto device = make_cuda_device(0);
-  device->make_current();
-  OwnedImage in(PixelFormat::kNV12, 64, 32), out(PixelFormat::kNV12, 64, 32);
-  for (KernelId kernel : {KernelId::kFlip, KernelId::kBalance, KernelId::kBlur, KernelId::kEdge,
-                          KernelId::kConvert}) {
-    KernelParams params;
-    params.balance.contrast = 1.5;
-    params.inject_launch_failure = true;
-    EXPECT_THROW(run_on_device(*device, kernel, params, in, out, 256), Error)
-        << kernel_name(kernel);
-  }
 }
 
 }  // namespace

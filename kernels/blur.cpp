@@ -1,10 +1,10 @@
 // CPU reference of the `blur` kernel (see blur.h): the two integer passes
 // written directly, channel by channel.
+#include "blur.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include "blur.h"
 
 namespace cudaoverlap {
 
@@ -84,6 +84,27 @@ void blur_reference(const ImageRef& in, const ImageRef& out, double sigma) {
       blur_channel(src, in.planes[p].stride, dst, out.planes[p].stride, step, width, height, taps);
     }
   }
+}
+
+std::string BlurOperation::check(const ImageRef& in, const ImageRef& out) const {
+  if (!(sigma_ >= kBlurMinSigma && sigma_ <= kBlurMaxSigma))
+    return "blur sigma " + std::to_string(sigma_) + " is out of range: it takes " +
+           std::to_string(kBlurMinSigma) + " to " + std::to_string(kBlurMaxSigma) + " pixels";
+  return Operation::check(in, out);
+}
+
+bool BlurOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const BlurOperation*>(&other);
+  return o != nullptr && o->sigma_ == sigma_;
+}
+
+void BlurOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                 CUstream_st* stream) const {
+  CO_CUDA_ONLY(blur_cuda(in, out, sigma_, stream));
+}
+
+void BlurOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
+  blur_reference(in, out, sigma_);
 }
 
 }  // namespace cudaoverlap

@@ -1,10 +1,22 @@
 // CPU reference of the `flip` kernel (see flip.h): for each output pixel
 // group, the input one it comes from, plane by plane.
-#include <cstring>
-
 #include "flip.h"
 
+#include <cstring>
+
 namespace cudaoverlap {
+
+bool flip_swaps_size(FlipDirection direction) {
+  switch (direction) {
+    case FlipDirection::k90R:
+    case FlipDirection::k90L:
+    case FlipDirection::kUlLr:
+    case FlipDirection::kUrLl:
+      return true;
+    default:
+      return false;
+  }
+}
 
 void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direction) {
   const FormatInfo& info = format_info(in.format);
@@ -55,6 +67,20 @@ void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direc
       }
     }
   }
+}
+
+bool FlipOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const FlipOperation*>(&other);
+  return o != nullptr && o->direction_ == direction_;
+}
+
+void FlipOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                 CUstream_st* stream) const {
+  CO_CUDA_ONLY(flip_cuda(in, out, direction_, stream));
+}
+
+void FlipOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
+  flip_reference(in, out, direction_);
 }
 
 }  // namespace cudaoverlap

@@ -1,11 +1,12 @@
 // CPU reference of the `balance` kernel (see balance.h), written as
 // videobalance computes: a luma table and two 256x256 chroma tables built in
 // double precision, then per-pixel lookups.
+#include "balance.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "balance.h"
 #include "copy.h"
 
 namespace cudaoverlap {
@@ -70,6 +71,24 @@ BalanceConstants balance_constants(const BalanceParams& params) {
   k.hue_sin = std::sin(kPi * params.hue);
   k.saturation = params.saturation;
   return k;
+}
+
+namespace {
+
+std::string range_problem(const char* name, double value, double lo, double hi) {
+  if (value >= lo && value <= hi) return {};
+  return std::string(name) + " " + std::to_string(value) + " is out of range: it takes " +
+         std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+}  // namespace
+
+std::string BalanceParams::check() const {
+  for (const std::string& problem :
+       {range_problem("brightness", brightness, -1, 1), range_problem("contrast", contrast, 0, 2),
+        range_problem("saturation", saturation, 0, 2), range_problem("hue", hue, -1, 1)})
+    if (!problem.empty()) return problem;
+  return {};
 }
 
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
@@ -154,6 +173,34 @@ void balance_reference(const ImageRef& in, const ImageRef& out, const BalancePar
       d[bo] = clamp_u8(apply_matrix(kYuvToRgb, 2, y1, u1, v1));
     }
   }
+}
+
+std::string BalanceOperation::check(const ImageRef& in, const ImageRef& out) const {
+  const std::string problem = params_.check();
+  return problem.empty() ? Operation::check(in, out) : problem;
+}
+
+bool BalanceOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const BalanceOperation*>(&other);
+  return o != nullptr && o->params_ == params_;
+}
+
+size_t BalanceOperation::workspace_bytes() const { return kBalanceChromaTableBytes; }
+
+void BalanceOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
+  CO_CUDA_ONLY(balance_prepare_cuda(params_, workspace.data, stream));
+}
+
+void BalanceOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
+                                    const Workspace& workspace, CUstream_st* stream) const {
+  CO_CUDA_ONLY(balance_cuda(in, out, params_, workspace.data, stream));
+}
+
+// The reference builds its tables per frame, as videobalance does: it is the
+// oracle, not the fast path, and needs no workspace.
+void BalanceOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                     const Workspace&) const {
+  balance_reference(in, out, params_);
 }
 
 }  // namespace cudaoverlap

@@ -20,4 +20,18 @@ void invert_reference(const ImageRef& in, const ImageRef& out) {
   }
 }
 
+bool InvertOperation::same_as(const Operation& other) const {
+  return dynamic_cast<const InvertOperation*>(&other) != nullptr;
+}
+
+void InvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                   CUstream_st* stream) const {
+  CO_CUDA_ONLY(invert_cuda(in, out, stream));
+}
+
+void InvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                    const Workspace&) const {
+  invert_reference(in, out);
+}
+
 }  // namespace cudaoverlap

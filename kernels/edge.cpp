@@ -1,11 +1,12 @@
 // CPU reference of the `edge` kernel (see edge.h).
+#include "edge.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "balance.h"
-#include "edge.h"
 
 namespace cudaoverlap {
 
@@ -53,6 +54,19 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
     for (size_t y = 0; y < plane_rows(in.format, p, h); ++y)
       std::memset(out.planes[p].data + y * out.planes[p].stride, 128,
                   plane_row_bytes(in.format, p, w));
+}
+
+bool EdgeOperation::same_as(const Operation& other) const {
+  return dynamic_cast<const EdgeOperation*>(&other) != nullptr;
+}
+
+void EdgeOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                 CUstream_st* stream) const {
+  CO_CUDA_ONLY(edge_cuda(in, out, stream));
+}
+
+void EdgeOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
+  edge_reference(in, out);
 }
 
 }  // namespace cudaoverlap

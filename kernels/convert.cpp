@@ -1,9 +1,10 @@
 // CPU reference of the `convert` kernel (see convert.h): the coefficients,
 // the check, and the block loop over convert_math.h's arithmetic.
+#include "convert.h"
+
 #include <cmath>
 
 #include "balance.h"
-#include "convert.h"
 #include "convert_math.h"
 
 namespace cudaoverlap {
@@ -100,6 +101,38 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
   const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
   for (int by = 0; by < bh; ++by)
     for (int bx = 0; bx < bw; ++bx) convert_math::convert_block(k, in, out, bx, by);
+}
+
+std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const {
+  std::vector<PixelFormat> formats{in};
+  for (PixelFormat f : all_pixel_formats())
+    if (f != in) formats.push_back(f);
+  return formats;
+}
+
+bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
+  // 4:2:0 chroma rows are shared by two picture rows, one of each field.
+  return in != out && (format_info(in).y_shift[1] != 0 || format_info(out).y_shift[1] != 0);
+}
+
+std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {
+  const std::string problem = Operation::check(in, out);
+  return problem.empty() ? convert_check(in, out, params_) : problem;
+}
+
+bool ConvertOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const ConvertOperation*>(&other);
+  return o != nullptr && o->params_ == params_;
+}
+
+void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                    CUstream_st* stream) const {
+  CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+}
+
+void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                     const Workspace&) const {
+  convert_reference(in, out, params_);
 }
 
 }  // namespace cudaoverlap

@@ -1,0 +1,83 @@
+// The parameters of the built-in operations, as the element's properties
+// (and, for convert, the caps) give them. The registry
+// (operation_registry.h) makes an operation from a name and these; each
+// operation keeps the fields it uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "video_format.h"
+
+namespace cudaoverlap {
+
+// videoflip's video-direction values (GstVideoOrientationMethod, without
+// auto and custom), in the same order so the numbers match.
+enum class FlipDirection {
+  kIdentity,
+  k90R,  // clockwise
+  k180,
+  k90L,    // counter-clockwise
+  kHoriz,  // mirror left-right
+  kVert,   // mirror top-bottom
+  kUlLr,   // across the upper-left/lower-right diagonal (transpose)
+  kUrLl,   // across the upper-right/lower-left diagonal
+};
+
+// True when `direction` turns a WxH image into an HxW one.
+bool flip_swaps_size(FlipDirection direction);
+
+// videobalance's properties, with its ranges and defaults.
+struct BalanceParams {
+  double brightness = 0.0;  // -1..1, added to luma as brightness * 255
+  double contrast = 1.0;    // 0..2, luma gain around 16
+  double saturation = 1.0;  // 0..2, chroma gain around 128
+  double hue = 0.0;         // -1..1, chroma rotation by hue * 180 degrees
+
+  bool operator==(const BalanceParams& o) const {
+    return brightness == o.brightness && contrast == o.contrast && saturation == o.saturation &&
+           hue == o.hue;
+  }
+  bool is_identity() const {
+    return brightness == 0.0 && contrast == 1.0 && saturation == 1.0 && hue == 0.0;
+  }
+  // Empty when every value is in range, else a sentence saying what is allowed.
+  std::string check() const;
+};
+
+// convert's colorimetry of one side, where that side is YUV.
+enum class YuvMatrix { kBT601, kBT709 };
+
+struct Colorimetry {
+  YuvMatrix matrix = YuvMatrix::kBT601;
+  bool full_range = false;
+  bool operator==(const Colorimetry& o) const {
+    return matrix == o.matrix && full_range == o.full_range;
+  }
+};
+
+struct ConvertParams {
+  Colorimetry in;   // of the input, when it is YUV
+  Colorimetry out;  // of the output, when it is YUV
+  bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
+};
+
+// What the built-in operations are made from; each takes the fields named
+// after it and ignores the others.
+struct KernelParams {
+  // synthetic: how long it keeps the compute stream busy per frame.
+  uint32_t synthetic_us = 0;
+  FlipDirection flip = FlipDirection::kIdentity;
+  BalanceParams balance;
+  // blur: the Gaussian's standard deviation in pixels, 0.5 to 20.
+  double blur_sigma = 2.0;
+  ConvertParams convert;
+
+  bool operator==(const KernelParams& o) const {
+    return synthetic_us == o.synthetic_us && flip == o.flip && balance == o.balance &&
+           blur_sigma == o.blur_sigma && convert == o.convert;
+  }
+  bool operator!=(const KernelParams& o) const { return !(*this == o); }
+};
+
+}  // namespace cudaoverlap

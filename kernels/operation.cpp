@@ -1,0 +1,74 @@
+// What every operation shares (see operation.h): the size and format check
+// from its own answers, and the answers derived from them.
+#include "operation.h"
+
+#include <algorithm>
+
+#include "error.h"
+
+namespace cudaoverlap {
+
+std::vector<PixelFormat> Operation::input_formats() const {
+  std::vector<PixelFormat> taken;
+  for (PixelFormat f : all_pixel_formats())
+    if (!output_formats(f).empty()) taken.push_back(f);
+  return taken;
+}
+
+std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
+  const std::string kernel = std::string("kernel '") + name() + "'";
+  if (in.width <= 0 || in.height <= 0) return "the image has no pixels";
+  const std::vector<PixelFormat> outputs = output_formats(in.format);
+  if (outputs.empty())
+    return kernel + " takes " + format_list(input_formats()) + ", not " +
+           format_info(in.format).name;
+  if (std::find(outputs.begin(), outputs.end(), out.format) == outputs.end())
+    return kernel + " makes " + format_list(outputs) + " from " + format_info(in.format).name +
+           ", not " + format_info(out.format).name;
+  const int width = swaps_axes() ? in.height : in.width;
+  const int height = swaps_axes() ? in.width : in.height;
+  if (out.width != width || out.height != height)
+    return kernel + " makes " + std::to_string(width) + "x" + std::to_string(height) + " from " +
+           std::to_string(in.width) + "x" + std::to_string(in.height) + ", not " +
+           std::to_string(out.width) + "x" + std::to_string(out.height);
+  return {};
+}
+
+void Operation::prepare_cuda(const Workspace&, CUstream_st*) const {}
+void Operation::prepare_reference(const Workspace&) const {}
+
+std::vector<PixelFormat> keep_format(PixelFormat in) { return {in}; }
+
+std::string format_list(const std::vector<PixelFormat>& formats) {
+  std::string list;
+  for (size_t i = 0; i < formats.size(); ++i) {
+    if (i > 0) list += i + 1 == formats.size() ? " and " : ", ";
+    list += format_info(formats[i]).name;
+  }
+  return list;
+}
+
+void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out) {
+  const std::string problem = op.check(in, out);
+  if (!problem.empty()) throw Error(problem);
+  std::vector<uint8_t> memory(op.workspace_bytes());
+  const Workspace workspace{memory.data(), memory.size()};
+  op.prepare_reference(workspace);
+  op.run_reference(in, out, workspace);
+}
+
+void throw_built_without_cuda() {
+  throw Error("cudaoverlap was built without CUDA; rebuild with -Dcuda=enabled");
+}
+
+#ifdef CUDAOVERLAP_HAVE_CUDA
+bool kernels_have_cuda() { return true; }
+#else
+bool kernels_have_cuda() { return false; }
+
+double time_operation_cuda(const Operation&, const ImageRef&, const ImageRef&, int) {
+  throw_built_without_cuda();
+}
+#endif
+
+}  // namespace cudaoverlap

@@ -1,0 +1,136 @@
+// What the engine runs on each frame: an operation, made once with its
+// parameters, prepared once when an engine starts, and enqueued per frame.
+//
+// An operation answers every question about itself in one place: which
+// formats it takes and makes, whether the output's axes swap, which caps
+// fields it leaves to downstream, whether it can do a given pair of images
+// with its parameters, what device memory it needs, how to fill that memory
+// at start, and how to compute a frame, both on a CUDA stream and on the
+// host (its CPU reference, which the cpu backend runs and the tests use as
+// the oracle). gst/ turns the first answers into caps; pipeline-core's
+// backends call the last ones; nothing else switches on which kernel it is.
+//
+// Operations are immutable once made, so one object may be enqueued on
+// several streams and asked from several threads at once.
+//
+// Adding one: docs/adding-a-kernel.md.
+//
+// This header holds no CUDA syntax (cudaStream_t is CUstream_st*, forward
+// declared), so gst/ and the tests build with the ordinary C++ compiler.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernel_params.h"
+#include "video_format.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace cudaoverlap {
+
+// Memory an operation asked for (workspace_bytes()), allocated by whoever
+// runs it: device memory on CUDA, host memory on the cpu backend. Shared by
+// every frame; written only by prepare_*().
+struct Workspace {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
+class Operation {
+ public:
+  virtual ~Operation() = default;
+
+  // The registry's name ("copy", "convert", …): the element's kernel=.
+  virtual const char* name() const = 0;
+
+  // --- What it takes and makes (asked at caps time) ----------------------
+
+  // The formats it can make from an image of format `in`, `in` itself first
+  // where it is one of them; empty when it does not take `in`.
+  virtual std::vector<PixelFormat> output_formats(PixelFormat in) const = 0;
+  // True when a WxH input makes an HxW output (rotations, transposes).
+  virtual bool swaps_axes() const { return false; }
+  // True when the output format is downstream's choice among
+  // output_formats(in): the element then leaves the format, and the
+  // colorimetry and chroma siting that go with it, to the peer.
+  virtual bool format_from_downstream() const { return false; }
+  // Where each output pixel comes from, for metas and navigation events
+  // that carry positions: a flip or rotation, or kIdentity (in place).
+  virtual FlipDirection orientation() const { return FlipDirection::kIdentity; }
+  // True when an output row depends on input rows other than its own, so
+  // the two fields of interlaced video would be mixed.
+  virtual bool mixes_rows(PixelFormat in, PixelFormat out) const = 0;
+
+  // Empty when it can turn `in` into `out` (formats, sizes, its parameters),
+  // else a sentence saying what it allows. Asked once, before anything runs
+  // (the element at caps time, the engine at start); prepare and enqueue
+  // assume the answer was empty. The images' plane pointers are not read.
+  virtual std::string check(const ImageRef& in, const ImageRef& out) const;
+
+  // True when `other` is the same operation with the same parameters: an
+  // engine made for one computes exactly what the other would.
+  virtual bool same_as(const Operation& other) const = 0;
+
+  // --- Start ----------------------------------------------------------------
+
+  // Bytes of workspace it needs; 0: none.
+  virtual size_t workspace_bytes() const { return 0; }
+  // Fills the workspace (tables, constants): enqueued on the stream that
+  // will run the frames, before the first of them, or run on the host.
+  virtual void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const;
+  virtual void prepare_reference(const Workspace& workspace) const;
+
+  // --- Per frame ------------------------------------------------------------
+
+  // Enqueues the CUDA implementation on `stream` and checks the launch; `in`
+  // and `out` point into device memory. No allocation, no synchronisation.
+  // Throws cudaoverlap::Error (also when built without CUDA).
+  virtual void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                            CUstream_st* stream) const = 0;
+  // Computes the frame on the calling thread (the CPU reference).
+  virtual void run_reference(const ImageRef& in, const ImageRef& out,
+                             const Workspace& workspace) const = 0;
+
+  // --- Derived from the above ---------------------------------------------
+
+  // The formats it takes: those with a non-empty output_formats().
+  std::vector<PixelFormat> input_formats() const;
+};
+
+// For operations that keep the format: {in}.
+std::vector<PixelFormat> keep_format(PixelFormat in);
+
+// Whether the CUDA implementations were built (else enqueue_cuda throws).
+bool kernels_have_cuda();
+
+// Throws the error an operation's enqueue_cuda gives in a build without
+// CUDA.
+[[noreturn]] void throw_built_without_cuda();
+
+// In an operation's enqueue_cuda: `call` (its launcher, defined in its .cu)
+// where CUDA was built, else the error above.
+#ifdef CUDAOVERLAP_HAVE_CUDA
+#define CO_CUDA_ONLY(call) call
+#else
+#define CO_CUDA_ONLY(call) ::cudaoverlap::throw_built_without_cuda()
+#endif
+
+// "RGBA, BGRA and NV12": for messages.
+std::string format_list(const std::vector<PixelFormat>& formats);
+
+// Checks, prepares and runs `op`'s CPU reference on host images, with a
+// workspace of its own: the whole CPU path in one call, for tests and tools.
+// Throws Error with the check's sentence when `op` cannot do `in` -> `out`.
+void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out);
+
+// For benchmarks: prepares `op` and enqueues `iterations` launches of it on
+// a stream of its own between two CUDA events; returns the GPU milliseconds
+// per launch. `in` and `out` point into device memory of the current
+// device. Throws cudaoverlap::Error (also when built without CUDA).
+double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageRef& out,
+                           int iterations);
+
+}  // namespace cudaoverlap
