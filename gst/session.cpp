@@ -37,9 +37,15 @@ std::string caps_text(GstCaps* caps) {
   return result;
 }
 
-// What the element takes, for messages: the formats of the table.
-std::string takes() {
-  return "it takes video/x-raw in system memory in " + format_list(all_pixel_formats()) +
+// What the element takes with `settings`' kernel, for messages.
+std::string takes(const SessionSettings& settings) {
+  std::string formats;
+  try {
+    formats = format_list(make_operation(settings.kernel, settings.params)->input_formats());
+  } catch (const Error&) {
+    formats = format_list(all_pixel_formats());
+  }
+  return "kernel=" + settings.kernel + " takes video/x-raw in system memory in " + formats +
          "; put videoconvert before it";
 }
 
@@ -184,7 +190,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   if (!gst_video_info_from_caps(&in, caps) ||
       !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &format)) {
     SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes());
+                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
     return false;
   }
   const SessionSettings settings = settings_();
@@ -308,7 +314,8 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     }
     SESSION_ERROR(CORE, NEGOTIATION,
                   std::string("cudaoverlap received a buffer without accepted caps") +
-                      (refused.empty() ? "" : " (it refused " + refused + ")") + ": " + takes());
+                      (refused.empty() ? "" : " (it refused " + refused + ")") + ": " +
+                      takes(settings_()));
     return GST_FLOW_NOT_NEGOTIATED;
   }
   // Downstream asked for other caps (RECONFIGURE): negotiate again before

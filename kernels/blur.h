@@ -40,7 +40,9 @@ class BlurOperation final : public Operation {
  public:
   explicit BlurOperation(double sigma) : sigma_(sigma) {}
   const char* name() const override { return "blur"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
+    return keep_format_of(in, rgb32_yuv420_gray8_formats());
+  }
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;

@@ -104,8 +104,10 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
 }
 
 std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const {
+  const std::vector<PixelFormat>& taken = rgb32_yuv420_gray8_formats();
+  if (keep_format_of(in, taken).empty()) return {};
   std::vector<PixelFormat> formats{in};
-  for (PixelFormat f : all_pixel_formats())
+  for (PixelFormat f : taken)
     if (f != in) formats.push_back(f);
   return formats;
 }

@@ -15,7 +15,9 @@ class FlipOperation final : public Operation {
  public:
   explicit FlipOperation(FlipDirection direction) : direction_(direction) {}
   const char* name() const override { return "flip"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
+    return keep_format_of(in, rgb32_yuv420_gray8_formats());
+  }
   bool mixes_rows(PixelFormat, PixelFormat) const override {
     return direction_ != FlipDirection::kIdentity && direction_ != FlipDirection::kHoriz;
   }

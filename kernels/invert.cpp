@@ -1,22 +1,64 @@
-// CPU reference of the `invert` kernel, written sample by sample so it
-// shares no logic with the byte-mask trick of invert.cu.
+// The `invert` operation (see invert.h) and its CPU reference, written
+// sample by sample through the format's components so it shares no logic
+// with invert.cu's byte masks.
 #include "invert.h"
+
+#include "copy.h"
+#include "error.h"
 
 namespace cudaoverlap {
 
 void invert_reference(const ImageRef& in, const ImageRef& out) {
+  // Alpha, padding and the bits around a 10-bit sample come from here.
+  copy_reference(in, out);
   const FormatInfo& info = format_info(in.format);
-  for (int p = 0; p < info.n_planes; ++p) {
-    const size_t row_bytes = plane_row_bytes(in.format, p, in.width);
-    const size_t rows = plane_rows(in.format, p, in.height);
-    for (size_t y = 0; y < rows; ++y) {
-      const uint8_t* src = in.planes[p].data + y * in.planes[p].stride;
-      uint8_t* dst = out.planes[p].data + y * out.planes[p].stride;
-      for (size_t x = 0; x < row_bytes; ++x) {
-        const bool keep = info.alpha_byte >= 0 && static_cast<int>(x % 4) == info.alpha_byte;
-        dst[x] = keep ? src[x] : static_cast<uint8_t>(255 - src[x]);
+  for (int c = 0; c < colour_components(in.format); ++c) {
+    const Component& k = info.comp[c];
+    const uint32_t max = (uint32_t{1} << k.depth) - 1;
+    const size_t row_bytes = plane_row_bytes(in.format, k.plane, in.width);
+    const size_t rows = plane_rows(in.format, k.plane, in.height);
+    // Every sample the plane's rows hold, the second luma of an odd-width
+    // YUY2 row's last pair included (copy carries it too).
+    const size_t samples = (row_bytes - static_cast<size_t>(k.offset) + k.pixel_stride - 1) /
+                           static_cast<size_t>(k.pixel_stride);
+    const PlaneRef& src = in.planes[k.plane];
+    const PlaneRef& dst = out.planes[k.plane];
+    for (size_t y = 0; y < rows; ++y)
+      for (size_t x = 0; x < samples; ++x) {
+        const size_t at = y * src.stride + k.offset + x * k.pixel_stride;
+        uint8_t* d = dst.data + y * dst.stride + k.offset + x * k.pixel_stride;
+        if (info.sample_bytes == 1) {
+          *d = static_cast<uint8_t>(max - src.data[at]);
+          continue;
+        }
+        const uint32_t word = src.data[at] | (uint32_t{src.data[at + 1]} << 8);
+        const uint32_t value = (word >> k.shift) & max;
+        const uint32_t inverted = (word & ~(max << k.shift)) | ((max - value) << k.shift);
+        d[0] = static_cast<uint8_t>(inverted);
+        d[1] = static_cast<uint8_t>(inverted >> 8);
       }
+  }
+}
+
+void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]) {
+  const FormatInfo& info = format_info(format);
+  // 12 bytes hold a whole number of pixels of every stride (1, 2, 3, 4).
+  constexpr int kWindow = 12;
+  uint8_t bits[kMaxPlanes][kWindow] = {};
+  for (int c = 0; c < colour_components(format); ++c) {
+    const Component& k = info.comp[c];
+    const uint32_t sample = ((uint32_t{1} << k.depth) - 1) << k.shift;
+    for (int b = k.offset; b < kWindow; ++b) {
+      const int byte = (b - k.offset) % k.pixel_stride;
+      if (byte < info.sample_bytes) bits[k.plane][b] |= static_cast<uint8_t>(sample >> (8 * byte));
     }
+  }
+  for (int p = 0; p < kMaxPlanes; ++p) {
+    masks[p] = 0;
+    for (int b = 0; b < 4; ++b) masks[p] |= uint32_t{bits[p][b]} << (8 * b);
+    for (int b = 4; b < kWindow; ++b)
+      if (bits[p][b] != bits[p][b % 4])
+        throw Error(std::string("invert has no 4-byte mask for ") + info.name);
   }
 }
 

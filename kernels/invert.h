@@ -1,6 +1,10 @@
-// The `invert` kernel: 255 - value on every colour, luma and chroma sample;
-// alpha and padding bytes of packed formats are copied unchanged.
+// The `invert` kernel: max - value on every colour, luma and chroma sample
+// of every format (255 - v for 8-bit samples, 1023 - v for 10-bit ones,
+// 65535 - v for GRAY16); alpha, padding bytes, and the bits of a 16-bit
+// word outside a 10-bit sample are copied unchanged.
 #pragma once
+
+#include <cstdint>
 
 #include "operation.h"
 
@@ -20,5 +24,10 @@ class InvertOperation final : public Operation {
 
 void invert_reference(const ImageRef& in, const ImageRef& out);
 void invert_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
+
+// For the CUDA kernel: the bits to flip in each plane of `format`, as a
+// pattern that repeats every 4 bytes of a row (x XOR max == max - x for a
+// sample of all-ones max). Every format of the table has one.
+void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]);
 
 }  // namespace cudaoverlap

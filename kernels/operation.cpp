@@ -39,6 +39,19 @@ void Operation::prepare_reference(const Workspace&) const {}
 
 std::vector<PixelFormat> keep_format(PixelFormat in) { return {in}; }
 
+std::vector<PixelFormat> keep_format_of(PixelFormat in, const std::vector<PixelFormat>& taken) {
+  if (std::find(taken.begin(), taken.end(), in) == taken.end()) return {};
+  return {in};
+}
+
+const std::vector<PixelFormat>& rgb32_yuv420_gray8_formats() {
+  static const std::vector<PixelFormat> formats = {
+      PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx,
+      PixelFormat::kBGRx, PixelFormat::kARGB, PixelFormat::kABGR,
+      PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
+  return formats;
+}
+
 std::string format_list(const std::vector<PixelFormat>& formats) {
   std::string list;
   for (size_t i = 0; i < formats.size(); ++i) {

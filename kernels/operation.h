@@ -102,6 +102,12 @@ class Operation {
 
 // For operations that keep the format: {in}.
 std::vector<PixelFormat> keep_format(PixelFormat in);
+// For operations that keep the format and take only `taken`: {in} or {}.
+std::vector<PixelFormat> keep_format_of(PixelFormat in, const std::vector<PixelFormat>& taken);
+
+// The nine 8-bit formats the first kernels were written for: 4-byte RGB
+// (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR), NV12, I420 and GRAY8.
+const std::vector<PixelFormat>& rgb32_yuv420_gray8_formats();
 
 // Whether the CUDA implementations were built (else enqueue_cuda throws).
 bool kernels_have_cuda();

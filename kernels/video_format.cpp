@@ -4,22 +4,129 @@
 namespace cudaoverlap {
 namespace {
 
-constexpr FormatInfo kPacked(const char* name, int alpha_byte) {
-  return FormatInfo{name, 1, {4, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, alpha_byte, false};
+// Components: plane, offset, pixel stride, depth, shift, x and y subsampling.
+constexpr Component c8(int plane, int offset, int stride, int x_sub = 0, int y_sub = 0) {
+  return Component{plane, offset, stride, 8, 0, x_sub, y_sub};
+}
+constexpr Component c16(int plane, int offset, int stride, int depth, int shift, int x_sub = 0,
+                        int y_sub = 0) {
+  return Component{plane, offset, stride, depth, shift, x_sub, y_sub};
+}
+
+// 4-byte RGB with R, G, B and the alpha (or padding) byte at these offsets.
+constexpr FormatInfo rgb32(const char* name, int r, int g, int b, int a, bool alpha) {
+  return FormatInfo{name,
+                    1,
+                    {4, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    alpha ? 4 : 3,
+                    {c8(0, r, 4), c8(0, g, 4), c8(0, b, 4), c8(0, a, 4)},
+                    a,
+                    false,
+                    alpha,
+                    1};
+}
+
+constexpr FormatInfo rgb24(const char* name, int r, int g, int b) {
+  return FormatInfo{name,        1,           {3, 0, 0, 0},          {0, 0, 0, 0}, {0, 0, 0, 0}, 3,
+                    {c8(0, r, 3), c8(0, g, 3), c8(0, b, 3), {}}, -1,           false,        false,
+                    1};
+}
+
+// 8-bit planar YUV, chroma subsampled by (xs, ys) in each direction.
+constexpr FormatInfo planar8(const char* name, int xs, int ys) {
+  return FormatInfo{name,
+                    3,
+                    {1, 1, 1, 0},
+                    {0, xs, xs, 0},
+                    {0, ys, ys, 0},
+                    3,
+                    {c8(0, 0, 1), c8(1, 0, 1, xs, ys), c8(2, 0, 1, xs, ys), {}},
+                    -1,
+                    true,
+                    false,
+                    1};
+}
+
+// 8-bit Y plane and interleaved chroma, U at byte u and V at byte v of each pair.
+constexpr FormatInfo semi8(const char* name, int u, int v, int ys) {
+  return FormatInfo{name,
+                    2,
+                    {1, 2, 0, 0},
+                    {0, 1, 0, 0},
+                    {0, ys, 0, 0},
+                    3,
+                    {c8(0, 0, 1), c8(1, u, 2, 1, ys), c8(1, v, 2, 1, ys), {}},
+                    -1,
+                    true,
+                    false,
+                    1};
+}
+
+// 4:2:2 packed in one plane, two pixels in 4 bytes, Y and U, V at these bytes.
+constexpr FormatInfo packed422(const char* name, int y, int u, int v) {
+  return FormatInfo{name,
+                    1,
+                    {4, 0, 0, 0},
+                    {1, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    3,
+                    {c8(0, y, 2), c8(0, u, 4, 1, 0), c8(0, v, 4, 1, 0), {}},
+                    -1,
+                    true,
+                    false,
+                    1};
 }
 
 // Indexed by PixelFormat.
 constexpr FormatInfo kFormats[] = {
-    kPacked("RGBA", 3),
-    kPacked("BGRA", 3),
-    kPacked("RGBx", 3),
-    kPacked("BGRx", 3),
-    kPacked("ARGB", 0),
-    kPacked("ABGR", 0),
-    {"NV12", 2, {1, 2, 0, 0}, {0, 1, 0, 0}, {0, 1, 0, 0}, -1, true},
-    {"I420", 3, {1, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, -1, true},
-    {"GRAY8", 1, {1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, -1, false},
+    rgb32("RGBA", 0, 1, 2, 3, true),
+    rgb32("BGRA", 2, 1, 0, 3, true),
+    rgb32("RGBx", 0, 1, 2, 3, false),
+    rgb32("BGRx", 2, 1, 0, 3, false),
+    rgb32("ARGB", 1, 2, 3, 0, true),
+    rgb32("ABGR", 3, 2, 1, 0, true),
+    semi8("NV12", 0, 1, 1),
+    planar8("I420", 1, 1),
+    {"GRAY8", 1, {1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, {c8(0, 0, 1), {}, {}, {}}, -1,
+     false, false, 1},
+    packed422("YUY2", 0, 1, 3),
+    packed422("UYVY", 1, 0, 2),
+    rgb24("RGB", 0, 1, 2),
+    rgb24("BGR", 2, 1, 0),
+    semi8("NV21", 1, 0, 1),
+    semi8("NV16", 0, 1, 0),
+    planar8("Y42B", 1, 0),
+    planar8("Y444", 0, 0),
+    {"P010_10LE",
+     2,
+     {2, 4, 0, 0},
+     {0, 1, 0, 0},
+     {0, 1, 0, 0},
+     3,
+     {c16(0, 0, 2, 10, 6), c16(1, 0, 4, 10, 6, 1, 1), c16(1, 2, 4, 10, 6, 1, 1), {}},
+     -1,
+     true,
+     false,
+     2},
+    {"I420_10LE",
+     3,
+     {2, 2, 2, 0},
+     {0, 1, 1, 0},
+     {0, 1, 1, 0},
+     3,
+     {c16(0, 0, 2, 10, 0), c16(1, 0, 2, 10, 0, 1, 1), c16(2, 0, 2, 10, 0, 1, 1), {}},
+     -1,
+     true,
+     false,
+     2},
+    {"GRAY16_LE", 1, {2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, {c16(0, 0, 2, 16, 0), {}, {}, {}},
+     -1, false, false, 2},
 };
+static_assert(sizeof kFormats / sizeof kFormats[0] ==
+                  static_cast<size_t>(PixelFormat::kGRAY16_LE) + 1,
+              "one row per PixelFormat, in the enum's order");
 
 size_t round_up_shift(int value, int shift) {
   return (static_cast<size_t>(value) + ((size_t{1} << shift) - 1)) >> shift;
@@ -28,6 +135,11 @@ size_t round_up_shift(int value, int shift) {
 }  // namespace
 
 const FormatInfo& format_info(PixelFormat format) { return kFormats[static_cast<int>(format)]; }
+
+int colour_components(PixelFormat format) {
+  const FormatInfo& info = format_info(format);
+  return info.has_alpha ? info.n_components - 1 : info.n_components;
+}
 
 const std::vector<PixelFormat>& all_pixel_formats() {
   static const std::vector<PixelFormat> formats = [] {

@@ -22,31 +22,68 @@ enum class PixelFormat {
   kNV12,
   kI420,
   kGRAY8,
+  kYUY2,
+  kUYVY,
+  kRGB,
+  kBGR,
+  kNV21,
+  kNV16,
+  kY42B,
+  kY444,
+  kP010_10LE,
+  kI420_10LE,
+  kGRAY16_LE,
 };
 
 // Every PixelFormat, in the enum's order.
 const std::vector<PixelFormat>& all_pixel_formats();
 
 constexpr int kMaxPlanes = 4;
+constexpr int kMaxComponents = 4;
 
-// What a format looks like in memory. Packed formats have one plane of
-// 4-byte pixels; planar YUV has subsampled chroma planes.
+// One component of a format (R, G, B, A; Y, U, V, A; or grey), described
+// as GStreamer's GstVideoFormatInfo does, so that code can read and write a
+// sample of any format without knowing which format it is.
+struct Component {
+  int plane;         // the plane that holds it
+  int offset;        // byte of its first sample within a row of that plane
+  int pixel_stride;  // bytes from one of its samples to the next along a row
+  int depth;         // significant bits of a sample
+  int shift;         // bits the value sits above bit 0 of its little-endian sample
+  int x_sub;         // log2 of its horizontal subsampling
+  int y_sub;         // log2 of its vertical subsampling
+};
+
+// What a format looks like in memory: its planes (how many bytes a row and
+// how many rows each has, for the engine's staging and copies) and its
+// components (where each sample is, for the kernels). GStreamer's format
+// list and the element's pad templates are this table's names.
 struct FormatInfo {
-  const char* name;
+  const char* name;  // GStreamer's (gst_video_format_to_string)
   int n_planes;
-  // Bytes one pixel group occupies in each plane (NV12's UV plane holds
-  // 2 bytes per 2x2 block, so 2 with x_shift 1).
+  // Bytes one group of pixels occupies in each plane, and log2 of the
+  // pixels a group spans across and down: NV12's UV plane holds 2 bytes
+  // per 2x2 block (2, x_shift 1, y_shift 1), YUY2's one plane 4 bytes per
+  // two pixels of a row (4, x_shift 1, y_shift 0).
   int pixel_bytes[kMaxPlanes];
-  // log2 of the horizontal and vertical subsampling of each plane.
   int x_shift[kMaxPlanes];
   int y_shift[kMaxPlanes];
+  // Colour components first (R, G, B or Y, U, V, or grey alone), alpha
+  // last where there is one.
+  int n_components;
+  Component comp[kMaxComponents];
   // Byte index within a packed 4-byte pixel that holds alpha or padding,
   // -1 when every byte is a colour (or luma/chroma) sample.
   int alpha_byte;
   bool is_yuv;
+  bool has_alpha;    // comp[n_components - 1] is alpha
+  int sample_bytes;  // 1 for 8-bit formats, 2 for deeper ones (little-endian)
 };
 
 const FormatInfo& format_info(PixelFormat format);
+
+// The colour (not alpha) components of `format`: 3, or 1 for grey.
+int colour_components(PixelFormat format);
 
 // Bytes of image data in one row of plane p, and rows in plane p, for an
 // image of width x height (odd sizes round chroma up, as GStreamer does).

@@ -228,8 +228,13 @@ struct TimedKernel {
   KernelParams params;
 };
 
+// Every operation the element offers (convert has its own rows), with its
+// defaults, then more parameters of those that take some.
 std::vector<TimedKernel> timed_kernels() {
-  std::vector<TimedKernel> kernels = {{"copy", "copy", {}}, {"invert", "invert", {}}};
+  std::vector<TimedKernel> kernels;
+  for (const OperationEntry& entry : operation_registry())
+    if (entry.offered && std::string(entry.name) != "convert" && std::string(entry.name) != "flip")
+      kernels.push_back({entry.name, entry.name, {}});
   for (auto [direction, name] : {std::pair{FlipDirection::kHoriz, "flip horiz"},
                                  {FlipDirection::k180, "flip 180"},
                                  {FlipDirection::k90R, "flip 90r"},
@@ -238,7 +243,7 @@ std::vector<TimedKernel> timed_kernels() {
     k.params.flip = direction;
     kernels.push_back(k);
   }
-  TimedKernel balance{"balance", "balance", {}};
+  TimedKernel balance{"balance 0.1 1.2 1.3 0.2", "balance", {}};
   balance.params.balance = {0.1, 1.2, 1.3, 0.2};
   kernels.push_back(balance);
   for (double sigma : {1.0, 5.0, 20.0}) {
@@ -246,7 +251,6 @@ std::vector<TimedKernel> timed_kernels() {
     blur.params.blur_sigma = sigma;
     kernels.push_back(blur);
   }
-  kernels.push_back({"edge", "edge", {}});
   return kernels;
 }
 
@@ -295,10 +299,16 @@ int run_kernel_table(const Options& opt) {
     std::printf("| %s | %s | %.4f | %.4f | %.2fx |\n", label.c_str(), format.c_str(), ms, bound_ms,
                 ms / bound_ms);
   };
-  const PixelFormat formats[] = {PixelFormat::kRGBA, PixelFormat::kBGRx, PixelFormat::kARGB,
-                                 PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
+  // Three of the six 4-byte RGB orders (the others run the same code), then
+  // every other format; each kernel in those it takes.
+  std::vector<PixelFormat> formats;
+  for (PixelFormat f : all_pixel_formats())
+    if (f != PixelFormat::kBGRA && f != PixelFormat::kRGBx && f != PixelFormat::kABGR)
+      formats.push_back(f);
   for (const TimedKernel& k : timed_kernels())
-    for (PixelFormat format : formats) time_row(k.label, k.kernel, k.params, format, format);
+    for (PixelFormat format : formats)
+      if (!make_operation(k.kernel, k.params)->output_formats(format).empty())
+        time_row(k.label, k.kernel, k.params, format, format);
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},  {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},  {PixelFormat::kI420, PixelFormat::kBGRx},

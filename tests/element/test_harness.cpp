@@ -332,7 +332,8 @@ TEST_F(Harness, AcceptCapsAndCapsQueryFollowTheKernel) {
     GstPad* sink = element_pad("sink");
     GstPad* src = element_pad("src");
     for (const char* format :
-         {"RGBA", "BGRA", "RGBx", "BGRx", "ARGB", "ABGR", "NV12", "I420", "GRAY8"}) {
+         {"RGBA", "BGRA", "RGBx", "BGRx", "ARGB", "ABGR", "NV12", "I420", "GRAY8", "YUY2", "UYVY",
+          "RGB", "BGR", "NV21", "NV16", "Y42B", "Y444", "P010_10LE", "I420_10LE", "GRAY16_LE"}) {
       GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, format, "width",
                                           G_TYPE_INT, 3, "height", G_TYPE_INT, 5, "framerate",
                                           GST_TYPE_FRACTION, 30, 1, nullptr);
@@ -341,7 +342,7 @@ TEST_F(Harness, AcceptCapsAndCapsQueryFollowTheKernel) {
       gst_caps_unref(caps);
     }
     for (const char* refused :
-         {"video/x-raw,format=YUY2,width=64,height=48,framerate=30/1",
+         {"video/x-raw,format=v210,width=64,height=48,framerate=30/1",
           "video/x-raw(memory:CUDAMemory),format=RGBA,width=64,height=48,framerate=30/1",
           "audio/x-raw,format=S16LE,rate=48000,channels=2"}) {
       GstCaps* caps = gst_caps_from_string(refused);
@@ -367,6 +368,23 @@ TEST_F(Harness, AcceptCapsAndCapsQueryFollowTheKernel) {
     TearDown();
     h_ = nullptr;
     element_ = nullptr;
+  }
+}
+
+// A kernel that takes fewer formats than the table offers only those,
+// on both pads.
+TEST_F(Harness, AcceptCapsAndCapsQueryOfferOnlyWhatTheKernelTakes) {
+  start({{"kernel", "flip"}}, nullptr);
+  for (const char* pad : {"sink", "src"}) {
+    GstCaps* yuy2 = gst_caps_from_string("video/x-raw,format=YUY2,width=64,height=48");
+    GstCaps* nv12 = gst_caps_from_string("video/x-raw,format=NV12,width=64,height=48");
+    EXPECT_FALSE(gst_pad_query_accept_caps(element_pad(pad), yuy2)) << pad;
+    EXPECT_TRUE(gst_pad_query_accept_caps(element_pad(pad), nv12)) << pad;
+    GstCaps* offered = gst_pad_query_caps(element_pad(pad), nullptr);
+    EXPECT_FALSE(gst_caps_can_intersect(offered, yuy2)) << pad;
+    gst_caps_unref(offered);
+    gst_caps_unref(nv12);
+    gst_caps_unref(yuy2);
   }
 }
 
@@ -503,24 +521,45 @@ TEST_F(Harness, TimestampsFlagsOffsetsAndMetasCarryOver) {
 // ---------------------------------------------------------------------------
 // Errors a user can act on
 
-TEST_F(Harness, UnsupportedCapsAreRefusedAndTheErrorNamesTheFix) {
-  start({}, nullptr);
-  GstCaps* caps = gst_caps_from_string("video/x-raw,format=YUY2,width=64,height=48,framerate=30/1");
+// An upstream that pushes caps the element refused, then a buffer anyway,
+// gets an error naming the refused caps, what the kernel takes and the fix.
+std::string error_after_refused_caps(GstHarness* h, GstPad* sink, BusWatch& bus,
+                                     const char* caps_text, size_t bytes) {
+  GstCaps* caps = gst_caps_from_string(caps_text);
   // Sent straight to the element's pad: a sticky push reports success once
   // the event is stored on the harness side, whatever the element said.
-  EXPECT_FALSE(gst_pad_send_event(element_pad("sink"), gst_event_new_caps(caps)));
-  EXPECT_FALSE(gst_harness_push_event(h_, gst_event_new_caps(gst_caps_ref(caps))) &&
-               gst_pad_has_current_caps(element_pad("sink")));
+  EXPECT_FALSE(gst_pad_send_event(sink, gst_event_new_caps(caps)));
+  EXPECT_FALSE(gst_harness_push_event(h, gst_event_new_caps(gst_caps_ref(caps))) &&
+               gst_pad_has_current_caps(sink));
   gst_caps_unref(caps);
   // GStreamer's core refuses the caps event through ACCEPT_CAPS before the
-  // element sees it, and upstream's push fails as not-negotiated. An
-  // upstream that pushes anyway gets an error naming the refused caps.
-  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, 64 * 48 * 2, nullptr);
-  EXPECT_EQ(gst_harness_push(h_, gst_buffer_ref(buffer)), GST_FLOW_NOT_NEGOTIATED);
-  EXPECT_EQ(gst_pad_chain(element_pad("sink"), buffer), GST_FLOW_NOT_NEGOTIATED);
-  const std::string error = bus_->wait_message(GST_MESSAGE_ERROR, 5s);
-  EXPECT_NE(error.find("YUY2"), std::string::npos) << error;
+  // element sees it, and upstream's push fails as not-negotiated.
+  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
+  EXPECT_EQ(gst_harness_push(h, gst_buffer_ref(buffer)), GST_FLOW_NOT_NEGOTIATED);
+  EXPECT_EQ(gst_pad_chain(sink, buffer), GST_FLOW_NOT_NEGOTIATED);
+  return bus.wait_message(GST_MESSAGE_ERROR, 5s);
+}
+
+TEST_F(Harness, UnsupportedCapsAreRefusedAndTheErrorNamesTheFix) {
+  start({}, nullptr);
+  const std::string error = error_after_refused_caps(
+      h_, element_pad("sink"), *bus_, "video/x-raw,format=v210,width=64,height=48,framerate=30/1",
+      64 * 48 * 3);
+  EXPECT_NE(error.find("v210"), std::string::npos) << error;
   EXPECT_NE(error.find("videoconvert"), std::string::npos) << error;
+}
+
+// A format the table has but the kernel does not take: the sentence lists
+// what that kernel takes.
+TEST_F(Harness, AFormatTheKernelDoesNotTakeIsRefusedWithTheFormatsItTakes) {
+  start({{"kernel", "flip"}}, nullptr);
+  const std::string error = error_after_refused_caps(
+      h_, element_pad("sink"), *bus_, "video/x-raw,format=YUY2,width=64,height=48,framerate=30/1",
+      64 * 48 * 2);
+  EXPECT_NE(error.find("YUY2"), std::string::npos) << error;
+  EXPECT_NE(error.find("kernel=flip takes"), std::string::npos) << error;
+  EXPECT_NE(error.find("NV12, I420 and GRAY8"), std::string::npos) << error;
+  EXPECT_EQ(error.find("P010_10LE"), std::string::npos) << error;
 }
 
 TEST_F(Harness, ABufferSmallerThanItsCapsIsAnError) {

@@ -84,11 +84,32 @@ inline void fill_pattern(const FrameLayout& layout, const ImageRef& image, uint6
         image.planes[p].data[y * image.planes[p].stride + x] = pattern_byte(frame, p, y, x);
 }
 
+// The bits invert flips in byte x of a row of `format`, written out by
+// format here rather than derived from the format table: 255 - v is v ^ 0xFF,
+// and a 10-bit sample's max - v flips its 10 bits of the 16-bit word.
+inline uint8_t invert_bits(PixelFormat format, size_t x) {
+  switch (format) {
+    case PixelFormat::kRGBA:
+    case PixelFormat::kBGRA:
+    case PixelFormat::kRGBx:
+    case PixelFormat::kBGRx:
+      return x % 4 == 3 ? 0x00 : 0xFF;  // alpha or padding last
+    case PixelFormat::kARGB:
+    case PixelFormat::kABGR:
+      return x % 4 == 0 ? 0x00 : 0xFF;  // alpha first
+    case PixelFormat::kP010_10LE:
+      return x % 2 == 0 ? 0xC0 : 0xFF;  // value in bits 6..15
+    case PixelFormat::kI420_10LE:
+      return x % 2 == 0 ? 0xFF : 0x03;  // value in bits 0..9
+    default:
+      return 0xFF;  // every byte a sample (GRAY16's two bytes too)
+  }
+}
+
 // What `kernel` makes of pattern byte v at byte x of a row of `format`.
 inline uint8_t expected_byte(const std::string& kernel, PixelFormat format, size_t x, uint8_t v) {
   if (kernel == "copy") return v;
-  const int alpha = format_info(format).alpha_byte;
-  return alpha >= 0 && static_cast<int>(x % 4) == alpha ? v : static_cast<uint8_t>(255 - v);
+  return static_cast<uint8_t>(v ^ invert_bits(format, x));
 }
 
 // Empty when `image` is what `kernel` makes of frame `frame`'s pattern, else

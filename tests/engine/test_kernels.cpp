@@ -6,12 +6,8 @@
 namespace cudaoverlap::test {
 namespace {
 
-const PixelFormat kAllFormats[] = {PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx,
-                                   PixelFormat::kBGRx, PixelFormat::kARGB, PixelFormat::kABGR,
-                                   PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
-
 TEST(ReferenceTest, CopyAndInvertReferencesMatchTheirDefinition) {
-  for (PixelFormat f : kAllFormats)
+  for (PixelFormat f : all_pixel_formats())
     for (const char* k : {"copy", "invert"}) {
       HostFrame in(FrameLayout::packed(f, 13, 7), 3);
       const FrameLayout out_layout = FrameLayout::packed(f, 13, 7);
@@ -20,6 +16,30 @@ TEST(ReferenceTest, CopyAndInvertReferencesMatchTheirDefinition) {
       EXPECT_EQ(check_frame(k, out_layout, out_layout.at(out.data()), 3), "")
           << format_info(f).name << " " << k;
     }
+}
+
+// Deeper samples: max - v on the sample's own bits (10 of P010's and
+// I420_10LE's 16, all 16 of GRAY16), the other bits of the word kept.
+TEST(ReferenceTest, InvertTakesMaxMinusValueOnDeepSamples) {
+  struct Case {
+    PixelFormat format;
+    uint16_t in, want;
+  };
+  for (const Case& c : {Case{PixelFormat::kP010_10LE, 1 << 6, 1022 << 6},
+                        Case{PixelFormat::kP010_10LE, (1000 << 6) | 0x15, (23 << 6) | 0x15},
+                        Case{PixelFormat::kI420_10LE, 1, 1022},
+                        Case{PixelFormat::kI420_10LE, 0xFC00 | 1000, 0xFC00 | 23},
+                        Case{PixelFormat::kGRAY16_LE, 1, 65534}}) {
+    const FrameLayout layout = FrameLayout::packed(c.format, 2, 2, 2);  // no padding
+    std::vector<uint8_t> in(layout.size), out(layout.size);
+    for (size_t i = 0; i + 1 < in.size(); i += 2) {
+      in[i] = static_cast<uint8_t>(c.in);
+      in[i + 1] = static_cast<uint8_t>(c.in >> 8);
+    }
+    run_reference(*make_operation("invert"), layout.at(in.data()), layout.at(out.data()));
+    for (size_t i = 0; i + 1 < out.size(); i += 2)
+      EXPECT_EQ(out[i] | (out[i + 1] << 8), c.want) << format_info(c.format).name << " " << c.in;
+  }
 }
 
 TEST(ReferenceTest, InvertKeepsAlphaAndPaddingAndInvertsEverythingElse) {

@@ -21,10 +21,10 @@
 
 namespace cudaoverlap::test {
 
-inline const PixelFormat kAllFormats[] = {
-    PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx,
-    PixelFormat::kBGRx, PixelFormat::kARGB, PixelFormat::kABGR,
-    PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kGRAY8};
+// The formats `kernel` takes (with default parameters).
+inline std::vector<PixelFormat> formats_of(const char* kernel) {
+  return make_operation(kernel)->input_formats();
+}
 
 inline const FlipDirection kAllDirections[] = {
     FlipDirection::kIdentity, FlipDirection::k90R,  FlipDirection::k180,  FlipDirection::k90L,

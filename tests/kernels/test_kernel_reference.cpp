@@ -55,7 +55,7 @@ TEST(FlipReference, EveryDirectionMovesEachPixelWhereItsDefinitionSays) {
 // For every format and odd sizes (where chroma rounds up), the directions
 // compose as the symmetries of a rectangle do.
 TEST(FlipReference, DirectionsComposeAsTheSymmetriesOfARectangle) {
-  for (PixelFormat f : kAllFormats)
+  for (PixelFormat f : formats_of("flip"))
     for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {8, 6}, {13, 7}}) {
       OwnedImage in(f, w, h);
       in.fill_random(static_cast<uint32_t>(w * 100 + h));
@@ -115,7 +115,7 @@ KernelParams balance(double brightness, double contrast, double saturation, doub
 }
 
 TEST(BalanceReference, DefaultsCopyEveryByteAsVideobalancePassthroughDoes) {
-  for (PixelFormat f : kAllFormats) {
+  for (PixelFormat f : formats_of("balance")) {
     OwnedImage in(f, 7, 5);
     in.fill_random(3);
     EXPECT_EQ(compare_images(run_kernel("balance", balance(0, 1, 1, 0), in).image, in.image), "");
@@ -211,7 +211,7 @@ TEST(BlurReference, TapsSumToOneAndAFlatImageStaysFlat) {
       EXPECT_EQ(sum, 1 << kBlurWeightBits) << sigma;
       EXPECT_LE(taps.radius, kBlurMaxRadius);
     }
-  for (PixelFormat f : kAllFormats) {
+  for (PixelFormat f : formats_of("blur")) {
     OwnedImage in(f, 9, 7);
     std::fill(in.bytes.begin(), in.bytes.end(), 77);
     const OwnedImage out = run_kernel("blur", blur(3.0), in);
@@ -280,7 +280,7 @@ TEST(EdgeReference, FlatIsZeroAndAStepGivesItsSobelResponse) {
 }
 
 TEST(EdgeReference, RgbGetsGreyWithAlphaAndYuvGetsNeutralChroma) {
-  for (PixelFormat f : kAllFormats) {
+  for (PixelFormat f : formats_of("edge")) {
     OwnedImage in(f, 7, 6);
     in.fill_random(8);
     const OwnedImage out = run_kernel("edge", {}, in);
