@@ -11,7 +11,7 @@
 # (scripts/gpu-check.sh and scripts/gpu-observe.sh unpack it themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -f build/gst/libgstcudaoverlap.so ] || scripts/setup.sh
+scripts/setup.sh >/dev/null  # builds what changed (CUDA objects included)
 # coretracers: the leaks and latency tracers the tests and measurements use;
 # jpeg and avi: the file the playbin scenario plays (tests/element).
 plugins=/usr/lib/x86_64-linux-gnu/gstreamer-1.0

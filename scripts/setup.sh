@@ -44,4 +44,10 @@ if [ ! -f build/build.ninja ]; then
 elif [ ${#options[@]} -gt 0 ]; then
   meson configure build "${options[@]}" >/dev/null
 fi
+# Meson 1.0 gives nvcc no dependency file, so ninja does not rebuild a .cu
+# object when a header it includes changes (and a stale object reads a
+# changed struct at old offsets): drop the CUDA objects older than the
+# newest header in kernels/, where every .cu file's includes live.
+newest=$(ls -t kernels/*.h kernels/*.cuh | head -n 1)
+find build -name '*.cu.o' ! -newer "$newest" -delete
 ninja -C build -j "${CUDAOVERLAP_JOBS:-2}"
