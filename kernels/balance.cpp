@@ -7,22 +7,11 @@
 #include <cmath>
 #include <vector>
 
+#include "balance_math.h"
 #include "copy.h"
 
 namespace cudaoverlap {
 namespace {
-
-// videobalance's 8-bit fixed-point BT.601 limited-range matrices.
-constexpr int kRgbToYuv[12] = {66, 129, 25, 4096, -38, -74, 112, 32768, 112, -94, -18, 32768};
-constexpr int kYuvToRgb[12] = {298, 0, 409, -57068, 298, -100, -208, 34707, 298, 516, 0, -70870};
-
-int apply_matrix(const int* m, int row, int a, int b, int c) {
-  // >> on a negative int is an arithmetic shift with GCC and Clang, as in
-  // videobalance's C.
-  return (m[row * 4] * a + m[row * 4 + 1] * b + m[row * 4 + 2] * c + m[row * 4 + 3]) >> 8;
-}
-
-uint8_t clamp_u8(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
 
 uint8_t round_clamp(double v) {
   if (v < 0)
@@ -48,15 +37,6 @@ ChromaTables chroma_tables(const BalanceConstants& k) {
       t.v[(i + 128) * 256 + (j + 128)] = round_clamp(v);
     }
   return t;
-}
-
-void luma_plane(const PlaneRef& in, const PlaneRef& out, size_t row_bytes, size_t rows,
-                const uint8_t* table) {
-  for (size_t y = 0; y < rows; ++y) {
-    const uint8_t* s = in.data + y * in.stride;
-    uint8_t* d = out.data + y * out.stride;
-    for (size_t x = 0; x < row_bytes; ++x) d[x] = table[s[x]];
-  }
 }
 
 }  // namespace
@@ -110,69 +90,58 @@ void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
 }
 
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params) {
-  if (params.is_identity()) {
-    copy_reference(in, out);
-    return;
-  }
+  // Alpha and padding bytes come from here; the samples are written over.
+  copy_reference(in, out);
+  if (params.is_identity()) return;
   const BalanceConstants k = balance_constants(params);
-  const FormatInfo& info = format_info(in.format);
-  if (in.format == PixelFormat::kGRAY8 || info.is_yuv)
-    luma_plane(in.planes[0], out.planes[0], plane_row_bytes(in.format, 0, in.width),
-               plane_rows(in.format, 0, in.height), k.table_y);
-  if (in.format == PixelFormat::kGRAY8) return;
-
   const ChromaTables t = chroma_tables(k);
-  if (in.format == PixelFormat::kI420) {
-    const size_t w = plane_row_bytes(in.format, 1, in.width);
-    const size_t h = plane_rows(in.format, 1, in.height);
-    for (size_t y = 0; y < h; ++y) {
-      const uint8_t* su = in.planes[1].data + y * in.planes[1].stride;
-      const uint8_t* sv = in.planes[2].data + y * in.planes[2].stride;
-      uint8_t* du = out.planes[1].data + y * out.planes[1].stride;
-      uint8_t* dv = out.planes[2].data + y * out.planes[2].stride;
-      for (size_t x = 0; x < w; ++x) {
-        const int idx = su[x] * 256 + sv[x];
-        du[x] = t.u[idx];
-        dv[x] = t.v[idx];
+  const auto chroma = [&t](int index) {
+    return static_cast<uint32_t>(t.u[index]) | static_cast<uint32_t>(t.v[index]) << 8;
+  };
+  const balance_math::Layout l = balance_math::layout_of(in.format);
+  if (l.rgb) {
+    for (int y = 0; y < in.height; ++y) {
+      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+      uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+      for (int x = 0; x < in.width; ++x, s += l.pixel_stride, d += l.pixel_stride) {
+        uint8_t r = s[l.rgb_offset[0]], g = s[l.rgb_offset[1]], b = s[l.rgb_offset[2]];
+        balance_math::balance_rgb(k.table_y, chroma, &r, &g, &b);
+        d[l.rgb_offset[0]] = r;
+        d[l.rgb_offset[1]] = g;
+        d[l.rgb_offset[2]] = b;
       }
     }
     return;
   }
-  if (in.format == PixelFormat::kNV12) {
-    const size_t w = plane_row_bytes(in.format, 1, in.width);
-    const size_t h = plane_rows(in.format, 1, in.height);
-    for (size_t y = 0; y < h; ++y) {
-      const uint8_t* s = in.planes[1].data + y * in.planes[1].stride;
-      uint8_t* d = out.planes[1].data + y * out.planes[1].stride;
-      for (size_t x = 0; x < w; x += 2) {
-        const int idx = s[x] * 256 + s[x + 1];
-        d[x] = t.u[idx];
-        d[x + 1] = t.v[idx];
-      }
+  // Luma (or grey) through the table, sample by sample.
+  const PlaneRef &sy = in.planes[l.plane[0]], &dy = out.planes[l.plane[0]];
+  const int luma = balance_math::samples_per_row(l, 0, in.width);
+  for (size_t y = 0; y < plane_rows(in.format, l.plane[0], in.height); ++y)
+    for (int x = 0; x < luma; ++x) {
+      const size_t at = l.offset[0] + static_cast<size_t>(x) * l.step[0];
+      dy.data[y * dy.stride + at] = k.table_y[sy.data[y * sy.stride + at]];
     }
-    return;
-  }
-  // Packed RGB.
-  int ro, go, bo;
-  rgb_byte_offsets(in.format, &ro, &go, &bo);
-  for (int y = 0; y < in.height; ++y) {
-    const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
-    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
-    for (int x = 0; x < in.width; ++x, s += 4, d += 4) {
-      const int r = s[ro], g = s[go], b = s[bo];
-      const int yy = std::clamp(apply_matrix(kRgbToYuv, 0, r, g, b), 0, 255);
-      const int u0 = std::clamp(apply_matrix(kRgbToYuv, 1, r, g, b), 0, 255);
-      const int v0 = std::clamp(apply_matrix(kRgbToYuv, 2, r, g, b), 0, 255);
-      const int y1 = k.table_y[yy];
-      const int u1 = t.u[u0 * 256 + v0];
-      const int v1 = t.v[u0 * 256 + v0];
-      // Alpha or padding first, then the colours over it.
-      for (int c = 0; c < 4; ++c) d[c] = s[c];
-      d[ro] = clamp_u8(apply_matrix(kYuvToRgb, 0, y1, u1, v1));
-      d[go] = clamp_u8(apply_matrix(kYuvToRgb, 1, y1, u1, v1));
-      d[bo] = clamp_u8(apply_matrix(kYuvToRgb, 2, y1, u1, v1));
+  if (!l.chroma) return;
+  // Each (u, v) pair through the chroma tables.
+  const PlaneRef &su = in.planes[l.plane[1]], &sv = in.planes[l.plane[2]];
+  const PlaneRef &du = out.planes[l.plane[1]], &dv = out.planes[l.plane[2]];
+  const int pairs = balance_math::samples_per_row(l, 1, in.width);
+  for (size_t y = 0; y < plane_rows(in.format, l.plane[1], in.height); ++y)
+    for (int x = 0; x < pairs; ++x) {
+      const size_t at_u = l.offset[1] + static_cast<size_t>(x) * l.step[1];
+      const size_t at_v = l.offset[2] + static_cast<size_t>(x) * l.step[2];
+      const int index = su.data[y * su.stride + at_u] * 256 + sv.data[y * sv.stride + at_v];
+      du.data[y * du.stride + at_u] = t.u[index];
+      dv.data[y * dv.stride + at_v] = t.v[index];
     }
-  }
+}
+
+std::vector<PixelFormat> BalanceOperation::output_formats(PixelFormat in) const {
+  using F = PixelFormat;
+  std::vector<F> taken = rgb32_yuv420_gray8_formats();
+  taken.insert(taken.end(),
+               {F::kRGB, F::kBGR, F::kNV21, F::kNV16, F::kY42B, F::kY444, F::kYUY2, F::kUYVY});
+  return keep_format_of(in, taken);
 }
 
 std::string BalanceOperation::check(const ImageRef& in, const ImageRef& out) const {

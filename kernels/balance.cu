@@ -24,7 +24,9 @@
 #include <cstdint>
 
 #include "balance.h"
+#include "balance_math.h"
 #include "copy.h"
+#include "operation.h"
 #include "cuda_check.h"
 
 namespace cudaoverlap {
@@ -432,6 +434,73 @@ void rgb_words(PixelFormat format, BalanceArgs* a) {
 
 static_assert(kBalanceChromaTableBytes == kChromaEntries * sizeof(uint16_t), "table size");
 
+namespace {
+
+// --- The formats beyond the first nine (3-byte RGB, 4:2:2, 4:4:4, NV21):
+// one thread per sample, the arithmetic of balance_math.h as the reference
+// runs it. z = 0: RGB pixels or luma samples; z = 1: (U, V) pairs.
+__global__ void __launch_bounds__(kThreads)
+    balance_any_kernel(balance_math::Layout l, ImageRef in, ImageRef out, BalanceConstants k,
+                       const uint16_t* __restrict__ chroma, int luma_w, int luma_h, int pairs_w,
+                       int pairs_h) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const auto table = [chroma](int index) { return static_cast<uint32_t>(__ldg(chroma + index)); };
+  if (blockIdx.z == 0) {
+    for (int y = blockIdx.y; y < luma_h; y += gridDim.y) {
+      if (x >= luma_w) return;
+      const uint8_t* s = in.planes[l.plane[0]].data + static_cast<size_t>(y) * in.planes[l.plane[0]].stride;
+      uint8_t* d = out.planes[l.plane[0]].data + static_cast<size_t>(y) * out.planes[l.plane[0]].stride;
+      if (l.rgb) {
+        s += static_cast<size_t>(x) * l.pixel_stride;
+        d += static_cast<size_t>(x) * l.pixel_stride;
+        uint8_t r = s[l.rgb_offset[0]], g = s[l.rgb_offset[1]], b = s[l.rgb_offset[2]];
+        balance_math::balance_rgb(k.table_y, table, &r, &g, &b);
+        for (int c = 0; c < l.pixel_stride; ++c) d[c] = s[c];  // padding of 4-byte pixels
+        d[l.rgb_offset[0]] = r;
+        d[l.rgb_offset[1]] = g;
+        d[l.rgb_offset[2]] = b;
+      } else {
+        const size_t at = l.offset[0] + static_cast<size_t>(x) * l.step[0];
+        d[at] = k.table_y[s[at]];
+        // An odd-width packed 4:2:2 row ends in a pair whose second luma is
+        // no pixel: carried as it came, as the reference does.
+        if (x == luma_w - 1 && l.plane[0] == l.plane[1] && (luma_w & 1))
+          d[at + l.step[0]] = s[at + l.step[0]];
+      }
+    }
+    return;
+  }
+  for (int y = blockIdx.y; y < pairs_h; y += gridDim.y) {
+    if (x >= pairs_w) return;
+    const PlaneRef &su = in.planes[l.plane[1]], &sv = in.planes[l.plane[2]];
+    const PlaneRef &du = out.planes[l.plane[1]], &dv = out.planes[l.plane[2]];
+    const size_t at_u = static_cast<size_t>(y) * su.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1];
+    const size_t at_v = static_cast<size_t>(y) * sv.stride + l.offset[2] + static_cast<size_t>(x) * l.step[2];
+    const uint32_t uv = table(su.data[at_u] * 256 + sv.data[at_v]);
+    du.data[static_cast<size_t>(y) * du.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1]] =
+        static_cast<uint8_t>(uv);
+    dv.data[static_cast<size_t>(y) * dv.stride + l.offset[2] + static_cast<size_t>(x) * l.step[2]] =
+        static_cast<uint8_t>(uv >> 8);
+  }
+}
+
+void balance_any_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
+                      const uint8_t* chroma_table, cudaStream_t stream) {
+  const balance_math::Layout l = balance_math::layout_of(in.format);
+  const int luma_w = l.rgb ? in.width : balance_math::samples_per_row(l, 0, in.width);
+  const int luma_h = static_cast<int>(plane_rows(in.format, l.plane[0], in.height));
+  const int pairs_w = l.chroma ? balance_math::samples_per_row(l, 1, in.width) : 0;
+  const int pairs_h = l.chroma ? static_cast<int>(plane_rows(in.format, l.plane[1], in.height)) : 0;
+  const dim3 grid((std::max(luma_w, pairs_w) + kThreads - 1) / kThreads,
+                  static_cast<unsigned>(std::min<int>(luma_h, kMaxGridY)), l.chroma ? 2 : 1);
+  balance_any_kernel<<<grid, kThreads, 0, stream>>>(
+      l, in, out, balance_constants(params), reinterpret_cast<const uint16_t*>(chroma_table),
+      luma_w, luma_h, pairs_w, pairs_h);
+  CO_CUDA_CHECK_LAUNCH("the balance kernel");
+}
+
+}  // namespace
+
 void balance_prepare_cuda(const BalanceParams& params, uint8_t* chroma_table, CUstream_st* stream) {
   if (params.is_identity()) return;  // a copy: no table read
   const BalanceConstants k = balance_constants(params);
@@ -444,6 +513,11 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
                   const uint8_t* chroma_table, CUstream_st* stream) {
   if (params.is_identity()) {
     copy_cuda(in, out, stream);
+    return;
+  }
+  const std::vector<PixelFormat>& fast = rgb32_yuv420_gray8_formats();
+  if (std::find(fast.begin(), fast.end(), in.format) == fast.end()) {
+    balance_any_cuda(in, out, params, chroma_table, stream);
     return;
   }
   BalanceArgs a;

@@ -36,9 +36,9 @@ class BalanceOperation final : public Operation {
  public:
   explicit BalanceOperation(const BalanceParams& params) : params_(params) {}
   const char* name() const override { return "balance"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
-    return keep_format_of(in, rgb32_yuv420_gray8_formats());
-  }
+  // The 8-bit formats: videobalance's (4-byte and 3-byte RGB, I420, NV12,
+  // NV21, Y42B, Y444, YUY2, UYVY), and GRAY8 and NV16.
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;

@@ -93,6 +93,13 @@ std::string BlurOperation::check(const ImageRef& in, const ImageRef& out) const 
   return Operation::check(in, out);
 }
 
+std::vector<PixelFormat> BlurOperation::output_formats(PixelFormat in) const {
+  using F = PixelFormat;
+  std::vector<F> taken = rgb32_yuv420_gray8_formats();
+  taken.insert(taken.end(), {F::kNV21, F::kY444});
+  return keep_format_of(in, taken);
+}
+
 bool BlurOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const BlurOperation*>(&other);
   return o != nullptr && o->sigma_ == sigma_;

@@ -40,9 +40,9 @@ class BlurOperation final : public Operation {
  public:
   explicit BlurOperation(double sigma) : sigma_(sigma) {}
   const char* name() const override { return "blur"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
-    return keep_format_of(in, rgb32_yuv420_gray8_formats());
-  }
+  // Formats whose every plane is subsampled alike across and down (so one
+  // set of taps fits each plane): not yet 3-byte RGB, 4:2:2 or deeper samples.
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;

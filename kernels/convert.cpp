@@ -2,6 +2,7 @@
 // the check, and the block loop over convert_math.h's arithmetic.
 #include "convert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "balance.h"
@@ -11,14 +12,49 @@ namespace cudaoverlap {
 namespace {
 
 int family_of(PixelFormat f) {
-  if (f == PixelFormat::kGRAY8) return convert_math::kGrey;
-  if (format_info(f).is_yuv) return convert_math::kYuv420;
-  return convert_math::kPacked;
+  const FormatInfo& info = format_info(f);
+  if (info.is_yuv) return convert_math::kYuv;
+  return info.n_components == 1 ? convert_math::kGrey : convert_math::kPacked;
 }
 
-void packed_offsets(PixelFormat f, int* offsets) {
-  rgb_byte_offsets(f, &offsets[0], &offsets[1], &offsets[2]);
-  offsets[3] = format_info(f).alpha_byte;
+// Where `f`'s samples are, from its components.
+void side_of(PixelFormat f, int* offsets, ConvertSide* side) {
+  const FormatInfo& info = format_info(f);
+  side->pixel_stride = info.comp[0].pixel_stride;
+  for (int c = 0; c < 3 && c < info.n_components; ++c) {
+    offsets[c] = info.comp[c].offset;
+    side->plane[c] = info.comp[c].plane;
+    side->offset[c] = info.comp[c].offset;
+    side->step[c] = info.comp[c].pixel_stride;
+  }
+  // The alpha or padding byte of 4-byte RGB; none in 3-byte RGB.
+  offsets[3] = info.alpha_byte;
+  side->x_sub = info.n_components == 3 ? info.comp[1].x_sub : 0;
+  side->y_sub = info.n_components == 3 ? info.comp[1].y_sub : 0;
+}
+
+// What videoconvert 1.22 does to chroma between `in` and `out` (dither=none,
+// chroma not cosited, as caps without a chroma-site at SD sizes say): its
+// generic path interpolates 3:1 wherever the input is subsampled; its fast
+// paths take the nearest sample (I420 to RGB, and the pairs below, whose
+// output averages or copies rows) or scale chroma planes
+// (convert_scale_planes, between planar and between semi-planar formats).
+void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
+  using F = PixelFormat;
+  const FormatInfo &i = format_info(in), &o = format_info(out);
+  auto is = [](F f, std::initializer_list<F> set) {
+    return std::find(set.begin(), set.end(), f) != set.end();
+  };
+  k->chroma_x = k->chroma_y = kUpLinear;
+  const bool same = i.is_yuv && o.is_yuv && i.comp[1].x_sub == o.comp[1].x_sub &&
+                    i.comp[1].y_sub == o.comp[1].y_sub;
+  if (same || (in == F::kI420 && !o.is_yuv) || (in == F::kI420 && is(out, {F::kYUY2, F::kUYVY})) ||
+      (is(in, {F::kYUY2, F::kUYVY}) && is(out, {F::kI420, F::kY444})))
+    k->chroma_x = k->chroma_y = kUpNearest;
+  const bool both_planar = is(in, {F::kI420, F::kY42B, F::kY444}) && is(out, {F::kI420, F::kY42B, F::kY444});
+  const bool both_semi = is(in, {F::kNV12, F::kNV16}) && is(out, {F::kNV12, F::kNV16});
+  k->scale_planes = !same && (both_planar || both_semi);
+  k->scale_planar = both_planar;
 }
 
 void kr_kb(YuvMatrix m, double* kr, double* kb) {
@@ -38,9 +74,11 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   ConvertCoefficients k;
   k.in_family = family_of(in);
   k.out_family = family_of(out);
-  if (k.in_family == convert_math::kPacked) packed_offsets(in, k.in_offsets);
-  if (k.out_family == convert_math::kPacked) packed_offsets(out, k.out_offsets);
-  k.linear_chroma = in == PixelFormat::kNV12;
+  side_of(in, k.in_offsets, &k.in_side);
+  side_of(out, k.out_offsets, &k.out_side);
+  // videoconvert's fast paths for I420 take the nearest chroma sample; its
+  // generic path interpolates.
+  chroma_path(in, out, &k);
 
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.
@@ -103,8 +141,21 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
     for (int bx = 0; bx < bw; ++bx) convert_math::convert_block(k, in, out, bx, by);
 }
 
+// The 8-bit formats it converts between.
+const std::vector<PixelFormat>& convert_formats() {
+  static const std::vector<PixelFormat> formats = [] {
+    std::vector<PixelFormat> all = rgb32_yuv420_gray8_formats();
+    for (PixelFormat f : {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kRGB,
+                          PixelFormat::kBGR, PixelFormat::kNV21, PixelFormat::kNV16,
+                          PixelFormat::kY42B, PixelFormat::kY444})
+      all.push_back(f);
+    return all;
+  }();
+  return formats;
+}
+
 std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const {
-  const std::vector<PixelFormat>& taken = rgb32_yuv420_gray8_formats();
+  const std::vector<PixelFormat>& taken = convert_formats();
   if (keep_format_of(in, taken).empty()) return {};
   std::vector<PixelFormat> formats{in};
   for (PixelFormat f : taken)
@@ -114,7 +165,8 @@ std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const 
 
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   // 4:2:0 chroma rows are shared by two picture rows, one of each field.
-  return in != out && (format_info(in).y_shift[1] != 0 || format_info(out).y_shift[1] != 0);
+  const FormatInfo &i = format_info(in), &o = format_info(out);
+  return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
 
 std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {

@@ -1,6 +1,9 @@
-// CUDA implementation of the `convert` kernel (see convert.h): one thread
-// per 4x2 block of the picture (two chroma samples of 4:2:0 formats),
-// running the arithmetic of convert_math.h that the CPU reference also runs.
+// CUDA implementation of the `convert` kernel (see convert.h). Between the
+// first nine formats (4-byte RGB, NV12, I420, GRAY8): one thread per 4x2
+// block of the picture (two chroma samples of 4:2:0 formats), running the
+// arithmetic of convert_math.h that the CPU reference also runs. Every
+// other pair: one thread per 2x2 block running the reference's own block
+// function (convert_any_kernel).
 //
 // The reference's unit is the 2x2 block; a 4x2 block lets every plane move
 // in words: a row of 4 packed pixels is 16 bytes, of 4 luma samples 4 bytes,
@@ -26,6 +29,7 @@
 #include "convert.h"
 #include "convert_math.h"
 #include "cuda_check.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 namespace {
@@ -265,7 +269,7 @@ __device__ __forceinline__ void convert_quad(const ConvertLayout& L, const Image
         const int g = byte_of(px[dy][i], L.in_sel[1]);
         const int b = byte_of(px[dy][i], L.in_sel[2]);
         y4 |= static_cast<uint32_t>(rgb_to(k.to_yuv[0], r, g, b)) << (8 * i);
-        if (kOut == kYuv420) {
+        if (kOut == kYuv) {
           u[dy][i] = rgb_to(k.to_yuv[1], r, g, b);
           v[dy][i] = rgb_to(k.to_yuv[2], r, g, b);
         }
@@ -275,7 +279,7 @@ __device__ __forceinline__ void convert_quad(const ConvertLayout& L, const Image
     uint8_t* row = out.planes[0].data + static_cast<size_t>(ys[dy]) * out.planes[0].stride;
     store_luma(row, x0, width, full, L.out_a4[0], y4);
   }
-  if (kOut != kYuv420) return;
+  if (kOut != kYuv) return;
 
   // Chroma columns c0 and c0 + 1 (when inside) of chroma row by.
   const int cw = (width + 1) >> 1;
@@ -294,7 +298,7 @@ __device__ __forceinline__ void convert_quad(const ConvertLayout& L, const Image
       cv[j] = (v0 + v1 + 1) >> 1;
     }
   }
-  if (kIn == kYuv420) {
+  if (kIn == kYuv) {
     // Same subsampling on both sides: the input's samples, unfiltered.
     uint32_t s[2];
     uv_pair(L, in, in.format == PixelFormat::kNV12, c0, by, cw, &s[0], &s[1]);
@@ -515,6 +519,28 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// --- Every other pair: one thread per 2x2 block running the reference's
+// own block function (convert_math::convert_block), which reads and writes
+// any format of the table through the coefficients' sides.
+__global__ void __launch_bounds__(kThreads)
+    convert_any_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int blocks_x,
+                       int blocks_y) {
+  const int bx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx >= blocks_x) return;
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y)
+    convert_math::convert_block(k, in, out, bx, by);
+}
+
+void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                      cudaStream_t stream) {
+  const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
+  if (bw == 0 || bh == 0) return;
+  const dim3 grid((bw + kBlockX - 1) / kBlockX,
+                  static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
+  convert_any_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel");
+}
+
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
@@ -525,7 +551,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   using namespace convert_math;
   switch (out_family) {
     case kPacked:
-      if constexpr (kIn == kYuv420) {
+      if constexpr (kIn == kYuv) {
         // Columns of block rows per thread: 4 where the picture still gives
         // several waves of thread blocks on a large GPU (4K gives about a
         // thousand), fewer for smaller pictures, down to one.
@@ -533,7 +559,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
         if (grid.x != 0)
           grid.y = static_cast<unsigned>(
               std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
-        if (L.k.linear_chroma)
+        if (L.k.chroma_x == kUpLinear)
           yuv_to_packed_kernel<true><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
         else
           yuv_to_packed_kernel<false><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
@@ -545,7 +571,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
       convert_kernel<kIn, kGrey><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
     default:
-      convert_kernel<kIn, kYuv420><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      convert_kernel<kIn, kYuv><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
   }
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
@@ -555,6 +581,12 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
 
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream) {
+  const std::vector<PixelFormat>& fast = rgb32_yuv420_gray8_formats();
+  if (std::find(fast.begin(), fast.end(), in.format) == fast.end() ||
+      std::find(fast.begin(), fast.end(), out.format) == fast.end()) {
+    convert_any_cuda(in, out, convert_coefficients(in.format, out.format, params), stream);
+    return;
+  }
   ConvertLayout L{};
   L.k = convert_coefficients(in.format, out.format, params);
   const ConvertCoefficients& k = L.k;
@@ -588,7 +620,7 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
       launch<convert_math::kGrey>(k.out_family, grid, block, stream, L, in, out, bw, bh);
       return;
     default:
-      launch<convert_math::kYuv420>(k.out_family, grid, block, stream, L, in, out, bw, bh);
+      launch<convert_math::kYuv>(k.out_family, grid, block, stream, L, in, out, bw, bh);
       return;
   }
 }

@@ -1,22 +1,32 @@
-// The `convert` kernel: pixel-format conversion between every pair of
-// RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, NV12, I420 and GRAY8 at the same size,
-// following the YUV side's colorimetry (BT.601 or BT.709 matrix, limited or
-// full range) the way videoconvert (dither=none) does:
+// The `convert` kernel: pixel-format conversion between every pair of the
+// 8-bit formats (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, NV12,
+// NV21, I420, NV16, Y42B, YUY2, UYVY, Y444) at the same size, following the
+// YUV side's colorimetry (BT.601 or BT.709 matrix, limited or full range)
+// the way videoconvert 1.22 (dither=none) does, path by path:
 //
-// - RGB to RGB moves bytes: the alpha or padding byte goes with the pixel.
-// - 4:2:0 to RGB uses videoconvert's 8-bit fixed-point arithmetic
+// - RGB to RGB moves bytes: the alpha or padding byte goes with the pixel
+//   (255 from 3-byte RGB; none into it).
+// - YUV to RGB uses videoconvert's 8-bit fixed-point arithmetic
 //   (KernelParams -> ConvertCoefficients::to_rgb, its ORC code's rounding);
 //   chroma is taken from the nearest sample for I420 (its fast path) and
-//   interpolated 3:1 horizontally then vertically for NV12 (its generic
-//   path). Alpha or padding is 255.
-// - RGB to 4:2:0 or GRAY8: each pixel's Y, U, V with 16-bit fixed-point
+//   interpolated 3:1 along each subsampled axis, horizontally then
+//   vertically, for the others (its generic path). Alpha or padding is 255.
+// - RGB to YUV or GRAY8: each pixel's Y, U, V with 16-bit fixed-point
 //   coefficients, then chroma averaged in pairs (rounding up) horizontally,
-//   then vertically. GRAY8 is full-range BT.601 luma.
-// - GRAY8 to RGB replicates the sample; GRAY8 to and from BT.601 4:2:0
+//   then vertically, where the output subsamples (videoconvert averages
+//   vertically first: up to 1 apart). GRAY8 is full-range BT.601 luma.
+// - GRAY8 to RGB replicates the sample; GRAY8 to and from BT.601 YUV
 //   copies luma (neutral chroma 128), as videoconvert does. GRAY8 to and
-//   from BT.709 4:2:0 is refused (videoconvert goes through RGB there).
-// - 4:2:0 to 4:2:0 repacks planes; the two sides must have the same matrix
-//   and range (the operation's check refuses otherwise).
+//   from BT.709 YUV is refused (videoconvert goes through RGB there).
+// - YUV to YUV keeps luma; the two sides must have the same matrix and
+//   range (the operation's check refuses otherwise). Chroma is copied
+//   between equal subsamplings, scaled plane by plane with GStreamer's
+//   2-tap scaler between planar (I420, Y42B, Y444) or between semi-planar
+//   (NV12, NV16) formats, taken from the nearest sample on videoconvert's
+//   packed 4:2:2 fast paths (YUY2 and UYVY to and from I420, to Y444), and
+//   otherwise interpolated as for RGB output, then averaged down.
+// - An odd-width row of packed 4:2:2 output ends in a pair whose second
+//   luma is past the picture: it repeats the last pixel.
 #pragma once
 
 #include <cstdint>
@@ -27,14 +37,37 @@
 
 namespace cudaoverlap {
 
+// How videoconvert brings subsampled chroma to a pixel along one axis: the
+// nearest sample (its fast paths, or a copy between equal subsamplings), or
+// 3:1 interpolation with the neighbouring sample (its generic path).
+enum ChromaUp : int { kUpNearest = 0, kUpLinear = 1 };
+
+// Where one side's samples are, from the format table, in a form the
+// device can read (convert_math.h reads and writes every format through it).
+struct ConvertSide {
+  int pixel_stride = 4;      // packed RGB: bytes per pixel, 3 or 4
+  int plane[3] = {0, 1, 2};  // YUV: plane, first byte and step of Y, U and V
+  int offset[3] = {0, 0, 0};
+  int step[3] = {1, 1, 1};
+  int x_sub = 1, y_sub = 1;  // YUV: log2 of the chroma subsampling
+};
+
 // Everything the per-pixel arithmetic needs, computed once on the host.
 struct ConvertCoefficients {
-  int in_family = 0, out_family = 0;  // packed RGB, grey, 4:2:0
-  int in_offsets[4] = {0, 1, 2, 3};   // byte of R, G, B and alpha/padding
+  int in_family = 0, out_family = 0;  // packed RGB, grey, YUV
+  // Packed RGB: byte of R, G, B and alpha/padding (-1: 3-byte pixels).
+  int in_offsets[4] = {0, 1, 2, 3};
   int out_offsets[4] = {0, 1, 2, 3};
-  int32_t to_rgb[5] = {};      // Y->RGB, V->R, U->B, U->G, V->G, x256
-  int32_t to_yuv[3][4] = {};   // rows Y, U, V: R, G, B, offset; x65536
-  bool linear_chroma = false;  // NV12 input: interpolated chroma
+  ConvertSide in_side, out_side;
+  int32_t to_rgb[5] = {};     // Y->RGB, V->R, U->B, U->G, V->G, x256
+  int32_t to_yuv[3][4] = {};  // rows Y, U, V: R, G, B, offset; x65536
+  // How subsampled input chroma is brought to each pixel, across (x) and
+  // down (y), before the matrix or the output's averaging (ChromaUp).
+  int chroma_x = 0, chroma_y = 0;
+  // YUV to YUV through videoconvert's plane scaler (convert_math.h,
+  // scaled_chroma) rather than per-pixel chroma averaged down; planar:
+  // both sides have a plane per chroma component (its halving shortcuts).
+  bool scale_planes = false, scale_planar = false;
 };
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
                                          const ConvertParams& params);

@@ -14,14 +14,16 @@
 
 #ifdef __CUDACC__
 #define CO_HD __host__ __device__ __forceinline__
+#define CO_UNROLL _Pragma("unroll")
 #else
 #define CO_HD inline
+#define CO_UNROLL
 #endif
 
 namespace cudaoverlap {
 namespace convert_math {
 
-enum Family : int { kPacked = 0, kGrey = 1, kYuv420 = 2 };
+enum Family : int { kPacked = 0, kGrey = 1, kYuv = 2 };  // YUV: any subsampling
 
 CO_HD int clamp255(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }
 CO_HD int clamp_index(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
@@ -62,127 +64,251 @@ CO_HD uint32_t mix31_lanes(uint32_t a, uint32_t b) {
 
 struct Pixel {
   int c[3];  // R, G, B, or Y, U, V
-  int a;     // alpha or padding byte of packed input; 255 otherwise
+  int a;     // alpha or padding byte of 4-byte RGB input; 255 otherwise
 };
 
-// Chroma of a 4:2:0 input at picture position (x, y): the nearest sample
-// (videoconvert's I420 fast paths), or the linear 3:1 interpolation its
-// generic path uses for NV12 (horizontal, then vertical, each rounded).
-CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x, int y) {
-  const int cw = (in.width + 1) >> 1, ch = (in.height + 1) >> 1;
-  const bool nv12 = in.format == PixelFormat::kNV12;
-  const int plane = nv12 ? 1 : 1 + component;
-  const int step = nv12 ? 2 : 1;
-  const int offset = nv12 ? component : 0;
-  auto sample = [&](int cx, int cy) {
-    return static_cast<int>(
-        in.planes[plane]
-            .data[static_cast<size_t>(cy) * in.planes[plane].stride + cx * step + offset]);
-  };
-  const int cx = x >> 1, cy = y >> 1;
-  if (!k.linear_chroma) return sample(cx, cy);
-  const int cy2 = clamp_index((y & 1) ? cy + 1 : cy - 1, ch);
-  const int cx2 = clamp_index((x & 1) ? cx + 1 : cx - 1, cw);
-  const int row1 = mix31(sample(cx, cy), sample(cx2, cy));
-  const int row2 = mix31(sample(cx, cy2), sample(cx2, cy2));
-  return mix31(row1, row2);
+// Plane p of an image, chosen among the three rather than indexed: an
+// index known only at run time would make the device copy the kernel's
+// image arguments to local memory.
+CO_HD PlaneRef plane_of(const ImageRef& image, int p) {
+  if (p == 0) return image.planes[0];
+  return p == 1 ? image.planes[1] : image.planes[2];
 }
 
+// Sample `component` (0 Y, 1 U, 2 V) of a YUV side at sample position
+// (sx, sy) of its own grid.
+CO_HD int sample_at(const ConvertSide& side, const ImageRef& image, int component, int sx, int sy) {
+  const PlaneRef plane = plane_of(image, side.plane[component]);
+  return plane.data[static_cast<size_t>(sy) * plane.stride + side.offset[component] +
+                    static_cast<size_t>(sx) * side.step[component]];
+}
+
+// Chroma of a YUV input at picture position (x, y), along each subsampled
+// axis as k.chroma_x / k.chroma_y say: the nearest sample, or videoconvert's
+// 3:1 interpolation with the neighbouring sample (horizontal, then
+// vertical, each rounded).
+CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x,
+                    int y) {
+  const ConvertSide& side = k.in_side;
+  const int cw = (in.width + (1 << side.x_sub) - 1) >> side.x_sub;
+  const int ch = (in.height + (1 << side.y_sub) - 1) >> side.y_sub;
+  const int cx = x >> side.x_sub, cy = y >> side.y_sub;
+  const bool lx = k.chroma_x == kUpLinear && side.x_sub == 1;
+  const bool ly = k.chroma_y == kUpLinear && side.y_sub == 1;
+  const int cx2 = lx ? clamp_index((x & 1) ? cx + 1 : cx - 1, cw) : cx;
+  const int cy2 = ly ? clamp_index((y & 1) ? cy + 1 : cy - 1, ch) : cy;
+  auto row = [&](int sy) {
+    const int a = sample_at(side, in, component, cx, sy);
+    return lx ? mix31(a, sample_at(side, in, component, cx2, sy)) : a;
+  };
+  const int first = row(cy);
+  return ly ? mix31(first, row(cy2)) : first;
+}
+
+// --- videoconvert's planar fast paths between two YUV formats
+// (convert_scale_planes): luma is copied and each chroma plane is scaled
+// on its own from the input's chroma grid (iw x ih) to the output's
+// (ow x oh) by GStreamer's 2-tap linear scaler, with its fixed-point rules.
+
+// The vertical scaler's taps for output row j: rows i and i + 1, the
+// second weighted p / 256 (half-pixel centres, clamped at the edges,
+// weights rounded to 8 bits). ih >= 2.
+CO_HD void vertical_tap(int ih, int oh, int j, int* i, int* p) {
+  const int num = (2 * j + 1) * ih - oh, den = 2 * oh;
+  if (num <= 0) {
+    *i = 0, *p = 0;
+    return;
+  }
+  *i = num / den;
+  const int rem = num % den;
+  if (*i >= ih - 1) {
+    *i = ih - 2, *p = 256;
+    return;
+  }
+  const int q2 = 512 * rem;
+  if (q2 % den == 0 && (q2 / den) % 2 == 1)  // an exact half: the larger tap rounds up
+    *p = q2 / den / 2 + (2 * rem > den ? 1 : 0);
+  else
+    *p = (q2 + den) / (2 * den);
+}
+
+// The horizontal scaler's step for output sample j: samples i and i + 1,
+// the second weighted a / 256 (ends on ends, truncated). iw >= 2.
+CO_HD void horizontal_tap(int iw, int ow, int j, int* i, int* a) {
+  const int inc = ow == 1 ? 0 : ((iw - 1) << 16) / (ow - 1) - 1;
+  const int t = j * inc;
+  *i = t >> 16, *a = (t >> 8) & 255;
+}
+
+CO_HD int average(int a, int b) { return (a + b + 1) >> 1; }
+
+// Output chroma sample (sx, sy) of `component` scaled from the input's
+// chroma plane.
+CO_HD int scaled_chroma(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
+                        int component, int sx, int sy) {
+  const ConvertSide &is = k.in_side, &os = k.out_side;
+  const int iw = (in.width + (1 << is.x_sub) - 1) >> is.x_sub;
+  const int ih = (in.height + (1 << is.y_sub) - 1) >> is.y_sub;
+  const int ow = (out.width + (1 << os.x_sub) - 1) >> os.x_sub;
+  const int oh = (out.height + (1 << os.y_sub) - 1) >> os.y_sub;
+  auto at = [&](int x, int y) { return sample_at(is, in, component, x, y); };
+  // Exact halvings of planar planes take the averaging shortcuts.
+  const bool hh = k.scale_planar && iw == 2 * ow, vh = k.scale_planar && ih == 2 * oh;
+  auto h_scaled = [&](int y) {  // row y of the input scaled across
+    if (iw == ow) return at(sx, y);
+    if (iw == 1) return at(0, y);
+    int i, a;
+    horizontal_tap(iw, ow, sx, &i, &a);
+    return (at(i, y) * (256 - a) + (a ? at(i + 1, y) : 0) * a) >> 8;
+  };
+  auto v_scaled = [&](int x) {  // column x of the input scaled down
+    if (ih == oh) return at(x, sy);
+    if (ih == 1) return at(x, 0);
+    int i, p;
+    vertical_tap(ih, oh, sy, &i, &p);
+    return (at(x, i) * (256 - p) + at(x, i + 1) * p + 128) >> 8;
+  };
+  if (iw == ow) return vh ? average(at(sx, 2 * sy), at(sx, 2 * sy + 1)) : v_scaled(sx);
+  if (ih == oh) return hh ? average(at(2 * sx, sy), at(2 * sx + 1, sy)) : h_scaled(sy);
+  if (hh && vh)
+    return average(average(at(2 * sx, 2 * sy), at(2 * sx, 2 * sy + 1)),
+                   average(at(2 * sx + 1, 2 * sy), at(2 * sx + 1, 2 * sy + 1)));
+  // Both axes by the scaler, in the order GStreamer's 2-D scaler picks.
+  int last = 0, unused;
+  if (ih > 1) vertical_tap(ih, oh, oh - 1, &last, &unused);
+  if (last <= oh) {  // across first, then down
+    if (ih == 1) return h_scaled(0);
+    int i, p;
+    vertical_tap(ih, oh, sy, &i, &p);
+    return (h_scaled(i) * (256 - p) + h_scaled(i + 1) * p + 128) >> 8;
+  }
+  if (iw == 1) return v_scaled(0);
+  int i, a;
+  horizontal_tap(iw, ow, sx, &i, &a);
+  return (v_scaled(i) * (256 - a) + (a ? v_scaled(i + 1) : 0) * a) >> 8;
+}
+
+// Pixel (x, y) of the input.
 CO_HD Pixel load(const ConvertCoefficients& k, const ImageRef& in, int x, int y) {
   Pixel p;
-  const uint8_t* row0 = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
   switch (k.in_family) {
     case kPacked: {
-      const uint8_t* s = row0 + x * 4;
+      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
+                         static_cast<size_t>(x) * k.in_side.pixel_stride;
       p.c[0] = s[k.in_offsets[0]];
       p.c[1] = s[k.in_offsets[1]];
       p.c[2] = s[k.in_offsets[2]];
-      p.a = s[k.in_offsets[3]];
+      p.a = k.in_offsets[3] >= 0 ? s[k.in_offsets[3]] : 255;
       return p;
     }
     case kGrey:
-      p.c[0] = row0[x];
+      p.c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
       p.c[1] = p.c[2] = 128;
       p.a = 255;
       return p;
     default:
-      p.c[0] = row0[x];
-      p.c[1] = chroma_at(k, in, 0, x, y);
-      p.c[2] = chroma_at(k, in, 1, x, y);
+      p.c[0] = sample_at(k.in_side, in, 0, x, y);
+      p.c[1] = chroma_at(k, in, 1, x, y);
+      p.c[2] = chroma_at(k, in, 2, x, y);
       p.a = 255;
       return p;
   }
+}
+
+CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx,
+                        int sy, int value) {
+  const PlaneRef plane = plane_of(out, side.plane[component]);
+  plane.data[static_cast<size_t>(sy) * plane.stride + side.offset[component] +
+             static_cast<size_t>(sx) * side.step[component]] = static_cast<uint8_t>(value);
 }
 
 // The output of one 2x2 block of the picture whose top-left pixel is
 // (2 * bx, 2 * by); pixels beyond the picture are skipped (odd sizes).
 CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
                          int bx, int by) {
-  int u_sum[2] = {0, 0}, v_sum[2] = {0, 0};  // per row of the block, for 4:2:0 output
+  const ConvertSide& os = k.out_side;
+  // Per row of the block: U and V of each pixel, then (4:2:x output)
+  // the pair averaged rounding up, as videoconvert downsamples.
+  int u_px[2][2] = {{128, 128}, {128, 128}}, v_px[2][2] = {{128, 128}, {128, 128}};
+CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     const int y = clamp_index(2 * by + dy, in.height);
-    int row_u[2] = {0, 0}, row_v[2] = {0, 0};
+CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
       const int x = clamp_index(2 * bx + dx, in.width);
       const Pixel p = load(k, in, x, y);
       const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
-      uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
       if (k.out_family == kPacked) {
         int r = p.c[0], g = p.c[1], b = p.c[2];
-        int a = p.a;
-        if (k.in_family == kYuv420) yuv_to_rgb(k, p.c[0], p.c[1], p.c[2], &r, &g, &b);
+        if (k.in_family == kYuv) yuv_to_rgb(k, p.c[0], p.c[1], p.c[2], &r, &g, &b);
         if (k.in_family == kGrey) g = b = r;
         if (inside) {
-          uint8_t* d = row + x * 4;
+          uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                       static_cast<size_t>(x) * os.pixel_stride;
           d[k.out_offsets[0]] = static_cast<uint8_t>(r);
           d[k.out_offsets[1]] = static_cast<uint8_t>(g);
           d[k.out_offsets[2]] = static_cast<uint8_t>(b);
-          d[k.out_offsets[3]] = static_cast<uint8_t>(a);
+          if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a);
         }
         continue;
       }
-      // Grey or 4:2:0 output: luma first.
+      // Grey or YUV output: luma first.
       int luma = p.c[0];
-      int u = 128, v = 128;
+      int u = p.c[1], v = p.c[2];
       if (k.in_family == kPacked) {
         luma = rgb_to(k.to_yuv[0], p.c[0], p.c[1], p.c[2]);
         u = rgb_to(k.to_yuv[1], p.c[0], p.c[1], p.c[2]);
         v = rgb_to(k.to_yuv[2], p.c[0], p.c[1], p.c[2]);
       }
-      if (inside) row[x] = static_cast<uint8_t>(luma);
-      row_u[dx] = u;
-      row_v[dx] = v;
+      // A packed 4:2:2 row of odd width ends in a pair whose second luma is
+      // past the picture: it repeats the last pixel, as the others do.
+      const bool pair_luma = os.x_sub == 1 && os.plane[0] == os.plane[1] &&
+                             2 * bx + dx < ((in.width + 1) & ~1) && 2 * by + dy < in.height;
+      if (!inside && !(k.out_family == kYuv && pair_luma)) {
+        // A clamped pixel's chroma still counts below.
+      } else if (k.out_family == kGrey) {
+        out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + x] =
+            static_cast<uint8_t>(luma);
+      } else {
+        store_sample(os, out, 0, 2 * bx + dx, y, luma);
+      }
+      u_px[dy][dx] = u;
+      v_px[dy][dx] = v;
     }
-    // videoconvert's chroma downsampling: pairs averaged rounding up,
-    // horizontally then vertically.
-    u_sum[dy] = (row_u[0] + row_u[1] + 1) >> 1;
-    v_sum[dy] = (row_v[0] + row_v[1] + 1) >> 1;
   }
-  if (k.out_family != kYuv420) return;
-  int u = 128, v = 128;  // grey input: neutral chroma
-  if (k.in_family == kPacked) {
-    u = (u_sum[0] + u_sum[1] + 1) >> 1;
-    v = (v_sum[0] + v_sum[1] + 1) >> 1;
-  }
-  if (k.in_family == kYuv420) {
-    // Same subsampling on both sides: the input's samples, unfiltered.
-    const bool nv12 = in.format == PixelFormat::kNV12;
-    const uint8_t* su = in.planes[1].data + static_cast<size_t>(by) * in.planes[1].stride;
-    const uint8_t* sv =
-        in.planes[nv12 ? 1 : 2].data + static_cast<size_t>(by) * in.planes[nv12 ? 1 : 2].stride;
-    u = nv12 ? su[bx * 2] : su[bx];
-    v = nv12 ? sv[bx * 2 + 1] : sv[bx];
-  }
-  if (out.format == PixelFormat::kNV12) {
-    uint8_t* d = out.planes[1].data + static_cast<size_t>(by) * out.planes[1].stride + bx * 2;
-    d[0] = static_cast<uint8_t>(u);
-    d[1] = static_cast<uint8_t>(v);
-  } else {
-    out.planes[1].data[static_cast<size_t>(by) * out.planes[1].stride + bx] =
-        static_cast<uint8_t>(u);
-    out.planes[2].data[static_cast<size_t>(by) * out.planes[2].stride + bx] =
-        static_cast<uint8_t>(v);
-  }
+  if (k.out_family != kYuv) return;
+  // u_px[r][c] with r and c chosen, not indexed (see plane_of).
+  auto pick = [](const int (&px)[2][2], int r, int c) {
+    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
+  };
+  // The chroma samples this block holds on the output's grid: 1, 2 or 4.
+  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
+CO_UNROLL
+  for (int j = 0; j < 2; ++j)
+CO_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      if (j >= ny || i >= nx) continue;
+      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
+      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
+      int uu, vv;
+      if (k.scale_planes) {
+        uu = scaled_chroma(k, in, out, 1, sx, sy);
+        vv = scaled_chroma(k, in, out, 2, sx, sy);
+      } else {
+        // Across (pairs averaged) then down, where the output subsamples.
+        int u[2], v[2];  // per row
+CO_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const int row = ny == 2 ? j : r;
+          u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
+          v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
+        }
+        uu = ny == 2 ? u[0] : average(u[0], u[1]);
+        vv = ny == 2 ? v[0] : average(v[0], v[1]);
+      }
+      store_sample(os, out, 1, sx, sy, uu);
+      store_sample(os, out, 2, sx, sy, vv);
+    }
 }
 
 }  // namespace convert_math

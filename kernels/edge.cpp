@@ -56,6 +56,13 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
                   plane_row_bytes(in.format, p, w));
 }
 
+std::vector<PixelFormat> EdgeOperation::output_formats(PixelFormat in) const {
+  using F = PixelFormat;
+  std::vector<F> taken = rgb32_yuv420_gray8_formats();
+  taken.insert(taken.end(), {F::kNV21, F::kNV16, F::kY42B, F::kY444});
+  return keep_format_of(in, taken);
+}
+
 bool EdgeOperation::same_as(const Operation& other) const {
   return dynamic_cast<const EdgeOperation*>(&other) != nullptr;
 }

@@ -20,9 +20,9 @@ namespace cudaoverlap {
 class EdgeOperation final : public Operation {
  public:
   const char* name() const override { return "edge"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
-    return keep_format_of(in, rgb32_yuv420_gray8_formats());
-  }
+  // Luma planes of 8-bit samples, and 4-byte RGB: not yet 3-byte RGB,
+  // packed 4:2:2 or deeper samples.
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
   bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

@@ -69,6 +69,16 @@ void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direc
   }
 }
 
+std::vector<PixelFormat> FlipOperation::output_formats(PixelFormat in) const {
+  using F = PixelFormat;
+  std::vector<F> taken = rgb32_yuv420_gray8_formats();
+  taken.insert(taken.end(),
+               {F::kRGB, F::kBGR, F::kNV21, F::kY444, F::kP010_10LE, F::kI420_10LE, F::kGRAY16_LE});
+  // Turned, 4:2:2's chroma would be subsampled down instead of across.
+  if (!flip_swaps_size(direction_)) taken.insert(taken.end(), {F::kNV16, F::kY42B});
+  return keep_format_of(in, taken);
+}
+
 bool FlipOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const FlipOperation*>(&other);
   return o != nullptr && o->direction_ == direction_;

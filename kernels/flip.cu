@@ -517,8 +517,11 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
       tiles += static_cast<long>(w.tiles_x) * ((w.out_h + w.tile_h - 1) / w.tile_h);
       continue;
     }
-    // Packed RGB.
-    launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
+    // Packed RGB, or P010's (U, V) pairs: 4-byte elements; 24-bit RGB: 3.
+    if (n == 4)
+      launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
+    else
+      launch_plane<Bytes<3>, Bytes<3>>(in.planes[p], out.planes[p], n, g, stream);
   }
   if (words.n_planes == 0) return;
   if (tiles > 0x7FFFFFFF) throw Error("flip: the image is too large");

@@ -1,7 +1,8 @@
 // The `flip` kernel: rotates or mirrors the image as videoflip's
 // video-direction does (KernelParams::flip). Every plane is rearranged on its
-// own grid of pixel groups (4 bytes for packed RGB, 1 for luma and I420
-// chroma, 2 for NV12's interleaved UV), which is what videoflip does, so
+// own grid of pixel groups (4 or 3 bytes for packed RGB, 1 or 2 for luma and
+// planar chroma, 2 or 4 for NV12's or P010's interleaved UV), which is what
+// videoflip does, so
 // chroma moves with its luma for even sizes and odd sizes round the same way.
 // The 90-degree directions and the two diagonals swap width and height.
 #pragma once
@@ -15,9 +16,10 @@ class FlipOperation final : public Operation {
  public:
   explicit FlipOperation(FlipDirection direction) : direction_(direction) {}
   const char* name() const override { return "flip"; }
-  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
-    return keep_format_of(in, rgb32_yuv420_gray8_formats());
-  }
+  // Every format whose planes are grids of whole samples or sample pairs,
+  // 4:2:2 (NV16, Y42B) only where the axes stay; not yet the packed 4:2:2
+  // formats (YUY2, UYVY), whose pairs share chroma within a word.
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override {
     return direction_ != FlipDirection::kIdentity && direction_ != FlipDirection::kHoriz;
   }

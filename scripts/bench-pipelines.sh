@@ -5,7 +5,7 @@
 # bound; with --csv FILE also writes the rows for scripts/bench-plot.py.
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
-#                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|blur]
+#                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|yuy2|blur]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
 # scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
@@ -29,6 +29,8 @@
 #           not ours, staged / mode=serial), cudaupload ! cudadownload
 #   convert NV12 -> RGBA: the same with kernel=convert, cudaupload !
 #           cudaconvert ! cudadownload, videoconvert n-threads=<cores>
+#   yuy2    YUY2 -> RGBA (a USB camera's format): cudaoverlap kernel=convert
+#           from the pinned pool and mode=serial, videoconvert n-threads=<cores>
 #   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
 set -u
 frames=600
@@ -161,6 +163,18 @@ for size in "${size_list[@]}"; do
       echo "convert  $size cudaupload ! cudaconvert ! cudadownload: not available (nvcodec)"
     fi
     measure convert "$size" "videoconvert n-threads=$cores" $nv12 $rgba \
+      "$src ! $freeze ! videoconvert n-threads=$cores dither=none ! $out ! $sink"
+  fi
+
+  if [ -z "$only" ] || [ "$only" = yuy2 ]; then
+    src=$(still YUY2)
+    out="video/x-raw,format=RGBA"
+    yuy2=$((w * h * 2))
+    measure yuy2 "$size" "cudaoverlap, pinned pool" $yuy2 $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=convert ! $out ! $sink"
+    measure yuy2 "$size" "cudaoverlap mode=serial" $yuy2 $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=convert mode=serial ! $out ! $sink"
+    measure yuy2 "$size" "videoconvert n-threads=$cores" $yuy2 $rgba \
       "$src ! $freeze ! videoconvert n-threads=$cores dither=none ! $out ! $sink"
   fi
 

@@ -313,7 +313,11 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kRGBA, PixelFormat::kNV12},  {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},  {PixelFormat::kI420, PixelFormat::kBGRx},
       {PixelFormat::kRGBA, PixelFormat::kBGRA},  {PixelFormat::kNV12, PixelFormat::kI420},
-      {PixelFormat::kRGBA, PixelFormat::kGRAY8}, {PixelFormat::kGRAY8, PixelFormat::kRGBA}};
+      {PixelFormat::kRGBA, PixelFormat::kGRAY8}, {PixelFormat::kGRAY8, PixelFormat::kRGBA},
+      {PixelFormat::kYUY2, PixelFormat::kRGBA},  {PixelFormat::kUYVY, PixelFormat::kBGRx},
+      {PixelFormat::kRGBA, PixelFormat::kYUY2},  {PixelFormat::kNV21, PixelFormat::kRGBA},
+      {PixelFormat::kY444, PixelFormat::kRGBA},  {PixelFormat::kRGB, PixelFormat::kNV12},
+      {PixelFormat::kBGR, PixelFormat::kRGBA},   {PixelFormat::kYUY2, PixelFormat::kNV12}};
   KernelParams bt709;
   bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
   for (const auto& [from, to] : convert_pairs) time_row("convert", "convert", bt709, from, to);

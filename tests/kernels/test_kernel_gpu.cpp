@@ -116,7 +116,9 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
   const std::pair<PixelFormat, PixelFormat> big_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12}, {PixelFormat::kNV12, PixelFormat::kRGBA},
       {PixelFormat::kI420, PixelFormat::kBGRx}, {PixelFormat::kBGRA, PixelFormat::kI420},
-      {PixelFormat::kNV12, PixelFormat::kI420}, {PixelFormat::kGRAY8, PixelFormat::kABGR}};
+      {PixelFormat::kNV12, PixelFormat::kI420}, {PixelFormat::kGRAY8, PixelFormat::kABGR},
+      {PixelFormat::kYUY2, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kUYVY},
+      {PixelFormat::kNV16, PixelFormat::kRGB},  {PixelFormat::kY444, PixelFormat::kNV21}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));

@@ -25,7 +25,8 @@ OwnedImage flip(const OwnedImage& in, FlipDirection d) {
 // Packed and grey formats have one sample group per pixel, so the definition
 // of each direction can be checked pixel by pixel.
 TEST(FlipReference, EveryDirectionMovesEachPixelWhereItsDefinitionSays) {
-  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kABGR, PixelFormat::kGRAY8})
+  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kABGR, PixelFormat::kGRAY8,
+                        PixelFormat::kRGB, PixelFormat::kGRAY16_LE})
     for (FlipDirection d : kAllDirections) {
       OwnedImage in(f, 5, 3);
       in.fill_random(1);
@@ -62,6 +63,13 @@ TEST(FlipReference, DirectionsComposeAsTheSymmetriesOfARectangle) {
       const std::string where =
           std::string(format_info(f).name) + " " + std::to_string(w) + "x" + std::to_string(h);
       EXPECT_EQ(compare_images(flip(in, FlipDirection::kIdentity).image, in.image), "") << where;
+      EXPECT_EQ(compare_images(flip(flip(in, FlipDirection::kHoriz), FlipDirection::kVert).image,
+                               flip(in, FlipDirection::k180).image),
+                "")
+          << where;
+      KernelParams turn;
+      turn.flip = FlipDirection::k90R;
+      if (make_operation("flip", turn)->output_formats(f).empty()) continue;  // 4:2:2
       EXPECT_EQ(
           compare_images(flip(flip(in, FlipDirection::k90R), FlipDirection::k90L).image, in.image),
           "")
@@ -87,6 +95,27 @@ TEST(FlipReference, DirectionsComposeAsTheSymmetriesOfARectangle) {
                 "")
           << where;
     }
+}
+
+// Turned, 4:2:2 chroma would be subsampled down instead of across: the
+// turning directions refuse it with a sentence; the others take it.
+TEST(FlipReference, TurningDirectionsRefuse422WithASentence) {
+  for (PixelFormat f : {PixelFormat::kNV16, PixelFormat::kY42B}) {
+    OwnedImage in(f, 4, 2);
+    OwnedImage swapped(f, 2, 4);
+    OwnedImage same(f, 4, 2);
+    for (FlipDirection d : kAllDirections) {
+      KernelParams params;
+      params.flip = d;
+      const std::string problem =
+          check("flip", params, in.image, flip_swaps_size(d) ? swapped.image : same.image);
+      if (flip_swaps_size(d))
+        EXPECT_NE(problem.find("not " + std::string(format_info(f).name)), std::string::npos)
+            << problem;
+      else
+        EXPECT_EQ(problem, "") << direction_name(d);
+    }
+  }
 }
 
 TEST(FlipReference, SizeMustMatchTheDirection) {
