@@ -531,8 +531,65 @@ __global__ void __launch_bounds__(kThreads)
     convert_math::convert_block(k, in, out, bx, by);
 }
 
+// --- Packed 4:2:2 (YUY2, UYVY) to 4-byte RGB, a USB camera's path: one
+// thread per pair of pixels (one 4-byte word in, two pixels out), the
+// neighbouring pairs' words read for the 3:1 chroma interpolation; the
+// same arithmetic as convert_math's generic path.
+__global__ void __launch_bounds__(kThreads)
+    packed422_to_rgb32_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int pairs) {
+  const int pair = blockIdx.x * blockDim.x + threadIdx.x;
+  if (pair >= pairs) return;
+  const ConvertSide& is = k.in_side;
+  for (int y = blockIdx.y; y < in.height; y += gridDim.y) {
+    const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+    auto word = [&](int p) {
+      const uint8_t* w = row + static_cast<size_t>(p) * 4;
+      return static_cast<uint32_t>(__ldg(w)) | static_cast<uint32_t>(__ldg(w + 1)) << 8 |
+             static_cast<uint32_t>(__ldg(w + 2)) << 16 | static_cast<uint32_t>(__ldg(w + 3)) << 24;
+    };
+    const uint32_t mid = word(pair);
+    const uint32_t left = pair > 0 ? word(pair - 1) : mid;
+    const uint32_t right = pair + 1 < pairs ? word(pair + 1) : mid;
+    auto byte = [](uint32_t w, int at) { return static_cast<int>((w >> (8 * at)) & 0xFF); };
+    const int u = byte(mid, is.offset[1]), v = byte(mid, is.offset[2]);
+    int rgb[2][3];
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t other = i == 0 ? left : right;
+      const int cu = convert_math::mix31(u, byte(other, is.offset[1]));
+      const int cv = convert_math::mix31(v, byte(other, is.offset[2]));
+      convert_math::yuv_to_rgb(k, byte(mid, is.offset[0] + 2 * i), cu, cv, &rgb[i][0], &rgb[i][1],
+                               &rgb[i][2]);
+    }
+    uint32_t px[2];
+    for (int i = 0; i < 2; ++i) {
+      px[i] = 255u << (8 * k.out_offsets[3]);
+      for (int c = 0; c < 3; ++c) px[i] |= static_cast<uint32_t>(rgb[i][c]) << (8 * k.out_offsets[c]);
+    }
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                 static_cast<size_t>(pair) * 8;
+    const bool second = 2 * pair + 1 < in.width;
+    if (second && (reinterpret_cast<uintptr_t>(d) & 7) == 0) {
+      *reinterpret_cast<uint2*>(d) = make_uint2(px[0], px[1]);
+    } else {
+      for (int i = 0; i < (second ? 2 : 1); ++i)
+        for (int b = 0; b < 4; ++b) d[4 * i + b] = static_cast<uint8_t>(px[i] >> (8 * b));
+    }
+  }
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
+  const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&
+                            k.in_side.y_sub == 0 && k.in_side.plane[1] == 0;
+  if (packed422_in && k.out_family == convert_math::kPacked && k.out_side.pixel_stride == 4 &&
+      k.chroma_x == kUpLinear) {
+    const int pairs = (in.width + 1) / 2;
+    const dim3 grid((pairs + kThreads - 1) / kThreads,
+                    static_cast<unsigned>(std::min<int>(in.height, kMaxGridY)));
+    packed422_to_rgb32_kernel<<<grid, kThreads, 0, stream>>>(k, in, out, pairs);
+    CO_CUDA_CHECK_LAUNCH("the convert kernel (packed 4:2:2 to RGB)");
+    return;
+  }
   const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
   if (bw == 0 || bh == 0) return;
   const dim3 grid((bw + kBlockX - 1) / kBlockX,

@@ -14,9 +14,14 @@
 
 #ifdef __CUDACC__
 #define CO_HD __host__ __device__ __forceinline__
-#define CO_UNROLL _Pragma("unroll")
 #else
 #define CO_HD inline
+#endif
+// Loops the device must unroll (their arrays then stay in registers); the
+// host compilers' passes do not know the pragma.
+#ifdef __CUDA_ARCH__
+#define CO_UNROLL _Pragma("unroll")
+#else
 #define CO_UNROLL
 #endif
 
