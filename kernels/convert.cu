@@ -519,6 +519,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+bool aligned_to(const PlaneRef& p, size_t n) {
+  return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
+}
+
 // --- Every other pair: one thread per 2x2 block running the reference's
 // own block function (convert_math::convert_block), which reads and writes
 // any format of the table through the coefficients' sides.
@@ -536,7 +540,8 @@ __global__ void __launch_bounds__(kThreads)
 // neighbouring pairs' words read for the 3:1 chroma interpolation; the
 // same arithmetic as convert_math's generic path.
 __global__ void __launch_bounds__(kThreads)
-    packed422_to_rgb32_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int pairs) {
+    packed422_to_rgb32_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int pairs,
+                              bool aligned) {
   const int pair = blockIdx.x * blockDim.x + threadIdx.x;
   if (pair >= pairs) return;
   const ConvertSide& is = k.in_side;
@@ -544,6 +549,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
     auto word = [&](int p) {
       const uint8_t* w = row + static_cast<size_t>(p) * 4;
+      if (aligned) return __ldg(reinterpret_cast<const uint32_t*>(w));
       return static_cast<uint32_t>(__ldg(w)) | static_cast<uint32_t>(__ldg(w + 1)) << 8 |
              static_cast<uint32_t>(__ldg(w + 2)) << 16 | static_cast<uint32_t>(__ldg(w + 3)) << 24;
     };
@@ -586,7 +592,8 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
     const int pairs = (in.width + 1) / 2;
     const dim3 grid((pairs + kThreads - 1) / kThreads,
                     static_cast<unsigned>(std::min<int>(in.height, kMaxGridY)));
-    packed422_to_rgb32_kernel<<<grid, kThreads, 0, stream>>>(k, in, out, pairs);
+    packed422_to_rgb32_kernel<<<grid, kThreads, 0, stream>>>(k, in, out, pairs,
+                                                             aligned_to(in.planes[0], 4));
     CO_CUDA_CHECK_LAUNCH("the convert kernel (packed 4:2:2 to RGB)");
     return;
   }
@@ -596,10 +603,6 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
   convert_any_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
-}
-
-bool aligned_to(const PlaneRef& p, size_t n) {
-  return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
 
 template <int kIn>
