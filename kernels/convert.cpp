@@ -31,6 +31,9 @@ void side_of(PixelFormat f, int* offsets, ConvertSide* side) {
   offsets[3] = info.alpha_byte;
   side->x_sub = info.n_components == 3 ? info.comp[1].x_sub : 0;
   side->y_sub = info.n_components == 3 ? info.comp[1].y_sub : 0;
+  side->sample_bytes = info.sample_bytes;
+  side->depth = info.comp[0].depth;
+  side->shift = info.comp[0].shift;
 }
 
 // What videoconvert 1.22 does to chroma between `in` and `out` (dither=none,
@@ -79,6 +82,16 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // videoconvert's fast paths for I420 take the nearest chroma sample; its
   // generic path interpolates.
   chroma_path(in, out, &k);
+  k.deep = format_info(in).sample_bytes > 1 || format_info(out).sample_bytes > 1;
+  if (k.deep) {
+    // videoconvert's generic path: no fast paths, no plane scaler.
+    const bool same = k.in_side.x_sub == k.out_side.x_sub && k.in_side.y_sub == k.out_side.y_sub;
+    k.chroma_x = k.chroma_y = family_of(in) == convert_math::kYuv &&
+                                      family_of(out) == convert_math::kYuv && same
+                                  ? kUpNearest
+                                  : kUpLinear;
+    k.scale_planes = false;
+  }
 
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.
@@ -91,11 +104,12 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
     const double m[5] = {ys, cs * 2 * (1 - kr), cs * 2 * (1 - kb), -cs * 2 * (1 - kb) * kb / kg,
                          -cs * 2 * (1 - kr) * kr / kg};
     for (int i = 0; i < 5; ++i) k.to_rgb[i] = static_cast<int32_t>(std::lrint(256 * m[i]));
+    k.to_rgb_y_offset16 = params.in.full_range ? 0 : 16 << 8;
   }
   // RGB -> YUV; GRAY8 output is full-range BT.601 luma.
   {
     Colorimetry c = params.out;
-    if (out == PixelFormat::kGRAY8) c = Colorimetry{YuvMatrix::kBT601, true};
+    if (family_of(out) == convert_math::kGrey) c = Colorimetry{YuvMatrix::kBT601, true};
     double kr, kb;
     kr_kb(c.matrix, &kr, &kb);
     const double kg = 1 - kr - kb;
@@ -111,6 +125,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
       for (int c3 = 0; c3 < 3; ++c3)
         k.to_yuv[r][c3] = static_cast<int32_t>(std::lrint(rows[r][c3] * 65536));
       k.to_yuv[r][3] = static_cast<int32_t>(std::lrint(rows[r][3] * 65536)) + 32768;
+      k.to_yuv_offset16[r] = std::llrint(rows[r][3] * 256 * 65536) + 32768;
     }
   }
   return k;
@@ -124,13 +139,17 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
            "same matrix and range (or convert through an RGB format)";
   // videoconvert copies luma between GRAY8 and BT.601 YUV but goes through
   // RGB for BT.709, which this kernel does not reproduce.
-  const bool grey_709 = (in.format == PixelFormat::kGRAY8 && format_info(out.format).is_yuv &&
+  const bool grey_in = family_of(in.format) == convert_math::kGrey;
+  const bool grey_out = family_of(out.format) == convert_math::kGrey;
+  const bool grey_709 = (grey_in && format_info(out.format).is_yuv &&
                          params.out.matrix == YuvMatrix::kBT709) ||
-                        (out.format == PixelFormat::kGRAY8 && format_info(in.format).is_yuv &&
+                        (grey_out && format_info(in.format).is_yuv &&
                          params.in.matrix == YuvMatrix::kBT709);
   if (grey_709)
-    return "kernel 'convert' converts between GRAY8 and YUV with the BT.601 matrix only, not "
-           "BT.709; convert through an RGB format or use videoconvert";
+    return std::string("kernel 'convert' converts between ") +
+           format_info(grey_in ? in.format : out.format).name +
+           " and YUV with the BT.601 matrix only, not BT.709; convert through an RGB format or "
+           "use videoconvert";
   return {};
 }
 
@@ -138,16 +157,22 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
   const ConvertCoefficients k = convert_coefficients(in.format, out.format, params);
   const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
   for (int by = 0; by < bh; ++by)
-    for (int bx = 0; bx < bw; ++bx) convert_math::convert_block(k, in, out, bx, by);
+    for (int bx = 0; bx < bw; ++bx) {
+      if (k.deep)
+        convert_math::convert_block16(k, in, out, bx, by);
+      else
+        convert_math::convert_block(k, in, out, bx, by);
+    }
 }
 
-// The 8-bit formats it converts between.
+// The formats it converts between.
 const std::vector<PixelFormat>& convert_formats() {
   static const std::vector<PixelFormat> formats = [] {
     std::vector<PixelFormat> all = rgb32_yuv420_gray8_formats();
     for (PixelFormat f : {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kRGB,
                           PixelFormat::kBGR, PixelFormat::kNV21, PixelFormat::kNV16,
-                          PixelFormat::kY42B, PixelFormat::kY444})
+                          PixelFormat::kY42B, PixelFormat::kY444, PixelFormat::kP010_10LE,
+                          PixelFormat::kI420_10LE, PixelFormat::kGRAY16_LE})
       all.push_back(f);
     return all;
   }();

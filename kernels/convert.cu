@@ -531,8 +531,12 @@ __global__ void __launch_bounds__(kThreads)
                        int blocks_y) {
   const int bx = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx >= blocks_x) return;
-  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y)
-    convert_math::convert_block(k, in, out, bx, by);
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y) {
+    if (k.deep)
+      convert_math::convert_block16(k, in, out, bx, by);
+    else
+      convert_math::convert_block(k, in, out, bx, by);
+  }
 }
 
 // --- Packed 4:2:2 (YUY2, UYVY) to 4-byte RGB, a USB camera's path: one

@@ -1,6 +1,7 @@
 // The `convert` kernel: pixel-format conversion between every pair of the
-// 8-bit formats (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, NV12,
-// NV21, I420, NV16, Y42B, YUY2, UYVY, Y444) at the same size, following the
+// formats (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, NV12, NV21,
+// I420, NV16, Y42B, YUY2, UYVY, Y444; P010_10LE, I420_10LE, GRAY16_LE) at
+// the same size, following the
 // YUV side's colorimetry (BT.601 or BT.709 matrix, limited or full range)
 // the way videoconvert 1.22 (dither=none) does, path by path:
 //
@@ -27,6 +28,12 @@
 //   otherwise interpolated as for RGB output, then averaged down.
 // - An odd-width row of packed 4:2:2 output ends in a pair whose second
 //   luma is past the picture: it repeats the last pixel.
+// - With a side deeper than 8 bits (P010_10LE, I420_10LE, GRAY16_LE) every
+//   sample is taken to 16 bits as videoconvert unpacks it (8-bit v * 257,
+//   P010 v | v >> 10, I420_10LE v << 6 | v >> 4), chroma interpolated 3:1
+//   (its generic path) or copied between equal subsamplings, the matrices
+//   applied on 16-bit samples, and the result packed by truncation (8 bits:
+//   >> 8; P010: & 0xFFC0; I420_10LE: >> 6).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +57,9 @@ struct ConvertSide {
   int offset[3] = {0, 0, 0};
   int step[3] = {1, 1, 1};
   int x_sub = 1, y_sub = 1;  // YUV: log2 of the chroma subsampling
+  // Samples of 1 byte (8 bits) or 2 (little-endian; P010's 10 bits from
+  // bit 6, I420_10LE's from bit 0, GRAY16's 16).
+  int sample_bytes = 1, depth = 8, shift = 0;
 };
 
 // Everything the per-pixel arithmetic needs, computed once on the host.
@@ -68,6 +78,12 @@ struct ConvertCoefficients {
   // scaled_chroma) rather than per-pixel chroma averaged down; planar:
   // both sides have a plane per chroma component (its halving shortcuts).
   bool scale_planes = false, scale_planar = false;
+  // A side deeper than 8 bits: the whole conversion runs on 16-bit
+  // samples, as videoconvert's does (convert_math.h, convert_block16), with
+  // the offsets of the matrices below on that scale.
+  bool deep = false;
+  int32_t to_rgb_y_offset16 = 0;  // Y's offset, 16-bit scale (4096 limited range)
+  int64_t to_yuv_offset16[3] = {};  // to_yuv's offsets, 16.16 on the 16-bit scale
 };
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
                                          const ConvertParams& params);

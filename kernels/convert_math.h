@@ -316,5 +316,159 @@ CO_UNROLL
     }
 }
 
+// --- Sides deeper than 8 bits: the same block, on 16-bit samples.
+
+CO_HD int clamp16(int64_t v) { return v < 0 ? 0 : (v > 65535 ? 65535 : static_cast<int>(v)); }
+
+// The raw sample at `at` of a side's plane, unpacked to 16 bits as
+// videoconvert unpacks it (bits beside a 10-bit sample included, as there).
+CO_HD int unpack16(const ConvertSide& side, const uint8_t* at) {
+  if (side.sample_bytes == 1) return at[0] * 257;
+  const int w = at[0] | at[1] << 8;
+  if (side.depth == 16) return w;
+  // 10 bits: shifted to the top (as a 16-bit value, so bits above the 10
+  // are dropped), then their top bits repeated below.
+  const int v = side.shift == 6 ? w : (w << 6) & 0xFFFF;
+  return v | v >> 10;
+}
+
+CO_HD void pack16(const ConvertSide& side, uint8_t* at, int v) {
+  if (side.sample_bytes == 1) {
+    at[0] = static_cast<uint8_t>(v >> 8);
+    return;
+  }
+  const int w = side.depth == 16 ? v : (side.shift == 6 ? v & 0xFFC0 : v >> 6);
+  at[0] = static_cast<uint8_t>(w);
+  at[1] = static_cast<uint8_t>(w >> 8);
+}
+
+CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int component, int sx,
+                          int sy) {
+  const PlaneRef plane = plane_of(image, side.plane[component]);
+  return plane.data + static_cast<size_t>(sy) * plane.stride + side.offset[component] +
+         static_cast<size_t>(sx) * side.step[component];
+}
+
+CO_HD int mix31_16(int a, int b) { return (3 * a + b + 2) >> 2; }
+
+CO_HD int chroma16_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x,
+                      int y) {
+  const ConvertSide& side = k.in_side;
+  const int cw = (in.width + (1 << side.x_sub) - 1) >> side.x_sub;
+  const int ch = (in.height + (1 << side.y_sub) - 1) >> side.y_sub;
+  const int cx = x >> side.x_sub, cy = y >> side.y_sub;
+  const bool lx = k.chroma_x == kUpLinear && side.x_sub == 1;
+  const bool ly = k.chroma_y == kUpLinear && side.y_sub == 1;
+  const int cx2 = lx ? clamp_index((x & 1) ? cx + 1 : cx - 1, cw) : cx;
+  const int cy2 = ly ? clamp_index((y & 1) ? cy + 1 : cy - 1, ch) : cy;
+  auto at = [&](int sx, int sy) {
+    return unpack16(side, sample_ptr(side, in, component, sx, sy));
+  };
+  auto row = [&](int sy) { return lx ? mix31_16(at(cx, sy), at(cx2, sy)) : at(cx, sy); };
+  const int first = row(cy);
+  return ly ? mix31_16(first, row(cy2)) : first;
+}
+
+CO_HD Pixel load16(const ConvertCoefficients& k, const ImageRef& in, int x, int y) {
+  Pixel p;
+  p.a = 65535;
+  switch (k.in_family) {
+    case kPacked: {
+      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
+                         static_cast<size_t>(x) * k.in_side.pixel_stride;
+      for (int c = 0; c < 3; ++c) p.c[c] = s[k.in_offsets[c]] * 257;
+      if (k.in_offsets[3] >= 0) p.a = s[k.in_offsets[3]] * 257;
+      return p;
+    }
+    case kGrey:
+      p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
+      p.c[1] = p.c[2] = 32768;
+      return p;
+    default:
+      p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
+      p.c[1] = chroma16_at(k, in, 1, x, y);
+      p.c[2] = chroma16_at(k, in, 2, x, y);
+      return p;
+  }
+}
+
+// The 2x2 block (2 * bx, 2 * by) with a side deeper than 8 bits; laid out
+// as convert_block.
+CO_HD void convert_block16(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
+                           int bx, int by) {
+  const ConvertSide& os = k.out_side;
+  int u_px[2][2] = {{32768, 32768}, {32768, 32768}}, v_px[2][2] = {{32768, 32768}, {32768, 32768}};
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    const int y = clamp_index(2 * by + dy, in.height);
+    CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) {
+      const int x = clamp_index(2 * bx + dx, in.width);
+      const Pixel p = load16(k, in, x, y);
+      const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
+      if (k.out_family == kPacked) {
+        int r = p.c[0], g = p.c[1], b = p.c[2];
+        if (k.in_family == kYuv) {
+          const int yy = p.c[0] - k.to_rgb_y_offset16, u = p.c[1] - 32768, v = p.c[2] - 32768;
+          r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * v) >> 8);
+          b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * u) >> 8);
+          g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * u + k.to_rgb[4] * v) >> 8);
+        }
+        if (k.in_family == kGrey) g = b = r;
+        if (inside) {
+          uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                       static_cast<size_t>(x) * os.pixel_stride;
+          d[k.out_offsets[0]] = static_cast<uint8_t>(r >> 8);
+          d[k.out_offsets[1]] = static_cast<uint8_t>(g >> 8);
+          d[k.out_offsets[2]] = static_cast<uint8_t>(b >> 8);
+          if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a >> 8);
+        }
+        continue;
+      }
+      int luma = p.c[0], u = p.c[1], v = p.c[2];
+      if (k.in_family == kPacked) {
+        int yuv[3];
+        for (int row = 0; row < 3; ++row)
+          yuv[row] = clamp16((static_cast<int64_t>(k.to_yuv[row][0]) * p.c[0] +
+                              static_cast<int64_t>(k.to_yuv[row][1]) * p.c[1] +
+                              static_cast<int64_t>(k.to_yuv[row][2]) * p.c[2] +
+                              k.to_yuv_offset16[row]) >>
+                             16);
+        luma = yuv[0], u = yuv[1], v = yuv[2];
+      }
+      // As in convert_block: an odd-width packed 4:2:2 row's last pair
+      // repeats the last pixel's luma.
+      const bool pair_luma = os.x_sub == 1 && os.plane[0] == os.plane[1] &&
+                             2 * bx + dx < ((in.width + 1) & ~1) && 2 * by + dy < in.height;
+      if (inside || (k.out_family == kYuv && pair_luma))
+        pack16(os, sample_ptr(os, out, 0, 2 * bx + dx, y), luma);
+      u_px[dy][dx] = u;
+      v_px[dy][dx] = v;
+    }
+  }
+  if (k.out_family != kYuv) return;
+  auto pick = [](const int (&px)[2][2], int r, int c) {
+    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
+  };
+  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
+  CO_UNROLL
+  for (int j = 0; j < 2; ++j)
+    CO_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      if (j >= ny || i >= nx) continue;
+      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
+      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
+      int u[2], v[2];
+      CO_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const int row = ny == 2 ? j : r;
+        u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
+        v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
+      }
+      pack16(os, sample_ptr(os, out, 1, sx, sy), ny == 2 ? u[0] : average(u[0], u[1]));
+      pack16(os, sample_ptr(os, out, 2, sx, sy), ny == 2 ? v[0] : average(v[0], v[1]));
+    }
+}
+
 }  // namespace convert_math
 }  // namespace cudaoverlap

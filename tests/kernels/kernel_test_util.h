@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -87,6 +88,39 @@ inline std::string compare_images(const ImageRef& a, const ImageRef& b, int tole
                   " vs " + std::to_string(vb);
       }
   if (max_diff) *max_diff = worst;
+  return first;
+}
+
+// Like compare_images, but sample by sample on the 8-bit scale: a 10-bit
+// sample's value counts in quarters, a 16-bit one's in 257ths, and bits
+// beside a 10-bit sample are not compared. For formats deeper than 8 bits.
+inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tolerance,
+                                   int* max_diff = nullptr) {
+  const FormatInfo& info = format_info(a.format);
+  double worst = 0;
+  std::string first;
+  for (int c = 0; c < info.n_components; ++c) {
+    const Component& k = info.comp[c];
+    const int w = (a.width + (1 << k.x_sub) - 1) >> k.x_sub;
+    const int h = (a.height + (1 << k.y_sub) - 1) >> k.y_sub;
+    const uint32_t max = (1u << k.depth) - 1;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        auto value = [&](const ImageRef& im) {
+          const uint8_t* p = im.planes[k.plane].data + static_cast<size_t>(y) * im.planes[k.plane].stride +
+                             k.offset + static_cast<size_t>(x) * k.pixel_stride;
+          const uint32_t word = info.sample_bytes == 1 ? p[0] : (p[0] | p[1] << 8);
+          return static_cast<double>((word >> k.shift) & max) * 255.0 / max;
+        };
+        const double d = std::abs(value(a) - value(b));
+        worst = std::max(worst, d);
+        if (d > tolerance + 1e-9 && first.empty())
+          first = std::string(info.name) + " component " + std::to_string(c) + " sample (" +
+                  std::to_string(x) + "," + std::to_string(y) + "): " + std::to_string(value(a)) +
+                  " vs " + std::to_string(value(b)) + " on the 8-bit scale";
+      }
+  }
+  if (max_diff) *max_diff = static_cast<int>(std::ceil(worst));
   return first;
 }
 

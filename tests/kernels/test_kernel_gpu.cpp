@@ -118,7 +118,8 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
       {PixelFormat::kI420, PixelFormat::kBGRx}, {PixelFormat::kBGRA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kI420}, {PixelFormat::kGRAY8, PixelFormat::kABGR},
       {PixelFormat::kYUY2, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kUYVY},
-      {PixelFormat::kNV16, PixelFormat::kRGB},  {PixelFormat::kY444, PixelFormat::kNV21}};
+      {PixelFormat::kNV16, PixelFormat::kRGB},  {PixelFormat::kY444, PixelFormat::kNV21},
+      {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kI420_10LE}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));
