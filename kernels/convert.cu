@@ -526,13 +526,16 @@ bool aligned_to(const PlaneRef& p, size_t n) {
 // --- Every other pair: one thread per 2x2 block running the reference's
 // own block function (convert_math::convert_block), which reads and writes
 // any format of the table through the coefficients' sides.
+// kDeep: a side deeper than 8 bits (convert_block16); a kernel each, so
+// neither carries the other's registers.
+template <bool kDeep>
 __global__ void __launch_bounds__(kThreads)
     convert_any_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int blocks_x,
                        int blocks_y) {
   const int bx = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx >= blocks_x) return;
   for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y) {
-    if (k.deep)
+    if constexpr (kDeep)
       convert_math::convert_block16(k, in, out, bx, by);
     else
       convert_math::convert_block(k, in, out, bx, by);
@@ -605,7 +608,10 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   if (bw == 0 || bh == 0) return;
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
-  convert_any_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
+  if (k.deep)
+    convert_any_kernel<true><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
+  else
+    convert_any_kernel<false><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
 }
 

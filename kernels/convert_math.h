@@ -227,6 +227,36 @@ CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int compon
              static_cast<size_t>(sx) * side.step[component]] = static_cast<uint8_t>(value);
 }
 
+// The chroma samples the output's grid has in block (bx, by) (1, 2 or 4,
+// fewer at the picture's edge), each the block's per-pixel chroma u_px,
+// v_px ([row][column]) averaged in pairs, rounding up, across and then down
+// where the output subsamples; emit(sx, sy, u, v) stores one.
+template <typename Emit>
+CO_HD void block_chroma(const ConvertSide& os, const ImageRef& out, int bx, int by,
+                        const int (&u_px)[2][2], const int (&v_px)[2][2], const Emit& emit) {
+  // px[r][c] with r and c chosen, not indexed (see plane_of).
+  auto pick = [](const int (&px)[2][2], int r, int c) {
+    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
+  };
+  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
+  CO_UNROLL
+  for (int j = 0; j < 2; ++j)
+    CO_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      if (j >= ny || i >= nx) continue;
+      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
+      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
+      int u[2], v[2];  // per row
+      CO_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const int row = ny == 2 ? j : r;
+        u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
+        v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
+      }
+      emit(sx, sy, ny == 2 ? u[0] : average(u[0], u[1]), ny == 2 ? v[0] : average(v[0], v[1]));
+    }
+}
+
 // The output of one 2x2 block of the picture whose top-left pixel is
 // (2 * bx, 2 * by); pixels beyond the picture are skipped (odd sizes).
 CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
@@ -282,38 +312,14 @@ CO_UNROLL
     }
   }
   if (k.out_family != kYuv) return;
-  // u_px[r][c] with r and c chosen, not indexed (see plane_of).
-  auto pick = [](const int (&px)[2][2], int r, int c) {
-    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
-  };
-  // The chroma samples this block holds on the output's grid: 1, 2 or 4.
-  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
-CO_UNROLL
-  for (int j = 0; j < 2; ++j)
-CO_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      if (j >= ny || i >= nx) continue;
-      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
-      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
-      int uu, vv;
-      if (k.scale_planes) {
-        uu = scaled_chroma(k, in, out, 1, sx, sy);
-        vv = scaled_chroma(k, in, out, 2, sx, sy);
-      } else {
-        // Across (pairs averaged) then down, where the output subsamples.
-        int u[2], v[2];  // per row
-CO_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          const int row = ny == 2 ? j : r;
-          u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
-          v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
-        }
-        uu = ny == 2 ? u[0] : average(u[0], u[1]);
-        vv = ny == 2 ? v[0] : average(v[0], v[1]);
-      }
-      store_sample(os, out, 1, sx, sy, uu);
-      store_sample(os, out, 2, sx, sy, vv);
+  block_chroma(os, out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
+    if (k.scale_planes) {
+      u = scaled_chroma(k, in, out, 1, sx, sy);
+      v = scaled_chroma(k, in, out, 2, sx, sy);
     }
+    store_sample(os, out, 1, sx, sy, u);
+    store_sample(os, out, 2, sx, sy, v);
+  });
 }
 
 // --- Sides deeper than 8 bits: the same block, on 16-bit samples.
@@ -447,27 +453,10 @@ CO_HD void convert_block16(const ConvertCoefficients& k, const ImageRef& in, con
     }
   }
   if (k.out_family != kYuv) return;
-  auto pick = [](const int (&px)[2][2], int r, int c) {
-    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
-  };
-  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
-  CO_UNROLL
-  for (int j = 0; j < 2; ++j)
-    CO_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      if (j >= ny || i >= nx) continue;
-      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
-      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
-      int u[2], v[2];
-      CO_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const int row = ny == 2 ? j : r;
-        u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
-        v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
-      }
-      pack16(os, sample_ptr(os, out, 1, sx, sy), ny == 2 ? u[0] : average(u[0], u[1]));
-      pack16(os, sample_ptr(os, out, 2, sx, sy), ny == 2 ? v[0] : average(v[0], v[1]));
-    }
+  block_chroma(os, out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
+    pack16(os, sample_ptr(os, out, 1, sx, sy), u);
+    pack16(os, sample_ptr(os, out, 2, sx, sy), v);
+  });
 }
 
 }  // namespace convert_math
