@@ -26,8 +26,8 @@
 #include "balance.h"
 #include "balance_math.h"
 #include "copy.h"
-#include "operation.h"
 #include "cuda_check.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 namespace {
@@ -448,8 +448,10 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.z == 0) {
     for (int y = blockIdx.y; y < luma_h; y += gridDim.y) {
       if (x >= luma_w) return;
-      const uint8_t* s = in.planes[l.plane[0]].data + static_cast<size_t>(y) * in.planes[l.plane[0]].stride;
-      uint8_t* d = out.planes[l.plane[0]].data + static_cast<size_t>(y) * out.planes[l.plane[0]].stride;
+      const uint8_t* s =
+          in.planes[l.plane[0]].data + static_cast<size_t>(y) * in.planes[l.plane[0]].stride;
+      uint8_t* d =
+          out.planes[l.plane[0]].data + static_cast<size_t>(y) * out.planes[l.plane[0]].stride;
       if (l.rgb) {
         s += static_cast<size_t>(x) * l.pixel_stride;
         d += static_cast<size_t>(x) * l.pixel_stride;
@@ -474,8 +476,10 @@ __global__ void __launch_bounds__(kThreads)
     if (x >= pairs_w) return;
     const PlaneRef &su = in.planes[l.plane[1]], &sv = in.planes[l.plane[2]];
     const PlaneRef &du = out.planes[l.plane[1]], &dv = out.planes[l.plane[2]];
-    const size_t at_u = static_cast<size_t>(y) * su.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1];
-    const size_t at_v = static_cast<size_t>(y) * sv.stride + l.offset[2] + static_cast<size_t>(x) * l.step[2];
+    const size_t at_u =
+        static_cast<size_t>(y) * su.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1];
+    const size_t at_v =
+        static_cast<size_t>(y) * sv.stride + l.offset[2] + static_cast<size_t>(x) * l.step[2];
     const uint32_t uv = table(su.data[at_u] * 256 + sv.data[at_v]);
     du.data[static_cast<size_t>(y) * du.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1]] =
         static_cast<uint8_t>(uv);
@@ -493,9 +497,9 @@ void balance_any_cuda(const ImageRef& in, const ImageRef& out, const BalancePara
   const int pairs_h = l.chroma ? static_cast<int>(plane_rows(in.format, l.plane[1], in.height)) : 0;
   const dim3 grid((std::max(luma_w, pairs_w) + kThreads - 1) / kThreads,
                   static_cast<unsigned>(std::min<int>(luma_h, kMaxGridY)), l.chroma ? 2 : 1);
-  balance_any_kernel<<<grid, kThreads, 0, stream>>>(
-      l, in, out, balance_constants(params), reinterpret_cast<const uint16_t*>(chroma_table),
-      luma_w, luma_h, pairs_w, pairs_h);
+  balance_any_kernel<<<grid, kThreads, 0, stream>>>(l, in, out, balance_constants(params),
+                                                    reinterpret_cast<const uint16_t*>(chroma_table),
+                                                    luma_w, luma_h, pairs_w, pairs_h);
   CO_CUDA_CHECK_LAUNCH("the balance kernel");
 }
 

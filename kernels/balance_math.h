@@ -79,8 +79,8 @@ inline Layout layout_of(PixelFormat format) {
 // videobalance's packed-RGB path. `chroma(index)` gives the table's (u', v')
 // (u' low byte, v' high byte) for index u * 256 + v.
 template <typename Chroma>
-CO_BALANCE_HD void balance_rgb(const uint8_t* table_y, const Chroma& chroma, uint8_t* r,
-                               uint8_t* g, uint8_t* b) {
+CO_BALANCE_HD void balance_rgb(const uint8_t* table_y, const Chroma& chroma, uint8_t* r, uint8_t* g,
+                               uint8_t* b) {
   const int y = clamp255(rgb_to_yuv(0, *r, *g, *b));
   const int u = clamp255(rgb_to_yuv(1, *r, *g, *b));
   const int v = clamp255(rgb_to_yuv(2, *r, *g, *b));

@@ -54,7 +54,8 @@ void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
   if (same || (in == F::kI420 && !o.is_yuv) || (in == F::kI420 && is(out, {F::kYUY2, F::kUYVY})) ||
       (is(in, {F::kYUY2, F::kUYVY}) && is(out, {F::kI420, F::kY444})))
     k->chroma_x = k->chroma_y = kUpNearest;
-  const bool both_planar = is(in, {F::kI420, F::kY42B, F::kY444}) && is(out, {F::kI420, F::kY42B, F::kY444});
+  const bool both_planar =
+      is(in, {F::kI420, F::kY42B, F::kY444}) && is(out, {F::kI420, F::kY42B, F::kY444});
   const bool both_semi = is(in, {F::kNV12, F::kNV16}) && is(out, {F::kNV12, F::kNV16});
   k->scale_planes = !same && (both_planar || both_semi);
   k->scale_planar = both_planar;
@@ -86,10 +87,10 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   if (k.deep) {
     // videoconvert's generic path: no fast paths, no plane scaler.
     const bool same = k.in_side.x_sub == k.out_side.x_sub && k.in_side.y_sub == k.out_side.y_sub;
-    k.chroma_x = k.chroma_y = family_of(in) == convert_math::kYuv &&
-                                      family_of(out) == convert_math::kYuv && same
-                                  ? kUpNearest
-                                  : kUpLinear;
+    k.chroma_x = k.chroma_y =
+        family_of(in) == convert_math::kYuv && family_of(out) == convert_math::kYuv && same
+            ? kUpNearest
+            : kUpLinear;
     k.scale_planes = false;
   }
 
@@ -141,10 +142,9 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
   // RGB for BT.709, which this kernel does not reproduce.
   const bool grey_in = family_of(in.format) == convert_math::kGrey;
   const bool grey_out = family_of(out.format) == convert_math::kGrey;
-  const bool grey_709 = (grey_in && format_info(out.format).is_yuv &&
-                         params.out.matrix == YuvMatrix::kBT709) ||
-                        (grey_out && format_info(in.format).is_yuv &&
-                         params.in.matrix == YuvMatrix::kBT709);
+  const bool grey_709 =
+      (grey_in && format_info(out.format).is_yuv && params.out.matrix == YuvMatrix::kBT709) ||
+      (grey_out && format_info(in.format).is_yuv && params.in.matrix == YuvMatrix::kBT709);
   if (grey_709)
     return std::string("kernel 'convert' converts between ") +
            format_info(grey_in ? in.format : out.format).name +
@@ -169,10 +169,10 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
 const std::vector<PixelFormat>& convert_formats() {
   static const std::vector<PixelFormat> formats = [] {
     std::vector<PixelFormat> all = rgb32_yuv420_gray8_formats();
-    for (PixelFormat f : {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kRGB,
-                          PixelFormat::kBGR, PixelFormat::kNV21, PixelFormat::kNV16,
-                          PixelFormat::kY42B, PixelFormat::kY444, PixelFormat::kP010_10LE,
-                          PixelFormat::kI420_10LE, PixelFormat::kGRAY16_LE})
+    for (PixelFormat f :
+         {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kRGB, PixelFormat::kBGR,
+          PixelFormat::kNV21, PixelFormat::kNV16, PixelFormat::kY42B, PixelFormat::kY444,
+          PixelFormat::kP010_10LE, PixelFormat::kI420_10LE, PixelFormat::kGRAY16_LE})
       all.push_back(f);
     return all;
   }();

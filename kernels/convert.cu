@@ -534,7 +534,8 @@ __global__ void __launch_bounds__(kThreads)
                        int blocks_y) {
   const int bx = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx >= blocks_x) return;
-  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y) {
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
+       by += gridDim.y * blockDim.y) {
     if constexpr (kDeep)
       convert_math::convert_block16(k, in, out, bx, by);
     else
@@ -576,7 +577,8 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t px[2];
     for (int i = 0; i < 2; ++i) {
       px[i] = 255u << (8 * k.out_offsets[3]);
-      for (int c = 0; c < 3; ++c) px[i] |= static_cast<uint32_t>(rgb[i][c]) << (8 * k.out_offsets[c]);
+      for (int c = 0; c < 3; ++c)
+        px[i] |= static_cast<uint32_t>(rgb[i][c]) << (8 * k.out_offsets[c]);
     }
     uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
                  static_cast<size_t>(pair) * 8;

@@ -82,7 +82,7 @@ struct ConvertCoefficients {
   // samples, as videoconvert's does (convert_math.h, convert_block16), with
   // the offsets of the matrices below on that scale.
   bool deep = false;
-  int32_t to_rgb_y_offset16 = 0;  // Y's offset, 16-bit scale (4096 limited range)
+  int32_t to_rgb_y_offset16 = 0;    // Y's offset, 16-bit scale (4096 limited range)
   int64_t to_yuv_offset16[3] = {};  // to_yuv's offsets, 16.16 on the 16-bit scale
 };
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,

@@ -92,8 +92,7 @@ CO_HD int sample_at(const ConvertSide& side, const ImageRef& image, int componen
 // axis as k.chroma_x / k.chroma_y say: the nearest sample, or videoconvert's
 // 3:1 interpolation with the neighbouring sample (horizontal, then
 // vertical, each rounded).
-CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x,
-                    int y) {
+CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x, int y) {
   const ConvertSide& side = k.in_side;
   const int cw = (in.width + (1 << side.x_sub) - 1) >> side.x_sub;
   const int ch = (in.height + (1 << side.y_sub) - 1) >> side.y_sub;
@@ -220,8 +219,8 @@ CO_HD Pixel load(const ConvertCoefficients& k, const ImageRef& in, int x, int y)
   }
 }
 
-CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx,
-                        int sy, int value) {
+CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx, int sy,
+                        int value) {
   const PlaneRef plane = plane_of(out, side.plane[component]);
   plane.data[static_cast<size_t>(sy) * plane.stride + side.offset[component] +
              static_cast<size_t>(sx) * side.step[component]] = static_cast<uint8_t>(value);
@@ -235,26 +234,25 @@ template <typename Emit>
 CO_HD void block_chroma(const ConvertSide& os, const ImageRef& out, int bx, int by,
                         const int (&u_px)[2][2], const int (&v_px)[2][2], const Emit& emit) {
   // px[r][c] with r and c chosen, not indexed (see plane_of).
-  auto pick = [](const int (&px)[2][2], int r, int c) {
+  auto pick = [](const int(&px)[2][2], int r, int c) {
     return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
   };
   const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
   CO_UNROLL
-  for (int j = 0; j < 2; ++j)
+  for (int j = 0; j < 2; ++j) CO_UNROLL
+  for (int i = 0; i < 2; ++i) {
+    if (j >= ny || i >= nx) continue;
+    const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
+    if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
+    int u[2], v[2];  // per row
     CO_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      if (j >= ny || i >= nx) continue;
-      const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
-      if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
-      int u[2], v[2];  // per row
-      CO_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const int row = ny == 2 ? j : r;
-        u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
-        v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
-      }
-      emit(sx, sy, ny == 2 ? u[0] : average(u[0], u[1]), ny == 2 ? v[0] : average(v[0], v[1]));
+    for (int r = 0; r < 2; ++r) {
+      const int row = ny == 2 ? j : r;
+      u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
+      v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
     }
+    emit(sx, sy, ny == 2 ? u[0] : average(u[0], u[1]), ny == 2 ? v[0] : average(v[0], v[1]));
+  }
 }
 
 // The output of one 2x2 block of the picture whose top-left pixel is
@@ -265,10 +263,10 @@ CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const
   // Per row of the block: U and V of each pixel, then (4:2:x output)
   // the pair averaged rounding up, as videoconvert downsamples.
   int u_px[2][2] = {{128, 128}, {128, 128}}, v_px[2][2] = {{128, 128}, {128, 128}};
-CO_UNROLL
+  CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     const int y = clamp_index(2 * by + dy, in.height);
-CO_UNROLL
+    CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
       const int x = clamp_index(2 * bx + dx, in.width);
       const Pixel p = load(k, in, x, y);
@@ -367,9 +365,7 @@ CO_HD int chroma16_at(const ConvertCoefficients& k, const ImageRef& in, int comp
   const bool ly = k.chroma_y == kUpLinear && side.y_sub == 1;
   const int cx2 = lx ? clamp_index((x & 1) ? cx + 1 : cx - 1, cw) : cx;
   const int cy2 = ly ? clamp_index((y & 1) ? cy + 1 : cy - 1, ch) : cy;
-  auto at = [&](int sx, int sy) {
-    return unpack16(side, sample_ptr(side, in, component, sx, sy));
-  };
+  auto at = [&](int sx, int sy) { return unpack16(side, sample_ptr(side, in, component, sx, sy)); };
   auto row = [&](int sy) { return lx ? mix31_16(at(cx, sy), at(cx2, sy)) : at(cx, sy); };
   const int first = row(cy);
   return ly ? mix31_16(first, row(cy2)) : first;
@@ -435,11 +431,11 @@ CO_HD void convert_block16(const ConvertCoefficients& k, const ImageRef& in, con
       if (k.in_family == kPacked) {
         int yuv[3];
         for (int row = 0; row < 3; ++row)
-          yuv[row] = clamp16((static_cast<int64_t>(k.to_yuv[row][0]) * p.c[0] +
-                              static_cast<int64_t>(k.to_yuv[row][1]) * p.c[1] +
-                              static_cast<int64_t>(k.to_yuv[row][2]) * p.c[2] +
-                              k.to_yuv_offset16[row]) >>
-                             16);
+          yuv[row] =
+              clamp16((static_cast<int64_t>(k.to_yuv[row][0]) * p.c[0] +
+                       static_cast<int64_t>(k.to_yuv[row][1]) * p.c[1] +
+                       static_cast<int64_t>(k.to_yuv[row][2]) * p.c[2] + k.to_yuv_offset16[row]) >>
+                      16);
         luma = yuv[0], u = yuv[1], v = yuv[2];
       }
       // As in convert_block: an odd-width packed 4:2:2 row's last pair

@@ -29,8 +29,16 @@ constexpr FormatInfo rgb32(const char* name, int r, int g, int b, int a, bool al
 }
 
 constexpr FormatInfo rgb24(const char* name, int r, int g, int b) {
-  return FormatInfo{name,        1,           {3, 0, 0, 0},          {0, 0, 0, 0}, {0, 0, 0, 0}, 3,
-                    {c8(0, r, 3), c8(0, g, 3), c8(0, b, 3), {}}, -1,           false,        false,
+  return FormatInfo{name,
+                    1,
+                    {3, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    3,
+                    {c8(0, r, 3), c8(0, g, 3), c8(0, b, 3), {}},
+                    -1,
+                    false,
+                    false,
                     1};
 }
 
@@ -89,8 +97,17 @@ constexpr FormatInfo kFormats[] = {
     rgb32("ABGR", 3, 2, 1, 0, true),
     semi8("NV12", 0, 1, 1),
     planar8("I420", 1, 1),
-    {"GRAY8", 1, {1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, {c8(0, 0, 1), {}, {}, {}}, -1,
-     false, false, 1},
+    {"GRAY8",
+     1,
+     {1, 0, 0, 0},
+     {0, 0, 0, 0},
+     {0, 0, 0, 0},
+     1,
+     {c8(0, 0, 1), {}, {}, {}},
+     -1,
+     false,
+     false,
+     1},
     packed422("YUY2", 0, 1, 3),
     packed422("UYVY", 1, 0, 2),
     rgb24("RGB", 0, 1, 2),
@@ -121,8 +138,17 @@ constexpr FormatInfo kFormats[] = {
      true,
      false,
      2},
-    {"GRAY16_LE", 1, {2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, {c16(0, 0, 2, 16, 0), {}, {}, {}},
-     -1, false, false, 2},
+    {"GRAY16_LE",
+     1,
+     {2, 0, 0, 0},
+     {0, 0, 0, 0},
+     {0, 0, 0, 0},
+     1,
+     {c16(0, 0, 2, 16, 0), {}, {}, {}},
+     -1,
+     false,
+     false,
+     2},
 };
 static_assert(sizeof kFormats / sizeof kFormats[0] ==
                   static_cast<size_t>(PixelFormat::kGRAY16_LE) + 1,

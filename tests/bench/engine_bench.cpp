@@ -310,14 +310,14 @@ int run_kernel_table(const Options& opt) {
       if (!make_operation(k.kernel, k.params)->output_formats(format).empty())
         time_row(k.label, k.kernel, k.params, format, format);
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
-      {PixelFormat::kRGBA, PixelFormat::kNV12},  {PixelFormat::kRGBA, PixelFormat::kI420},
-      {PixelFormat::kNV12, PixelFormat::kRGBA},  {PixelFormat::kI420, PixelFormat::kBGRx},
-      {PixelFormat::kRGBA, PixelFormat::kBGRA},  {PixelFormat::kNV12, PixelFormat::kI420},
-      {PixelFormat::kRGBA, PixelFormat::kGRAY8}, {PixelFormat::kGRAY8, PixelFormat::kRGBA},
-      {PixelFormat::kYUY2, PixelFormat::kRGBA},  {PixelFormat::kUYVY, PixelFormat::kBGRx},
-      {PixelFormat::kRGBA, PixelFormat::kYUY2},  {PixelFormat::kNV21, PixelFormat::kRGBA},
-      {PixelFormat::kY444, PixelFormat::kRGBA},  {PixelFormat::kRGB, PixelFormat::kNV12},
-      {PixelFormat::kBGR, PixelFormat::kRGBA},   {PixelFormat::kYUY2, PixelFormat::kNV12},
+      {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kRGBA, PixelFormat::kI420},
+      {PixelFormat::kNV12, PixelFormat::kRGBA},      {PixelFormat::kI420, PixelFormat::kBGRx},
+      {PixelFormat::kRGBA, PixelFormat::kBGRA},      {PixelFormat::kNV12, PixelFormat::kI420},
+      {PixelFormat::kRGBA, PixelFormat::kGRAY8},     {PixelFormat::kGRAY8, PixelFormat::kRGBA},
+      {PixelFormat::kYUY2, PixelFormat::kRGBA},      {PixelFormat::kUYVY, PixelFormat::kBGRx},
+      {PixelFormat::kRGBA, PixelFormat::kYUY2},      {PixelFormat::kNV21, PixelFormat::kRGBA},
+      {PixelFormat::kY444, PixelFormat::kRGBA},      {PixelFormat::kRGB, PixelFormat::kNV12},
+      {PixelFormat::kBGR, PixelFormat::kRGBA},       {PixelFormat::kYUY2, PixelFormat::kNV12},
       {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kP010_10LE},
       {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA}};
   KernelParams bt709;

@@ -40,8 +40,8 @@ std::vector<PlaneGeometry> planes_of(const GstVideoInfo& info) {
   std::vector<PlaneGeometry> planes(GST_VIDEO_FORMAT_INFO_N_PLANES(f), PlaneGeometry{0, 0, {}});
   for (guint c = 0; c < GST_VIDEO_FORMAT_INFO_N_COMPONENTS(f); ++c) {
     PlaneGeometry& plane = planes[GST_VIDEO_FORMAT_INFO_PLANE(f, c)];
-    const size_t samples = static_cast<size_t>(GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(
-        f, c, GST_VIDEO_INFO_WIDTH(&info)));
+    const size_t samples =
+        static_cast<size_t>(GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(f, c, GST_VIDEO_INFO_WIDTH(&info)));
     const size_t stride = static_cast<size_t>(GST_VIDEO_FORMAT_INFO_PSTRIDE(f, c));
     const int depth = GST_VIDEO_FORMAT_INFO_DEPTH(f, c);
     const size_t sample_bytes = depth > 8 ? 2 : 1;

@@ -332,8 +332,9 @@ TEST_F(Harness, AcceptCapsAndCapsQueryFollowTheKernel) {
     GstPad* sink = element_pad("sink");
     GstPad* src = element_pad("src");
     for (const char* format :
-         {"RGBA", "BGRA", "RGBx", "BGRx", "ARGB", "ABGR", "NV12", "I420", "GRAY8", "YUY2", "UYVY",
-          "RGB", "BGR", "NV21", "NV16", "Y42B", "Y444", "P010_10LE", "I420_10LE", "GRAY16_LE"}) {
+         {"RGBA", "BGRA",  "RGBx", "BGRx",      "ARGB",      "ABGR",     "NV12",
+          "I420", "GRAY8", "YUY2", "UYVY",      "RGB",       "BGR",      "NV21",
+          "NV16", "Y42B",  "Y444", "P010_10LE", "I420_10LE", "GRAY16_LE"}) {
       GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, format, "width",
                                           G_TYPE_INT, 3, "height", G_TYPE_INT, 5, "framerate",
                                           GST_TYPE_FRACTION, 30, 1, nullptr);

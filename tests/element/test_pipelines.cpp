@@ -138,19 +138,17 @@ TEST_P(EndToEnd, OutputEqualsTheCpuComputation) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFormats, EndToEnd,
-    ::testing::Combine(::testing::Values(GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA,
-                                         GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_BGRx,
-                                         GST_VIDEO_FORMAT_ARGB, GST_VIDEO_FORMAT_ABGR,
-                                         GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420,
-                                         GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_YUY2,
-                                         GST_VIDEO_FORMAT_UYVY, GST_VIDEO_FORMAT_RGB,
-                                         GST_VIDEO_FORMAT_BGR, GST_VIDEO_FORMAT_NV21,
-                                         GST_VIDEO_FORMAT_NV16, GST_VIDEO_FORMAT_Y42B,
-                                         GST_VIDEO_FORMAT_Y444, GST_VIDEO_FORMAT_P010_10LE,
-                                         GST_VIDEO_FORMAT_I420_10LE, GST_VIDEO_FORMAT_GRAY16_LE),
-                       ::testing::Values(std::make_pair(1, 1), std::make_pair(3, 5),
-                                         std::make_pair(641, 479), std::make_pair(64, 48)),
-                       ::testing::Values(Kernel::kCopy, Kernel::kInvert)),
+    ::testing::Combine(
+        ::testing::Values(GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_RGBx,
+                          GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_ARGB, GST_VIDEO_FORMAT_ABGR,
+                          GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_GRAY8,
+                          GST_VIDEO_FORMAT_YUY2, GST_VIDEO_FORMAT_UYVY, GST_VIDEO_FORMAT_RGB,
+                          GST_VIDEO_FORMAT_BGR, GST_VIDEO_FORMAT_NV21, GST_VIDEO_FORMAT_NV16,
+                          GST_VIDEO_FORMAT_Y42B, GST_VIDEO_FORMAT_Y444, GST_VIDEO_FORMAT_P010_10LE,
+                          GST_VIDEO_FORMAT_I420_10LE, GST_VIDEO_FORMAT_GRAY16_LE),
+        ::testing::Values(std::make_pair(1, 1), std::make_pair(3, 5), std::make_pair(641, 479),
+                          std::make_pair(64, 48)),
+        ::testing::Values(Kernel::kCopy, Kernel::kInvert)),
     case_name);
 
 class PaddedStrides : public ::testing::TestWithParam<GstVideoFormat> {
@@ -171,8 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, PaddedStrides,
                                            GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_GRAY8,
                                            GST_VIDEO_FORMAT_YUY2, GST_VIDEO_FORMAT_RGB,
                                            GST_VIDEO_FORMAT_NV16, GST_VIDEO_FORMAT_Y444,
-                                           GST_VIDEO_FORMAT_P010_10LE,
-                                           GST_VIDEO_FORMAT_I420_10LE),
+                                           GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_FORMAT_I420_10LE),
                          [](const ::testing::TestParamInfo<GstVideoFormat>& param) {
                            return std::string(gst_video_format_to_string(param.param));
                          });

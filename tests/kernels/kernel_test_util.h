@@ -107,8 +107,9 @@ inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tol
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x) {
         auto value = [&](const ImageRef& im) {
-          const uint8_t* p = im.planes[k.plane].data + static_cast<size_t>(y) * im.planes[k.plane].stride +
-                             k.offset + static_cast<size_t>(x) * k.pixel_stride;
+          const uint8_t* p = im.planes[k.plane].data +
+                             static_cast<size_t>(y) * im.planes[k.plane].stride + k.offset +
+                             static_cast<size_t>(x) * k.pixel_stride;
           const uint32_t word = info.sample_bytes == 1 ? p[0] : (p[0] | p[1] << 8);
           return static_cast<double>((word >> k.shift) & max) * 255.0 / max;
         };

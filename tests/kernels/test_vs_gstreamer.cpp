@@ -329,10 +329,9 @@ int convert_difference(const std::string& element, PixelFormat in_format, PixelF
               out.image().planes[0].data[y * out.image().planes[0].stride + at];
         }
       // Deeper samples compare by value on the 8-bit scale.
-      const std::string first =
-          format_info(out_format).sample_bytes > 1
-              ? compare_samples(out.image(), want.image, 2, &max_diff)
-              : compare_images(out.image(), want.image, 2, &max_diff);
+      const std::string first = format_info(out_format).sample_bytes > 1
+                                    ? compare_samples(out.image(), want.image, 2, &max_diff)
+                                    : compare_images(out.image(), want.image, 2, &max_diff);
       if (where) *where = first;
     } else {
       ADD_FAILURE() << "could not map the output of " << element;
