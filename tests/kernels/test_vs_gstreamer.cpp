@@ -367,7 +367,16 @@ TEST(ConvertVsVideoconvert, ReferenceWithinTwoOfVideoconvertForEveryPair) {
         if ((grey(from) && format_info(to).is_yuv && is_709(c.out)) ||
             (grey(to) && format_info(from).is_yuv && is_709(c.in)))
           continue;  // refused by the kernel (ConvertReference tests)
+        // Colorimetry reaches the pixels only through a matrix, between
+        // YUV and a side that is not: other pairs are run with the first.
+        const bool matrix = format_info(from).is_yuv != format_info(to).is_yuv;
+        if (!matrix && &c != &kColorimetries[0]) continue;
+        // 7x5 and 16x8 for every pair; 64x48 too between the first nine.
+        const std::vector<PixelFormat>& nine = rgb32_yuv420_gray8_formats();
+        const bool first_nine = std::find(nine.begin(), nine.end(), from) != nine.end() &&
+                                std::find(nine.begin(), nine.end(), to) != nine.end();
         for (auto [w, h] : {std::pair{16, 8}, {7, 5}, {64, 48}}) {
+          if (w == 64 && !first_nine) continue;
           std::string where;
           const int diff = convert_difference("videoconvert dither=none", from, to, c.in, c.out, w,
                                               h, static_cast<uint32_t>(w * h), &where);
