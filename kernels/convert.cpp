@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "balance.h"
 #include "convert_math.h"
 
 namespace cudaoverlap {
@@ -42,6 +41,8 @@ void side_of(PixelFormat f, int* offsets, ConvertSide* side) {
 // paths take the nearest sample (I420 to RGB, and the pairs below, whose
 // output averages or copies rows) or scale chroma planes
 // (convert_scale_planes, between planar and between semi-planar formats).
+// Formats deeper than 8 bits are on none of those fast paths: they meet
+// only the generic path and the copy between equal subsamplings.
 void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
   using F = PixelFormat;
   const FormatInfo &i = format_info(in), &o = format_info(out);
@@ -84,15 +85,6 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // generic path interpolates.
   chroma_path(in, out, &k);
   k.deep = format_info(in).sample_bytes > 1 || format_info(out).sample_bytes > 1;
-  if (k.deep) {
-    // videoconvert's generic path: no fast paths, no plane scaler.
-    const bool same = k.in_side.x_sub == k.out_side.x_sub && k.in_side.y_sub == k.out_side.y_sub;
-    k.chroma_x = k.chroma_y =
-        family_of(in) == convert_math::kYuv && family_of(out) == convert_math::kYuv && same
-            ? kUpNearest
-            : kUpLinear;
-    k.scale_planes = false;
-  }
 
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.
