@@ -534,12 +534,14 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                            DEFAULT_QOS, flags));
 
   // Both templates come from the format table (video_mapping.h).
-  GstCaps* formats = template_caps();
+  GstCaps* sink_formats = template_caps(GST_PAD_SINK);
+  GstCaps* src_formats = template_caps(GST_PAD_SRC);
   gst_element_class_add_pad_template(
-      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, formats));
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_formats));
   gst_element_class_add_pad_template(
-      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, formats));
-  gst_caps_unref(formats);
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_formats));
+  gst_caps_unref(src_formats);
+  gst_caps_unref(sink_formats);
   gst_element_class_set_static_metadata(
       element_class, "CUDA overlapped video filter", "Filter/Effect/Video/Hardware",
       "Runs a kernel (copy, invert, flip, balance, blur, edge, convert) on raw video on an "

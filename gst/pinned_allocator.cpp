@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "error.h"
+#include "video_mapping.h"
 
 namespace {
 
@@ -181,7 +182,8 @@ bool buffer_is_pinned(GstBuffer* buffer, const Device* device) {
 GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, guint min_buffers,
                                std::string* problem) {
   GstVideoInfo info;
-  if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return nullptr;
+  PixelFormat format;
+  if (!video_info_from_caps(caps, &info, &format)) return nullptr;
   GstAllocator* allocator = pinned_allocator_new(std::move(device));
   // The pool allocates its minimum when upstream activates it, where a
   // failure is a bare not-negotiated: allocate it here instead, where it can
@@ -201,11 +203,13 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
           "(a smaller ring-size leaves more pinned memory)";
     return nullptr;
   }
-  GstBufferPool* pool = gst_video_buffer_pool_new();
+  // A video pool parses raw video caps only; a Bayer mosaic's is a plain one.
+  GstBufferPool* pool = is_bayer(format) ? gst_buffer_pool_new() : gst_video_buffer_pool_new();
   GstStructure* config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
-  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!is_bayer(format))
+    gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   gst_object_unref(allocator);
   if (!gst_buffer_pool_set_config(pool, config)) {
     gst_object_unref(pool);
@@ -220,7 +224,8 @@ bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
   gboolean need_pool = FALSE;
   gst_query_parse_allocation(query, &caps, &need_pool);
   GstVideoInfo info;
-  if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return false;
+  PixelFormat format;
+  if (!video_info_from_caps(caps, &info, &format)) return false;
   GstBufferPool* pool = pinned_pool_new(device, caps, min_buffers, problem);
   if (pool == nullptr) return false;
   // The pool's own allocator, so that memory upstream allocates beside the
@@ -234,7 +239,8 @@ bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
   gst_structure_free(config);
   gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   gst_object_unref(pool);
-  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  // A GstVideoMeta describes raw video only.
+  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
   return true;
 }
 

@@ -25,9 +25,9 @@ GST_DEBUG_CATEGORY_STATIC(session_debug);
 namespace cudaoverlap {
 namespace {
 
-std::string describe(const GstVideoInfo& info) {
+std::string describe(const GstVideoInfo& info, PixelFormat format) {
   return std::to_string(GST_VIDEO_INFO_WIDTH(&info)) + "x" +
-         std::to_string(GST_VIDEO_INFO_HEIGHT(&info)) + " " + GST_VIDEO_INFO_NAME(&info);
+         std::to_string(GST_VIDEO_INFO_HEIGHT(&info)) + " " + format_name(info, format);
 }
 
 std::string caps_text(GstCaps* caps) {
@@ -39,14 +39,18 @@ std::string caps_text(GstCaps* caps) {
 
 // What the element takes with `settings`' kernel, for messages.
 std::string takes(const SessionSettings& settings) {
-  std::string formats;
+  std::vector<PixelFormat> formats;
   try {
-    formats = format_list(make_operation(settings.kernel, settings.params)->input_formats());
+    formats = make_operation(settings.kernel, settings.params)->input_formats();
   } catch (const Error&) {
-    formats = format_list(all_pixel_formats());
+    formats = all_pixel_formats();
   }
-  return "kernel=" + settings.kernel + " takes video/x-raw in system memory in " + formats +
-         "; put videoconvert before it";
+  std::vector<PixelFormat> raw, bayer;
+  for (PixelFormat f : formats) (is_bayer(f) ? bayer : raw).push_back(f);
+  std::string text =
+      "kernel=" + settings.kernel + " takes video/x-raw in system memory in " + format_list(raw);
+  if (!bayer.empty()) text += ", or video/x-bayer in " + format_list(bayer);
+  return text + "; put videoconvert before it";
 }
 
 }  // namespace
@@ -187,8 +191,7 @@ bool Session::report(Status status) {
 bool Session::configure(GstCaps* caps, guint32 seqnum) {
   GstVideoInfo in;
   PixelFormat format;
-  if (!gst_video_info_from_caps(&in, caps) ||
-      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &format)) {
+  if (!video_info_from_caps(caps, &in, &format)) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
     return false;
@@ -200,13 +203,17 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.timing = true;  // device stage times for `stats` and `trace-file`
 
   auto out = std::make_shared<OutputFormat>();
-  const std::string refused = negotiate_output(settings.kernel, settings.params, in, srcpad_,
-                                               &config.operation, &out->info);
+  const std::string refused = negotiate_output(settings.kernel, settings.params, in, format,
+                                               srcpad_, &config.operation, &out->info);
   if (!refused.empty()) {
-    SESSION_ERROR(STREAM, FORMAT, "cudaoverlap cannot process " + describe(in) + ": " + refused);
+    SESSION_ERROR(STREAM, FORMAT,
+                  "cudaoverlap cannot process " + describe(in, format) + ": " + refused);
     return false;
   }
-  out->layout = layout_from_info(out->info);
+  // Negotiated from the table's raw formats, so always found.
+  PixelFormat out_format = PixelFormat::kRGBA;
+  pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out->info), &out_format);
+  out->layout = layout_from_info(out->info, out_format);
   out->default_layout = true;  // the engine writes GStreamer's own layout
   out->geometry.flip = config.operation->orientation();
   out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
@@ -214,7 +221,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   out->geometry.colours_change =
       GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out->info) ||
       !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);
-  config.input = layout_from_info(in);
+  config.input = layout_from_info(in, format);
   config.output = out->layout;
 
   // Caps the kernel leaves alone go on as they came (every field kept);
@@ -248,12 +255,12 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       install_engine(nullptr);
       gst_caps_unref(out_caps);
       SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
-                    "cudaoverlap cannot start on " + device_->describe() + " for " + describe(in) +
-                        ": " + e.what());
+                    "cudaoverlap cannot start on " + device_->describe() + " for " +
+                        describe(in, format) + ": " + e.what());
       return false;
     }
-    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s", describe(in).c_str(),
-                    config.ring_size, config.operation->name());
+    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s",
+                    describe(in, format).c_str(), config.ring_size, config.operation->name());
     install_engine(std::move(engine));
     outputs_.set_ring_size(config.ring_size);
   }
@@ -264,6 +271,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     in_caps_ = caps;
   }
   in_info_ = in;
+  in_format_ = format;
   out_format_ = out;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
@@ -334,8 +342,8 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   const std::string problem = mapped->map(buffer, in_info_, in_layout);
   if (!problem.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap received a buffer smaller than its caps (" + describe(in_info_) +
-                      ") say: " + problem +
+                  "cudaoverlap received a buffer smaller than its caps (" +
+                      describe(in_info_, in_format_) + ") say: " + problem +
                       "; the element before it sends truncated frames or wrong caps");
     return GST_FLOW_ERROR;
   }

@@ -153,6 +153,7 @@ class Session {
   // Streaming thread only.
   GstCaps* in_caps_ = nullptr;  // the last CAPS event's, owned
   GstVideoInfo in_info_;
+  PixelFormat in_format_ = PixelFormat::kRGBA;  // the engine's name for in_info_'s format
   std::shared_ptr<const OutputFormat> out_format_;
   GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned
   uint64_t submitted_ = 0;       // frames submitted in the queue's epoch

@@ -14,7 +14,7 @@ bool pixel_format_from_gst(GstVideoFormat format, PixelFormat* out) {
   const char* name = gst_video_format_to_string(format);
   if (name == nullptr) return false;
   for (PixelFormat f : all_pixel_formats())
-    if (g_strcmp0(format_info(f).name, name) == 0) {
+    if (!is_bayer(f) && g_strcmp0(format_info(f).name, name) == 0) {
       *out = f;
       return true;
     }
@@ -22,18 +22,119 @@ bool pixel_format_from_gst(GstVideoFormat format, PixelFormat* out) {
 }
 
 GstVideoFormat gst_format_of(PixelFormat format) {
-  return gst_video_format_from_string(format_info(format).name);
+  return is_bayer(format) ? GST_VIDEO_FORMAT_UNKNOWN
+                          : gst_video_format_from_string(format_info(format).name);
 }
 
-GstCaps* template_caps() {
+namespace {
+
+constexpr const char* kBayerCaps = "video/x-bayer";
+
+bool is_bayer_structure(const GstStructure* s) { return gst_structure_has_name(s, kBayerCaps); }
+
+// The table's formats of one kind: video/x-raw's, or video/x-bayer's.
+std::vector<PixelFormat> formats_of_kind(bool bayer) {
+  std::vector<PixelFormat> formats;
+  for (PixelFormat f : all_pixel_formats())
+    if (is_bayer(f) == bayer) formats.push_back(f);
+  return formats;
+}
+
+// The format of that kind called `name` in caps.
+bool format_named(const char* name, bool bayer, PixelFormat* out) {
+  if (name == nullptr) return false;
+  if (!bayer) return pixel_format_from_gst(gst_video_format_from_string(name), out);
+  for (PixelFormat f : formats_of_kind(true))
+    if (g_strcmp0(format_info(f).name, name) == 0) {
+      *out = f;
+      return true;
+    }
+  return false;
+}
+
+// A format field of one string or a list of them.
+void set_formats(GstStructure* s, const std::vector<PixelFormat>& formats) {
+  GValue value = G_VALUE_INIT;
+  if (formats.size() == 1) {
+    g_value_init(&value, G_TYPE_STRING);
+    g_value_set_string(&value, format_info(formats[0]).name);
+  } else {
+    gst_value_list_init(&value, formats.size());
+    for (PixelFormat f : formats) {
+      GValue item = G_VALUE_INIT;
+      g_value_init(&item, G_TYPE_STRING);
+      g_value_set_string(&item, format_info(f).name);
+      gst_value_list_append_and_take_value(&value, &item);
+    }
+  }
+  gst_structure_take_value(s, "format", &value);
+}
+
+}  // namespace
+
+GstCaps* template_caps(GstPadDirection direction) {
   std::vector<GstVideoFormat> formats;
-  for (PixelFormat f : all_pixel_formats()) formats.push_back(gst_format_of(f));
-  return gst_video_make_raw_caps(formats.data(), static_cast<guint>(formats.size()));
+  for (PixelFormat f : formats_of_kind(false)) formats.push_back(gst_format_of(f));
+  GstCaps* caps = gst_video_make_raw_caps(formats.data(), static_cast<guint>(formats.size()));
+  if (direction == GST_PAD_SINK) {
+    // Bayer mosaics come in (for `convert`, which debayers them); nothing
+    // makes one.
+    GstStructure* bayer = gst_structure_new(kBayerCaps, "width", GST_TYPE_INT_RANGE, 1, G_MAXINT,
+                                            "height", GST_TYPE_INT_RANGE, 1, G_MAXINT, "framerate",
+                                            GST_TYPE_FRACTION_RANGE, 0, 1, G_MAXINT, 1, nullptr);
+    set_formats(bayer, formats_of_kind(true));
+    gst_caps_append_structure(caps, bayer);
+  }
+  return caps;
 }
 
-FrameLayout layout_from_info(const GstVideoInfo& info) {
+bool video_info_from_caps(GstCaps* caps, GstVideoInfo* info, PixelFormat* format) {
+  if (caps == nullptr || !gst_caps_is_fixed(caps)) return false;
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  if (!is_bayer_structure(s))
+    return gst_video_info_from_caps(info, caps) &&
+           pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(info), format);
+  // bayer2rgb's layout: one byte per pixel, rows GST_ROUND_UP_4(width)
+  // apart, which is GRAY8's.
+  gint width = 0, height = 0;
+  if (!gst_structure_get_int(s, "width", &width) || !gst_structure_get_int(s, "height", &height) ||
+      width <= 0 || height <= 0 ||
+      !format_named(gst_structure_get_string(s, "format"), true, format))
+    return false;
+  gst_video_info_init(info);
+  if (!gst_video_info_set_format(info, GST_VIDEO_FORMAT_GRAY8, static_cast<guint>(width),
+                                 static_cast<guint>(height)))
+    return false;
+  gint n = 0, d = 1;
+  if (gst_structure_get_fraction(s, "framerate", &n, &d)) {
+    GST_VIDEO_INFO_FPS_N(info) = n;
+    GST_VIDEO_INFO_FPS_D(info) = d;
+  }
+  if (gst_structure_get_fraction(s, "pixel-aspect-ratio", &n, &d)) {
+    GST_VIDEO_INFO_PAR_N(info) = n;
+    GST_VIDEO_INFO_PAR_D(info) = d;
+  }
+  return true;
+}
+
+GstCaps* caps_from_info(const GstVideoInfo& info, PixelFormat format) {
+  if (!is_bayer(format)) return gst_video_info_to_caps(&info);
+  return gst_caps_new_simple(kBayerCaps, "format", G_TYPE_STRING, format_info(format).name, "width",
+                             G_TYPE_INT, GST_VIDEO_INFO_WIDTH(&info), "height", G_TYPE_INT,
+                             GST_VIDEO_INFO_HEIGHT(&info), "framerate", GST_TYPE_FRACTION,
+                             GST_VIDEO_INFO_FPS_N(&info), GST_VIDEO_INFO_FPS_D(&info),
+                             "pixel-aspect-ratio", GST_TYPE_FRACTION, GST_VIDEO_INFO_PAR_N(&info),
+                             GST_VIDEO_INFO_PAR_D(&info), nullptr);
+}
+
+std::string format_name(const GstVideoInfo& info, PixelFormat format) {
+  return is_bayer(format) ? std::string(kBayerCaps) + " " + format_info(format).name
+                          : std::string(GST_VIDEO_INFO_NAME(&info));
+}
+
+FrameLayout layout_from_info(const GstVideoInfo& info, PixelFormat format) {
   FrameLayout layout;
-  pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&info), &layout.format);
+  layout.format = format;
   layout.width = GST_VIDEO_INFO_WIDTH(&info);
   layout.height = GST_VIDEO_INFO_HEIGHT(&info);
   // GStreamer pads I420/NV12 luma to an even number of rows before the
@@ -115,16 +216,17 @@ GstCaps* swap_axes(GstCaps* caps) {
 bool is_yuv(const GstVideoInfo& info) { return GST_VIDEO_INFO_IS_YUV(&info); }
 
 // The formats a caps structure allows: its format field's strings (one or a
-// list) that the engine knows, or every format when it has none.
+// list) that the engine knows, or every format of its kind (video/x-bayer's
+// or video/x-raw's) when it has none.
 std::vector<PixelFormat> formats_of(const GstStructure* s, bool* has_field) {
+  const bool bayer = is_bayer_structure(s);
   const GValue* value = gst_structure_get_value(s, "format");
   *has_field = value != nullptr;
-  if (value == nullptr) return all_pixel_formats();
+  if (value == nullptr) return formats_of_kind(bayer);
   std::vector<PixelFormat> formats;
-  auto add = [&formats](const GValue* v) {
+  auto add = [&formats, bayer](const GValue* v) {
     PixelFormat f;
-    if (G_VALUE_HOLDS_STRING(v) &&
-        pixel_format_from_gst(gst_video_format_from_string(g_value_get_string(v)), &f))
+    if (G_VALUE_HOLDS_STRING(v) && format_named(g_value_get_string(v), bayer, &f))
       formats.push_back(f);
   };
   if (GST_VALUE_HOLDS_LIST(value)) {
@@ -164,56 +266,60 @@ bool same_set(std::vector<PixelFormat> a, std::vector<PixelFormat> b) {
   return a == b;
 }
 
-void set_formats(GstStructure* s, const std::vector<PixelFormat>& formats) {
-  GValue value = G_VALUE_INIT;
-  if (formats.size() == 1) {
-    g_value_init(&value, G_TYPE_STRING);
-    g_value_set_string(&value, gst_video_format_to_string(gst_format_of(formats[0])));
-  } else {
-    gst_value_list_init(&value, formats.size());
-    for (PixelFormat f : formats) {
-      GValue item = G_VALUE_INIT;
-      g_value_init(&item, G_TYPE_STRING);
-      g_value_set_string(&item, gst_video_format_to_string(gst_format_of(f)));
-      gst_value_list_append_and_take_value(&value, &item);
-    }
-  }
-  gst_structure_take_value(s, "format", &value);
-}
-
 }  // namespace
 
 GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps) {
   if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
   GstCaps* result = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    const GstStructure* structure = gst_caps_get_structure(caps, i);
+    const bool bayer_here = is_bayer_structure(structure);
     bool has_format = false;
-    const std::vector<PixelFormat> here = formats_of(gst_caps_get_structure(caps, i), &has_format);
+    const std::vector<PixelFormat> here = formats_of(structure, &has_format);
     const std::vector<PixelFormat> there = formats_through(op, direction, here);
-    if (there.empty()) continue;
-    GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
-    // A field the operation does not change stays as it came, so caps it
-    // leaves alone compare equal.
-    if (!(same_set(here, there) && (has_format || there.size() == all_pixel_formats().size())))
-      set_formats(s, there);
-    if (op.format_from_downstream())
-      gst_structure_remove_fields(s, "colorimetry", "chroma-site", nullptr);
-    GstCapsFeatures* features = gst_caps_get_features(caps, i);
-    GstCaps* one = gst_caps_new_full(s, nullptr);
-    if (features) gst_caps_set_features(one, 0, gst_caps_features_copy(features));
-    // Each swapping direction is its own inverse up to the pixels, so the
-    // same transform serves both pad directions.
-    if (op.swaps_axes()) {
-      GstCaps* swapped = swap_axes(one);
-      gst_caps_unref(one);
-      one = swapped;
+    // One structure for the raw formats there, then one for the mosaics.
+    for (const bool bayer : {false, true}) {
+      std::vector<PixelFormat> kind;
+      for (PixelFormat f : there)
+        if (is_bayer(f) == bayer) kind.push_back(f);
+      if (kind.empty()) continue;
+      GstStructure* s = gst_structure_copy(structure);
+      if (bayer != bayer_here) gst_structure_set_name(s, bayer ? kBayerCaps : "video/x-raw");
+      // A field the operation does not change stays as it came, so caps it
+      // leaves alone compare equal.
+      if (!(bayer == bayer_here && same_set(here, kind) &&
+            (has_format || kind.size() == formats_of_kind(bayer).size())))
+        set_formats(s, kind);
+      // Colorimetry and chroma siting go with the format (a mosaic has
+      // neither).
+      if (op.format_from_downstream() || bayer)
+        gst_structure_remove_fields(s, "colorimetry", "chroma-site", nullptr);
+      GstCapsFeatures* features = gst_caps_get_features(caps, i);
+      GstCaps* one = gst_caps_new_full(s, nullptr);
+      if (features) gst_caps_set_features(one, 0, gst_caps_features_copy(features));
+      // Each swapping direction is its own inverse up to the pixels, so the
+      // same transform serves both pad directions.
+      if (op.swaps_axes()) {
+        GstCaps* swapped = swap_axes(one);
+        gst_caps_unref(one);
+        one = swapped;
+      }
+      result = gst_caps_merge(result, one);
     }
-    result = gst_caps_merge(result, one);
   }
   return result;
 }
 
-bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* out) {
+bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                     GstVideoInfo* out) {
+  if (is_bayer(in_format)) {
+    // Debayering, without a downstream preference: the first format it makes.
+    const std::vector<PixelFormat> made = op.output_formats(in_format);
+    if (made.empty()) return false;
+    *out = in;
+    return gst_video_info_set_format(out, gst_format_of(made[0]), GST_VIDEO_INFO_WIDTH(&in),
+                                     GST_VIDEO_INFO_HEIGHT(&in));
+  }
   if (!op.swaps_axes()) {
     *out = in;  // convert, without a downstream preference: the input's format
     return true;
@@ -227,10 +333,10 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* 
   return ok;
 }
 
-bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, GstPad* srcpad,
-                           GstVideoInfo* out) {
-  if (!op.format_from_downstream()) return output_info_for(op, in, out);
-  GstCaps* in_caps = gst_video_info_to_caps(&in);
+bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                           GstPad* srcpad, GstVideoInfo* out) {
+  if (!op.format_from_downstream()) return output_info_for(op, in, in_format, out);
+  GstCaps* in_caps = caps_from_info(in, in_format);
   GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
   GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
   GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
@@ -314,11 +420,11 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
 }  // namespace
 
 std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
-                                               const GstVideoInfo& in, const GstVideoInfo& out,
-                                               std::string* problem) {
+                                               const GstVideoInfo& in, PixelFormat in_format,
+                                               const GstVideoInfo& out, std::string* problem) {
   ImageRef a, b;
-  if (!pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&in), &a.format) ||
-      !pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format)) {
+  a.format = in_format;
+  if (!pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format)) {
     *problem = "cudaoverlap does not take this format";
     return nullptr;
   }
@@ -326,7 +432,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   a.height = GST_VIDEO_INFO_HEIGHT(&in);
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
-  *problem = colorimetry_of(in, &params.convert.in);
+  if (!is_bayer(in_format)) *problem = colorimetry_of(in, &params.convert.in);
   if (problem->empty()) *problem = colorimetry_of(out, &params.convert.out);
   if (!problem->empty()) return nullptr;
   std::shared_ptr<const Operation> op;
@@ -344,7 +450,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 }
 
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
-                             const GstVideoInfo& in, GstPad* srcpad,
+                             const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
                              std::shared_ptr<const Operation>* op, GstVideoInfo* out) {
   std::shared_ptr<const Operation> rules;
   try {
@@ -352,13 +458,13 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   } catch (const Error& e) {
     return e.what();
   }
-  if (!negotiate_output_info(*rules, in, srcpad, out)) {
+  if (!negotiate_output_info(*rules, in, in_format, srcpad, out)) {
     return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
-           std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + GST_VIDEO_INFO_NAME(&in);
+           std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
   }
   std::string problem;
-  *op = operation_for(kernel, params, in, *out, &problem);
+  *op = operation_for(kernel, params, in, in_format, *out, &problem);
   return problem;
 }
 
@@ -403,8 +509,7 @@ bool caps_acceptable(GstCaps* caps, GstCaps* allowed) {
   if (!gst_caps_is_fixed(caps)) return true;
   GstVideoInfo info;
   PixelFormat format;
-  return gst_video_info_from_caps(&info, caps) &&
-         pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&info), &format);
+  return video_info_from_caps(caps, &info, &format);
 }
 
 bool propose_video_pool(GstQuery* query, guint min_buffers) {
@@ -412,13 +517,16 @@ bool propose_video_pool(GstQuery* query, guint min_buffers) {
   gboolean need_pool = FALSE;
   gst_query_parse_allocation(query, &caps, &need_pool);
   GstVideoInfo info;
-  if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) return false;
+  PixelFormat format;
+  if (!video_info_from_caps(caps, &info, &format)) return false;
   GstBufferPool* pool = nullptr;
   if (need_pool) {
-    pool = gst_video_buffer_pool_new();
+    // A video pool parses raw video caps only; a mosaic's is a plain one.
+    pool = is_bayer(format) ? gst_buffer_pool_new() : gst_video_buffer_pool_new();
     GstStructure* config = gst_buffer_pool_get_config(pool);
     gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
-    gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!is_bayer(format))
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
     if (!gst_buffer_pool_set_config(pool, config)) {
       gst_object_unref(pool);
       return false;
@@ -426,7 +534,8 @@ bool propose_video_pool(GstQuery* query, guint min_buffers) {
   }
   gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   if (pool) gst_object_unref(pool);
-  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  // A GstVideoMeta describes raw video only.
+  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
   return true;
 }
 

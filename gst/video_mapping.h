@@ -20,18 +20,32 @@
 
 namespace cudaoverlap {
 
-// The caps of both pad templates: raw video in system memory in every
-// format of the table (video_format.h). Transfer full.
-GstCaps* template_caps();
+// The caps of a pad template: raw video in system memory in every format of
+// the table (video_format.h), and on the sink pad also its Bayer mosaics
+// (video/x-bayer). Transfer full.
+GstCaps* template_caps(GstPadDirection direction);
 
-// False when the engine has no equivalent of `format`.
+// False when the engine has no equivalent of `format` (raw video only).
 bool pixel_format_from_gst(GstVideoFormat format, PixelFormat* out);
-// GStreamer's name for the same format.
+// GStreamer's name for the same format; GST_VIDEO_FORMAT_UNKNOWN for a
+// Bayer mosaic, which raw video has no name for.
 GstVideoFormat gst_format_of(PixelFormat format);
 
+// The video info and the engine's format of fixed caps, raw video or a
+// Bayer mosaic. A mosaic is laid out as bayer2rgb reads it, one byte per
+// pixel in rows GST_ROUND_UP_4(width) apart: GRAY8's layout, so its info
+// is GRAY8's with the caps' size, framerate and pixel aspect ratio, and
+// only `format` says which mosaic it is. False when the engine takes
+// neither.
+bool video_info_from_caps(GstCaps* caps, GstVideoInfo* info, PixelFormat* format);
+// The caps of such a pair. Transfer full.
+GstCaps* caps_from_info(const GstVideoInfo& info, PixelFormat format);
+// The format's name for messages: "NV12", "video/x-bayer rggb".
+std::string format_name(const GstVideoInfo& info, PixelFormat format);
+
 // The plane offsets, strides and size GStreamer assumes for `info` when a
-// buffer carries no GstVideoMeta. `info` must hold a supported format.
-FrameLayout layout_from_info(const GstVideoInfo& info);
+// buffer carries no GstVideoMeta; `format` is the engine's for `info`.
+FrameLayout layout_from_info(const GstVideoInfo& info, PixelFormat format);
 
 // Views of the planes of a frame mapped with gst_video_frame_map(), which
 // already honours any GstVideoMeta (strides and offsets).
@@ -78,7 +92,9 @@ bool propose_video_pool(GstQuery* query, guint min_buffers);
 // The output video info `op` produces from `in`. False when it cannot.
 // Where the format is downstream's choice, without downstream's view: the
 // input's format.
-bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* out);
+// A Bayer mosaic (`in_format`): the first format it debayers to.
+bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                     GstVideoInfo* out);
 
 // Like output_info_for, but where the format is downstream's choice asks
 // the peer of `srcpad` what it takes: the input's own format and
@@ -86,21 +102,21 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, GstVideoInfo* 
 // downstream's first preference fixated towards the input's size and rate;
 // between two YUV formats the input's colorimetry is kept unless downstream
 // fixes one. False when downstream takes nothing.
-bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, GstPad* srcpad,
-                           GstVideoInfo* out);
+bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                           GstPad* srcpad, GstVideoInfo* out);
 
 // The operation that turns `in` into `out`: `kernel` made with `params` and
 // what the caps add (convert: each side's colorimetry), refused where it
 // would mix interlaced fields, and checked by the operation itself. Null,
 // with a sentence in *problem, when it cannot.
 std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
-                                               const GstVideoInfo& in, const GstVideoInfo& out,
-                                               std::string* problem);
+                                               const GstVideoInfo& in, PixelFormat in_format,
+                                               const GstVideoInfo& out, std::string* problem);
 
 // negotiate_output_info then operation_for: the output info and the
 // operation for `in`, or a sentence saying why there are none.
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
-                             const GstVideoInfo& in, GstPad* srcpad,
+                             const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
                              std::shared_ptr<const Operation>* op, GstVideoInfo* out);
 
 // Whether two output infos need the same engine (format, size, colorimetry).

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "convert_math.h"
+#include "debayer_math.h"
 
 namespace cudaoverlap {
 namespace {
@@ -145,7 +146,38 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
   return {};
 }
 
+namespace {
+
+void debayer_reference(const ImageRef& in, const ImageRef& out) {
+  const FormatInfo& o = format_info(out.format);
+  const int red = format_info(in.format).bayer_red;
+  const int w = in.width, h = in.height;
+  auto row = [&in](int y) {
+    const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+    return [s](int i) { return static_cast<int>(s[i]); };
+  };
+  for (int y = 0; y < h; ++y) {
+    const auto above = row(debayer_math::row_above(y, h));
+    const auto here = row(y);
+    const auto below = row(debayer_math::row_below(y, h));
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+    for (int x = 0; x < w; ++x) {
+      int rgb[3];
+      debayer_math::pixel(above, here, below, w, x, y, red, &rgb[0], &rgb[1], &rgb[2]);
+      uint8_t* p = d + static_cast<size_t>(x) * o.comp[0].pixel_stride;
+      for (int c = 0; c < 3; ++c) p[o.comp[c].offset] = static_cast<uint8_t>(rgb[c]);
+      if (o.alpha_byte >= 0) p[o.alpha_byte] = 255;
+    }
+  }
+}
+
+}  // namespace
+
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
+  if (is_bayer(in.format)) {
+    debayer_reference(in, out);
+    return;
+  }
   const ConvertCoefficients k = convert_coefficients(in.format, out.format, params);
   const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
   for (int by = 0; by < bh; ++by)
@@ -171,7 +203,16 @@ const std::vector<PixelFormat>& convert_formats() {
   return formats;
 }
 
+// What a Bayer mosaic debayers to: the RGB formats, 4- and 3-byte.
+const std::vector<PixelFormat>& debayer_formats() {
+  static const std::vector<PixelFormat> formats = {
+      PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx, PixelFormat::kBGRx,
+      PixelFormat::kARGB, PixelFormat::kABGR, PixelFormat::kRGB,  PixelFormat::kBGR};
+  return formats;
+}
+
 std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const {
+  if (is_bayer(in)) return debayer_formats();
   const std::vector<PixelFormat>& taken = convert_formats();
   if (keep_format_of(in, taken).empty()) return {};
   std::vector<PixelFormat> formats{in};
@@ -181,7 +222,9 @@ std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const 
 }
 
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
-  // 4:2:0 chroma rows are shared by two picture rows, one of each field.
+  // 4:2:0 chroma rows are shared by two picture rows, one of each field;
+  // debayering interpolates between rows.
+  if (is_bayer(in)) return true;
   const FormatInfo &i = format_info(in), &o = format_info(out);
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }

@@ -29,6 +29,7 @@
 #include "convert.h"
 #include "convert_math.h"
 #include "cuda_check.h"
+#include "debayer_math.h"
 #include "operation.h"
 
 namespace cudaoverlap {
@@ -592,6 +593,85 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Bayer mosaic -> 4- or 3-byte RGB (debayer_math.h): one thread per 4
+// pixels of a row, reading the 6 samples around them in the row above,
+// its own row and the row below once into registers.
+struct DebayerWindow {
+  int base;  // column of v[0]
+  int v[6];
+  __device__ int operator()(int i) const { return v[i - base]; }
+};
+
+template <int kPixelBytes>
+__global__ void debayer_kernel(const ImageRef in, const ImageRef out, int red, int r_off, int g_off,
+                               int b_off, int a_off, int quads, bool words) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= quads) return;
+  const int w = in.width, h = in.height;
+  const int x0 = 4 * q;
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += gridDim.y * blockDim.y) {
+    DebayerWindow rows[3];
+    const int src[3] = {debayer_math::row_above(y, h), y, debayer_math::row_below(y, h)};
+    CO_UNROLL
+    for (int r = 0; r < 3; ++r) {
+      const uint8_t* s = in.planes[0].data + static_cast<size_t>(src[r]) * in.planes[0].stride;
+      rows[r].base = x0 - 1;
+      CO_UNROLL
+      for (int j = 0; j < 6; ++j) rows[r].v[j] = __ldg(s + clamp_index(x0 - 1 + j, w));
+    }
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                 static_cast<size_t>(x0) * kPixelBytes;
+    uint32_t px[4];
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      int r, g, b;
+      debayer_math::pixel(rows[0], rows[1], rows[2], w, x0 + i, y, red, &r, &g, &b);
+      px[i] = static_cast<uint32_t>(r) << (8 * r_off) | static_cast<uint32_t>(g) << (8 * g_off) |
+              static_cast<uint32_t>(b) << (8 * b_off);
+      if (kPixelBytes == 4) px[i] |= 255u << (8 * a_off);
+    }
+    const int n = min(4, w - x0);
+    if (kPixelBytes == 4 && n == 4 && words) {
+      *reinterpret_cast<uint4*>(d) = make_uint4(px[0], px[1], px[2], px[3]);
+    } else if (kPixelBytes == 3 && n == 4 && words) {
+      // Four 3-byte pixels are three words.
+      uint32_t* d32 = reinterpret_cast<uint32_t*>(d);
+      d32[0] = px[0] | px[1] << 24;
+      d32[1] = px[1] >> 8 | px[2] << 16;
+      d32[2] = px[2] >> 16 | px[3] << 8;
+    } else {
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        if (i >= n) break;
+        CO_UNROLL
+        for (int c = 0; c < kPixelBytes; ++c)
+          d[kPixelBytes * i + c] = static_cast<uint8_t>(px[i] >> (8 * c));
+      }
+    }
+  }
+}
+
+void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) {
+  const FormatInfo& o = format_info(out.format);
+  const int quads = (in.width + 3) / 4;
+  if (quads == 0 || in.height == 0) return;
+  const dim3 block(kBlockX, kBlockY);
+  const dim3 grid(
+      (quads + kBlockX - 1) / kBlockX,
+      static_cast<unsigned>(std::min<int>((in.height + kBlockY - 1) / kBlockY, kMaxGridY)));
+  const int red = format_info(in.format).bayer_red;
+  const int r = o.comp[0].offset, g = o.comp[1].offset, b = o.comp[2].offset;
+  // Whole-quad stores: 16 bytes (4-byte pixels) or 12 bytes in three words.
+  const int pixel_bytes = o.comp[0].pixel_stride;
+  const bool words = aligned_to(out.planes[0], pixel_bytes == 4 ? 16 : 4);
+  if (pixel_bytes == 4)
+    debayer_kernel<4>
+        <<<grid, block, 0, stream>>>(in, out, red, r, g, b, o.alpha_byte, quads, words);
+  else
+    debayer_kernel<3><<<grid, block, 0, stream>>>(in, out, red, r, g, b, 0, quads, words);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
   const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&
@@ -653,6 +733,10 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
 
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream) {
+  if (is_bayer(in.format)) {
+    debayer_cuda(in, out, stream);
+    return;
+  }
   const std::vector<PixelFormat>& fast = rgb32_yuv420_gray8_formats();
   if (std::find(fast.begin(), fast.end(), in.format) == fast.end() ||
       std::find(fast.begin(), fast.end(), out.format) == fast.end()) {

@@ -34,6 +34,9 @@
 //   (its generic path) or copied between equal subsamplings, the matrices
 //   applied on 16-bit samples, and the result packed by truncation (8 bits:
 //   >> 8; P010: & 0xFFC0; I420_10LE: >> 6).
+// - Bayer mosaics (bggr, rggb, grbg, gbrg; video/x-bayer) are debayered to
+//   the 4- and 3-byte RGB formats with bayer2rgb's bilinear method
+//   (debayer_math.h); they are input only.
 #pragma once
 
 #include <cstdint>

@@ -37,7 +37,10 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
 void Operation::prepare_cuda(const Workspace&, CUstream_st*) const {}
 void Operation::prepare_reference(const Workspace&) const {}
 
-std::vector<PixelFormat> keep_format(PixelFormat in) { return {in}; }
+std::vector<PixelFormat> keep_format(PixelFormat in) {
+  if (is_bayer(in)) return {};
+  return {in};
+}
 
 std::vector<PixelFormat> keep_format_of(PixelFormat in, const std::vector<PixelFormat>& taken) {
   if (std::find(taken.begin(), taken.end(), in) == taken.end()) return {};

@@ -100,7 +100,8 @@ class Operation {
   std::vector<PixelFormat> input_formats() const;
 };
 
-// For operations that keep the format: {in}.
+// For operations that keep the format and take every format of video/x-raw:
+// {in}, or {} for a Bayer mosaic (which only `convert` takes, to debayer it).
 std::vector<PixelFormat> keep_format(PixelFormat in);
 // For operations that keep the format and take only `taken`: {in} or {}.
 std::vector<PixelFormat> keep_format_of(PixelFormat in, const std::vector<PixelFormat>& taken);

@@ -87,6 +87,22 @@ constexpr FormatInfo packed422(const char* name, int y, int u, int v) {
                     1};
 }
 
+// A Bayer mosaic: GRAY8's layout, red at (x, y) of each 2x2 cell.
+constexpr FormatInfo bayer8(const char* name, int red_x, int red_y) {
+  return FormatInfo{name,
+                    1,
+                    {1, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    {0, 0, 0, 0},
+                    1,
+                    {c8(0, 0, 1), {}, {}, {}},
+                    -1,
+                    false,
+                    false,
+                    1,
+                    red_x + 2 * red_y};
+}
+
 // Indexed by PixelFormat.
 constexpr FormatInfo kFormats[] = {
     rgb32("RGBA", 0, 1, 2, 3, true),
@@ -149,9 +165,14 @@ constexpr FormatInfo kFormats[] = {
      false,
      false,
      2},
+    // GStreamer's names for video/x-bayer's format field.
+    bayer8("bggr", 1, 1),
+    bayer8("rggb", 0, 0),
+    bayer8("grbg", 1, 0),
+    bayer8("gbrg", 0, 1),
 };
 static_assert(sizeof kFormats / sizeof kFormats[0] ==
-                  static_cast<size_t>(PixelFormat::kGRAY16_LE) + 1,
+                  static_cast<size_t>(PixelFormat::kBayerGBRG) + 1,
               "one row per PixelFormat, in the enum's order");
 
 size_t round_up_shift(int value, int shift) {

@@ -33,6 +33,12 @@ enum class PixelFormat {
   kP010_10LE,
   kI420_10LE,
   kGRAY16_LE,
+  // 8-bit Bayer mosaics (video/x-bayer), named by their first two rows'
+  // colours: input to `convert` only, which debayers them.
+  kBayerBGGR,
+  kBayerRGGB,
+  kBayerGRBG,
+  kBayerGBRG,
 };
 
 // Every PixelFormat, in the enum's order.
@@ -78,9 +84,16 @@ struct FormatInfo {
   bool is_yuv;
   bool has_alpha;    // comp[n_components - 1] is alpha
   int sample_bytes;  // 1 for 8-bit formats, 2 for deeper ones (little-endian)
+  // Bayer mosaics (one 8-bit sample per pixel, GRAY8's layout): where red
+  // is in each 2x2 cell, x + 2 * y (rggb 0, grbg 1, gbrg 2, bggr 3); -1 for
+  // every other format.
+  int bayer_red = -1;
 };
 
 const FormatInfo& format_info(PixelFormat format);
+
+// Whether `format` is a Bayer mosaic (video/x-bayer rather than video/x-raw).
+inline bool is_bayer(PixelFormat format) { return format >= PixelFormat::kBayerBGGR; }
 
 // The colour (not alpha) components of `format`: 3, or 1 for grey.
 int colour_components(PixelFormat format);

@@ -10,6 +10,7 @@ packages=(
   meson ninja-build pkg-config g++ python3
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  gstreamer1.0-plugins-bad
   libgtest-dev
 )
 missing=()

@@ -307,8 +307,8 @@ int run_kernel_table(const Options& opt) {
       formats.push_back(f);
   for (const TimedKernel& k : timed_kernels())
     for (PixelFormat format : formats)
-      if (!make_operation(k.kernel, k.params)->output_formats(format).empty())
-        time_row(k.label, k.kernel, k.params, format, format);
+      for (PixelFormat made : make_operation(k.kernel, k.params)->output_formats(format))
+        if (made == format) time_row(k.label, k.kernel, k.params, format, format);
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},      {PixelFormat::kI420, PixelFormat::kBGRx},
@@ -319,7 +319,8 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kY444, PixelFormat::kRGBA},      {PixelFormat::kRGB, PixelFormat::kNV12},
       {PixelFormat::kBGR, PixelFormat::kRGBA},       {PixelFormat::kYUY2, PixelFormat::kNV12},
       {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kP010_10LE},
-      {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA}};
+      {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA},
+      {PixelFormat::kBayerRGGB, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR}};
   KernelParams bt709;
   bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
   for (const auto& [from, to] : convert_pairs) time_row("convert", "convert", bt709, from, to);

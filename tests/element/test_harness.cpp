@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "cuda_device.h"
 #include "element_test_util.h"
+#include "operation_registry.h"
 
 namespace cudaoverlap_test {
 namespace {
@@ -352,9 +354,13 @@ TEST_F(Harness, AcceptCapsAndCapsQueryFollowTheKernel) {
     }
     // Copy and invert give the same caps out as in: the caps query on one
     // side is what the other side's peer allows, limited to our formats.
+    // (Its raw video part: Bayer mosaics are convert's alone.)
     GstCaps* caps = gst_pad_query_caps(sink, nullptr);
     GstCaps* templ = gst_pad_get_pad_template_caps(sink);
-    EXPECT_TRUE(gst_caps_is_equal(caps, templ)) << "harness downstream takes anything";
+    GstCaps* raw = gst_caps_copy_nth(templ, 0);
+    EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(raw, 0), "video/x-raw"));
+    EXPECT_TRUE(gst_caps_is_equal(caps, raw)) << "harness downstream takes anything";
+    gst_caps_unref(raw);
     gst_caps_unref(templ);
     gst_caps_unref(caps);
     GstCaps* filter = gst_caps_from_string("video/x-raw,format=NV12");
@@ -387,6 +393,96 @@ TEST_F(Harness, AcceptCapsAndCapsQueryOfferOnlyWhatTheKernelTakes) {
     gst_caps_unref(nv12);
     gst_caps_unref(yuy2);
   }
+}
+
+GstCaps* bayer_caps(const char* format, int width, int height) {
+  return gst_caps_new_simple("video/x-bayer", "format", G_TYPE_STRING, format, "width", G_TYPE_INT,
+                             width, "height", G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION,
+                             30, 1, nullptr);
+}
+
+// Bayer mosaics are convert's input alone: other kernels neither offer nor
+// accept them, and no kernel makes one.
+TEST_F(Harness, OnlyConvertTakesBayerMosaics) {
+  start({{"kernel", "invert"}}, nullptr);
+  GstCaps* mosaic = bayer_caps("rggb", 64, 48);
+  EXPECT_FALSE(gst_pad_query_accept_caps(element_pad("sink"), mosaic));
+  GstCaps* offered = gst_pad_query_caps(element_pad("sink"), nullptr);
+  EXPECT_FALSE(gst_caps_can_intersect(offered, mosaic));
+  gst_caps_unref(offered);
+  gst_caps_unref(mosaic);
+}
+
+// A mosaic through kernel=convert: upstream's pool is a plain one (a video
+// pool parses raw video caps only) of bayer2rgb's frame size, and the frame
+// comes out as RGB equal to the reference.
+TEST_F(Harness, BayerMosaicGoesThroughConvertsPoolAndComesOutAsRgb) {
+  start({{"kernel", "convert"}}, nullptr);
+  const int width = 66, height = 48, stride = 68;  // GST_ROUND_UP_4(width)
+  GstCaps* mosaic = bayer_caps("grbg", width, height);
+  EXPECT_TRUE(gst_pad_query_accept_caps(element_pad("sink"), mosaic));
+  EXPECT_FALSE(gst_pad_query_accept_caps(element_pad("src"), mosaic));
+  GstCaps* rgba = gst_caps_from_string("video/x-raw,format=RGBA");
+  GstCaps* offered = gst_pad_query_caps(element_pad("sink"), nullptr);
+  EXPECT_TRUE(gst_caps_can_intersect(offered, mosaic));
+  gst_caps_unref(offered);
+  // What the src pad can give from a mosaic: RGB only.
+  offered = gst_pad_query_caps(element_pad("src"), nullptr);
+  EXPECT_TRUE(gst_caps_can_intersect(offered, rgba));
+  gst_caps_unref(offered);
+  gst_caps_unref(rgba);
+
+  gst_harness_set_src_caps(h_, gst_caps_ref(mosaic));
+  GstQuery* query = gst_query_new_allocation(mosaic, TRUE);
+  ASSERT_TRUE(gst_pad_peer_query(h_->srcpad, query));
+  ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
+  GstBufferPool* pool = nullptr;
+  guint size = 0, min = 0, max = 0;
+  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_FALSE(GST_IS_VIDEO_BUFFER_POOL(pool));
+  EXPECT_EQ(size, static_cast<guint>(stride * height));
+  EXPECT_FALSE(gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer* buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  std::vector<uint8_t> pixels(static_cast<size_t>(stride) * height);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 + i / 68);
+  gst_buffer_fill(buffer, 0, pixels.data(), pixels.size());
+  GST_BUFFER_PTS(buffer) = 0;
+  ASSERT_EQ(gst_harness_push(h_, buffer), GST_FLOW_OK);
+  GstBuffer* out = gst_harness_pull(h_);
+  ASSERT_NE(out, nullptr);
+
+  GstCaps* out_caps = gst_pad_get_current_caps(element_pad("src"));
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_from_caps(&info, out_caps));
+  gst_caps_unref(out_caps);
+  EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&info), GST_VIDEO_FORMAT_RGBA) << "the first format it makes";
+  EXPECT_EQ(GST_VIDEO_INFO_WIDTH(&info), width);
+  EXPECT_EQ(GST_VIDEO_INFO_HEIGHT(&info), height);
+  using cudaoverlap::ImageRef;
+  using cudaoverlap::PixelFormat;
+  ImageRef in;
+  in.format = PixelFormat::kBayerGRBG;
+  in.width = width;
+  in.height = height;
+  in.planes[0] = {pixels.data(), static_cast<size_t>(stride)};
+  std::vector<uint8_t> want(static_cast<size_t>(width) * 4 * height);
+  ImageRef expected = in;
+  expected.format = PixelFormat::kRGBA;
+  expected.planes[0] = {want.data(), static_cast<size_t>(width) * 4};
+  cudaoverlap::run_reference(*cudaoverlap::make_operation("convert"), in, expected);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_READ));
+  ASSERT_EQ(map.size, want.size());
+  EXPECT_EQ(memcmp(map.data, want.data(), want.size()), 0);
+  gst_buffer_unmap(out, &map);
+  gst_buffer_unref(out);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_query_unref(query);
+  gst_caps_unref(mosaic);
 }
 
 TEST_F(Harness, StateChangesWithFramesInFlightNeverDeadlock) {

@@ -7,7 +7,7 @@ namespace cudaoverlap::test {
 namespace {
 
 TEST(ReferenceTest, CopyAndInvertReferencesMatchTheirDefinition) {
-  for (PixelFormat f : all_pixel_formats())
+  for (PixelFormat f : make_operation("copy")->input_formats())
     for (const char* k : {"copy", "invert"}) {
       HostFrame in(FrameLayout::packed(f, 13, 7), 3);
       const FrameLayout out_layout = FrameLayout::packed(f, 13, 7);
