@@ -20,6 +20,7 @@ for a in "$@"; do
 done
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xzf .gpu/bin.tgz -C .gpu
+[ -d .gpu/gst ] || tar xzf .gpu/gst.tgz -C .gpu
 . .gpu/gst/env.sh
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max \
   --format=csv,noheader

@@ -16,6 +16,7 @@ out=${1:?usage: gpu-observe.sh OUTDIR}
 cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xzf .gpu/bin.tgz -C .gpu
+[ -d .gpu/gst ] || tar xzf .gpu/gst.tgz -C .gpu
 . .gpu/gst/env.sh
 
 frames=300
