@@ -203,8 +203,10 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.timing = true;  // device stage times for `stats` and `trace-file`
 
   auto out = std::make_shared<OutputFormat>();
-  const std::string refused = negotiate_output(settings.kernel, settings.params, in, format,
-                                               srcpad_, &config.operation, &out->info);
+  GstCaps* chosen_caps = nullptr;
+  const std::string refused =
+      negotiate_output(settings.kernel, settings.params, in, format, srcpad_, &config.operation,
+                       &out->info, &chosen_caps);
   if (!refused.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap cannot process " + describe(in, format) + ": " + refused);
@@ -225,12 +227,14 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.output = out->layout;
 
   // Caps the kernel leaves alone go on as they came (every field kept);
-  // others are written from the output info.
+  // others are downstream's choice as it made it, or written from the
+  // output info.
   GstCaps* out_caps = transform_caps(*config.operation, GST_PAD_SINK, caps);
   if (!gst_caps_is_equal(out_caps, caps)) {
     gst_caps_unref(out_caps);
-    out_caps = gst_video_info_to_caps(&out->info);
+    out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
   }
+  if (chosen_caps) gst_caps_unref(chosen_caps);
   const bool same_engine = engine_ && engine_->config() == config;
   const bool same_caps = out_caps_ != nullptr && gst_caps_is_equal(out_caps, out_caps_);
 

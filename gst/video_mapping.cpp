@@ -334,7 +334,8 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 }
 
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           GstPad* srcpad, GstVideoInfo* out) {
+                           GstPad* srcpad, GstVideoInfo* out, GstCaps** out_caps) {
+  if (out_caps) *out_caps = nullptr;
   if (!op.format_from_downstream()) return output_info_for(op, in, in_format, out);
   GstCaps* in_caps = caps_from_info(in, in_format);
   GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
@@ -364,6 +365,10 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
     ok = gst_video_info_from_caps(out, chosen);
     // Between YUV formats the colorimetry is kept unless downstream asks.
     if (ok && !had_colorimetry && is_yuv(in) && is_yuv(*out)) out->colorimetry = in.colorimetry;
+    // Downstream's own colorimetry string goes back as it came: written
+    // from the info, RGB's "bt709" would come out as "2:1:5:1" (the same
+    // range, GStreamer's RGB matrix), which a capsfilter of "bt709" refuses.
+    if (ok && had_colorimetry && out_caps) *out_caps = gst_caps_ref(chosen);
     gst_caps_unref(chosen);
   }
   gst_caps_unref(candidates);
@@ -393,6 +398,11 @@ std::string interlace_check(const Operation& op, const GstVideoInfo& in, PixelFo
 
 // convert's colorimetry of one side, from the caps.
 std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
+  if (GST_VIDEO_INFO_IS_RGB(&info)) {
+    // RGB with range 16-235 in its caps (colorimetry=bt709 says so).
+    c->rgb_limited = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235;
+    return {};
+  }
   if (!is_yuv(info)) return {};
   switch (info.colorimetry.matrix) {
     case GST_VIDEO_COLOR_MATRIX_BT709:
@@ -451,20 +461,22 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
                              const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
-                             std::shared_ptr<const Operation>* op, GstVideoInfo* out) {
+                             std::shared_ptr<const Operation>* op, GstVideoInfo* out,
+                             GstCaps** out_caps) {
   std::shared_ptr<const Operation> rules;
   try {
     rules = make_operation(kernel, params);
   } catch (const Error& e) {
     return e.what();
   }
-  if (!negotiate_output_info(*rules, in, in_format, srcpad, out)) {
+  if (!negotiate_output_info(*rules, in, in_format, srcpad, out, out_caps)) {
     return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
            std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
   }
   std::string problem;
   *op = operation_for(kernel, params, in, in_format, *out, &problem);
+  if (!problem.empty() && out_caps && *out_caps) gst_caps_replace(out_caps, nullptr);
   return problem;
 }
 

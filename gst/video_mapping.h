@@ -102,8 +102,10 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 // downstream's first preference fixated towards the input's size and rate;
 // between two YUV formats the input's colorimetry is kept unless downstream
 // fixes one. False when downstream takes nothing.
+// Where downstream fixed the colorimetry, *out_caps (unless null) gets the
+// caps it chose, to send as they are (else null: send `out`'s caps).
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           GstPad* srcpad, GstVideoInfo* out);
+                           GstPad* srcpad, GstVideoInfo* out, GstCaps** out_caps = nullptr);
 
 // The operation that turns `in` into `out`: `kernel` made with `params` and
 // what the caps add (convert: each side's colorimetry), refused where it
@@ -117,7 +119,8 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 // operation for `in`, or a sentence saying why there are none.
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
                              const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
-                             std::shared_ptr<const Operation>* op, GstVideoInfo* out);
+                             std::shared_ptr<const Operation>* op, GstVideoInfo* out,
+                             GstCaps** out_caps = nullptr);
 
 // Whether two output infos need the same engine (format, size, colorimetry).
 bool same_output(const GstVideoInfo& a, const GstVideoInfo& b);

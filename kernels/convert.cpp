@@ -122,12 +122,61 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
       k.to_yuv_offset16[r] = std::llrint(rows[r][3] * 256 * 65536) + 32768;
     }
   }
+  // RGB on 16..235 (caps with range 16-235), as videoconvert builds its
+  // matrix: the input's range undone with 1 / (float) scale, the matrices
+  // and the output's range in double, then x256 and rint. Its offsets are
+  // not needed: the ORC code that runs these drops them.
+  auto inverse = [](int scale) { return static_cast<double>(1.0f / static_cast<float>(scale)); };
+  if (k.out_family == convert_math::kPacked && k.in_family != convert_math::kPacked &&
+      params.out.rgb_limited) {
+    // YUV, or GRAY8 as full-range BT.601 luma, to RGB on 16..235.
+    const bool grey = k.in_family == convert_math::kGrey;
+    const Colorimetry c = grey ? Colorimetry{YuvMatrix::kBT601, true} : params.in;
+    double kr, kb;
+    kr_kb(c.matrix, &kr, &kb);
+    const double kg = 1.0 - kr - kb;
+    const double yi = inverse(c.full_range ? 255 : 219), ci = inverse(c.full_range ? 255 : 224);
+    const double m[5] = {1.0 * yi, 2 * (1 - kr) * ci, 2 * (1 - kb) * ci,
+                         -2 * kb * (1 - kb) / kg * ci, -2 * kr * (1 - kr) / kg * ci};
+    for (int i = 0; i < 5; ++i)
+      k.to_rgb[i] = static_cast<int32_t>(std::lrint(256.0 * (219.0 * m[i])));
+    k.grey_matrix = grey;
+  }
+  if (k.in_family == convert_math::kPacked && k.out_family != convert_math::kPacked &&
+      params.in.rgb_limited) {
+    // RGB on 16..235 to YUV, or to GRAY8's full-range BT.601 luma.
+    const Colorimetry c =
+        k.out_family == convert_math::kGrey ? Colorimetry{YuvMatrix::kBT601, true} : params.out;
+    double kr, kb;
+    kr_kb(c.matrix, &kr, &kb);
+    const double kg = 1.0 - kr - kb;
+    const double xb = 1 / (2 * (1 - kb)), xr = 1 / (2 * (1 - kr));
+    const double t[3][3] = {
+        {kr, kg, kb}, {-xb * kr, -xb * kg, xb * (1 - kb)}, {xr * (1 - kr), -xr * kg, -xr * kb}};
+    const double scale[3] = {c.full_range ? 255.0 : 219.0, c.full_range ? 255.0 : 224.0,
+                             c.full_range ? 255.0 : 224.0};
+    const double ri = inverse(219);
+    for (int r = 0; r < 3; ++r)
+      for (int j = 0; j < 3; ++j)
+        k.matrix8[r][j] = static_cast<int32_t>(std::lrint(256.0 * (scale[r] * (t[r][j] * ri))));
+    k.rgb_matrix8 = true;
+  }
   return k;
 }
 
 std::string convert_check(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
   if (in.width != out.width || in.height != out.height)
     return "kernel 'convert' changes the format only: input and output need the same size";
+  const bool limited_rgb =
+      (family_of(in.format) == convert_math::kPacked && params.in.rgb_limited) ||
+      (family_of(out.format) == convert_math::kPacked && params.out.rgb_limited);
+  if (limited_rgb && !is_bayer(in.format) &&
+      (format_info(in.format).sample_bytes > 1 || format_info(out.format).sample_bytes > 1))
+    return std::string(
+               "kernel 'convert' takes RGB with range 16-235 only to and from 8-bit "
+               "formats, not ") +
+           format_info(format_info(in.format).sample_bytes > 1 ? in.format : out.format).name +
+           "; give the RGB side full range (colorimetry=sRGB) or use videoconvert";
   if (format_info(in.format).is_yuv && format_info(out.format).is_yuv && !(params.in == params.out))
     return "kernel 'convert' keeps the colorimetry between two YUV formats: give both sides the "
            "same matrix and range (or convert through an RGB format)";

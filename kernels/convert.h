@@ -6,7 +6,14 @@
 // the way videoconvert 1.22 (dither=none) does, path by path:
 //
 // - RGB to RGB moves bytes: the alpha or padding byte goes with the pixel
-//   (255 from 3-byte RGB; none into it).
+//   (255 from 3-byte RGB; none into it), whatever range either side's caps
+//   give (videoconvert ignores it there).
+// - RGB whose caps say range 16-235 (colorimetry=bt709 on RGB, for one) is
+//   taken as videoconvert takes it: to and from YUV and grey its matrix
+//   includes the 16..235 scale, run by its 8-bit ORC arithmetic, which
+//   centres samples on 128 and drops the matrix's offsets (so Y = 235 from
+//   limited RGB white is 233, as there). With a side deeper than 8 bits it
+//   is refused.
 // - YUV to RGB uses videoconvert's 8-bit fixed-point arithmetic
 //   (KernelParams -> ConvertCoefficients::to_rgb, its ORC code's rounding);
 //   chroma is taken from the nearest sample for I420 (its fast path) and
@@ -87,6 +94,14 @@ struct ConvertCoefficients {
   bool deep = false;
   int32_t to_rgb_y_offset16 = 0;    // Y's offset, 16-bit scale (4096 limited range)
   int64_t to_yuv_offset16[3] = {};  // to_yuv's offsets, 16.16 on the 16-bit scale
+  // Limited-range RGB input to YUV or grey: videoconvert's video_orc_matrix8
+  // (convert_math::matrix8) with these coefficients (x256; rows Y, U, V,
+  // columns R, G, B) instead of to_yuv.
+  bool rgb_matrix8 = false;
+  int32_t matrix8[3][3] = {};
+  // GRAY8 to limited-range RGB: through yuv_to_rgb (to_rgb made for
+  // full-range BT.601 input) rather than by replicating the sample.
+  bool grey_matrix = false;
 };
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
                                          const ConvertParams& params);

@@ -55,6 +55,15 @@ CO_HD int rgb_to(const int32_t* row, int r, int g, int b) {
   return clamp255((row[0] * r + row[1] * g + row[2] * b + row[3]) >> 16);
 }
 
+// videoconvert's video_orc_matrix8 on one pixel: samples centred on 128 and
+// widened as in yuv_to_rgb, each row's three products summed and saturated
+// to a signed byte; the matrix's offsets are not used.
+CO_HD int matrix8(const int32_t* row, int r, int g, int b) {
+  return sat8(mulhsw(splat(r - 128), row[0]) + mulhsw(splat(g - 128), row[1]) +
+              mulhsw(splat(b - 128), row[2])) +
+         128;
+}
+
 // One step of videoconvert's 3:1 chroma interpolation: (3 a + b) / 4,
 // rounded.
 CO_HD int mix31(int a, int b) { return (3 * a + b + 2) >> 2; }
@@ -273,8 +282,8 @@ CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const
       const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
       if (k.out_family == kPacked) {
         int r = p.c[0], g = p.c[1], b = p.c[2];
-        if (k.in_family == kYuv) yuv_to_rgb(k, p.c[0], p.c[1], p.c[2], &r, &g, &b);
-        if (k.in_family == kGrey) g = b = r;
+        if (k.in_family == kYuv || k.grey_matrix) yuv_to_rgb(k, p.c[0], p.c[1], p.c[2], &r, &g, &b);
+        if (k.in_family == kGrey && !k.grey_matrix) g = b = r;
         if (inside) {
           uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
                        static_cast<size_t>(x) * os.pixel_stride;
@@ -288,7 +297,11 @@ CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const
       // Grey or YUV output: luma first.
       int luma = p.c[0];
       int u = p.c[1], v = p.c[2];
-      if (k.in_family == kPacked) {
+      if (k.in_family == kPacked && k.rgb_matrix8) {
+        luma = matrix8(k.matrix8[0], p.c[0], p.c[1], p.c[2]);
+        u = matrix8(k.matrix8[1], p.c[0], p.c[1], p.c[2]);
+        v = matrix8(k.matrix8[2], p.c[0], p.c[1], p.c[2]);
+      } else if (k.in_family == kPacked) {
         luma = rgb_to(k.to_yuv[0], p.c[0], p.c[1], p.c[2]);
         u = rgb_to(k.to_yuv[1], p.c[0], p.c[1], p.c[2]);
         v = rgb_to(k.to_yuv[2], p.c[0], p.c[1], p.c[2]);

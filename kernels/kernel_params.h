@@ -45,20 +45,23 @@ struct BalanceParams {
   std::string check() const;
 };
 
-// convert's colorimetry of one side, where that side is YUV.
+// convert's colorimetry of one side: the matrix and range where that side
+// is YUV; where it is RGB, whether its caps say range 16-235 (as
+// "colorimetry=bt709" on RGB does), which videoconvert honours.
 enum class YuvMatrix { kBT601, kBT709 };
 
 struct Colorimetry {
   YuvMatrix matrix = YuvMatrix::kBT601;
-  bool full_range = false;
+  bool full_range = false;   // YUV sides
+  bool rgb_limited = false;  // RGB sides: samples on 16..235
   bool operator==(const Colorimetry& o) const {
-    return matrix == o.matrix && full_range == o.full_range;
+    return matrix == o.matrix && full_range == o.full_range && rgb_limited == o.rgb_limited;
   }
 };
 
 struct ConvertParams {
-  Colorimetry in;   // of the input, when it is YUV
-  Colorimetry out;  // of the output, when it is YUV
+  Colorimetry in;   // of the input
+  Colorimetry out;  // of the output
   bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
 };
 

@@ -104,8 +104,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormatsAndSizes, GpuKernelVsReference, ::testing::Va
                          });
 
 // convert changes the format: every pair of formats, BT.601 limited and
-// BT.709 full range on the YUV sides, at every size up to 1080p; a few
-// pairs at 4K.
+// BT.709 full range on the YUV sides (and BT.709 limited with limited-range
+// RGB), at every size up to 1080p; a few pairs at 4K.
 class GpuConvertVsReference : public ::testing::TestWithParam<GpuCase> {};
 
 TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
@@ -129,8 +129,11 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
   else
     for (PixelFormat a : formats_of("convert"))
       for (PixelFormat b : formats_of("convert")) pairs.push_back({a, b});
+  // The third: RGB sides on 16..235 (convert_math::matrix8 and grey
+  // through the matrix), 8-bit pairs only.
   for (const Colorimetry colour :
-       {Colorimetry{YuvMatrix::kBT601, false}, Colorimetry{YuvMatrix::kBT709, true}})
+       {Colorimetry{YuvMatrix::kBT601, false}, Colorimetry{YuvMatrix::kBT709, true},
+        Colorimetry{YuvMatrix::kBT709, false, true}})
     for (const auto& [from, to] : pairs) {
       KernelParams params;
       params.convert.in = params.convert.out = colour;

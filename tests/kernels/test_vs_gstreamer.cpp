@@ -285,6 +285,8 @@ TEST(BalanceVsVideobalance, CudaoverlapCpuBackendEqualsVideobalance) {
 
 Colorimetry colorimetry_of(const GstVideoInfo& info) {
   Colorimetry c;
+  c.rgb_limited =
+      GST_VIDEO_INFO_IS_RGB(&info) && info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235;
   c.matrix = info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_BT709 ? YuvMatrix::kBT709
                                                                      : YuvMatrix::kBT601;
   c.full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
@@ -294,19 +296,27 @@ Colorimetry colorimetry_of(const GstVideoInfo& info) {
 // Runs one random frame through `element` (videoconvert or cudaoverlap)
 // from `in_format` with `in_colorimetry` (YUV only) to `out_format` with
 // `out_colorimetry`, and returns the largest byte difference from
-// convert_reference, or -1 on failure.
+// convert_reference, or -1 on failure. An RGB side gets `rgb_colorimetry`
+// where one is given (its range is what counts), else its default.
 int convert_difference(const std::string& element, PixelFormat in_format, PixelFormat out_format,
                        const char* in_colorimetry, const char* out_colorimetry, int width,
-                       int height, uint32_t seed, std::string* where = nullptr) {
+                       int height, uint32_t seed, std::string* where = nullptr,
+                       const char* rgb_colorimetry = nullptr) {
   gst_init(nullptr, nullptr);
+  auto is_rgb = [](PixelFormat f) {
+    return !format_info(f).is_yuv && format_info(f).n_components > 1;
+  };
   GstVideoInfo info;
   gst_video_info_set_format(&info, gst_format(in_format), width, height);
   if (format_info(in_format).is_yuv)
     gst_video_colorimetry_from_string(&info.colorimetry, in_colorimetry);
+  if (is_rgb(in_format) && rgb_colorimetry)
+    gst_video_colorimetry_from_string(&info.colorimetry, rgb_colorimetry);
   GstBuffer* frame = random_frame(info, seed);
   std::string caps =
       std::string("video/x-raw,format=") + gst_video_format_to_string(gst_format(out_format));
   if (format_info(out_format).is_yuv) caps += std::string(",colorimetry=") + out_colorimetry;
+  if (is_rgb(out_format) && rgb_colorimetry) caps += std::string(",colorimetry=") + rgb_colorimetry;
   std::string why;
   GstSample* sample = run_element(element + " ! " + caps, info, frame, &why);
   int max_diff = -1;
@@ -485,6 +495,75 @@ TEST(DebayerVsBayer2rgb, EveryRowButTheLastEqualsBayer2rgbAndTheElementRunsTheRe
     }
   }
   EXPECT_EQ(compared, 4 * 6 * 4);  // patterns x bayer2rgb's formats we make x sizes
+}
+
+// RGB whose caps say range 16-235 ("bt709" on RGB), to and from the 8-bit
+// YUV and grey formats with each YUV colorimetry, and to and from full-range
+// RGB (bytes move unchanged: videoconvert ignores the range there).
+TEST(ConvertVsVideoconvert, LimitedRangeRgbWithinTwoOfVideoconvert) {
+  std::map<int, int> cases_by_difference;
+  const PixelFormat rgb[] = {PixelFormat::kRGBA, PixelFormat::kBGRx, PixelFormat::kABGR,
+                             PixelFormat::kRGB};
+  const PixelFormat others[] = {PixelFormat::kI420, PixelFormat::kNV12, PixelFormat::kYUY2,
+                                PixelFormat::kUYVY, PixelFormat::kY444, PixelFormat::kNV16,
+                                PixelFormat::kY42B, PixelFormat::kGRAY8};
+  for (const char* yuv : {"bt601", "bt709", "1:4:0:0", "1:3:0:0"})
+    for (PixelFormat a : rgb)
+      for (PixelFormat b : others)
+        for (bool to_yuv : {true, false}) {
+          const bool grey = b == PixelFormat::kGRAY8;
+          if (grey && std::string(yuv) != "bt601") continue;  // grey has one colorimetry
+          const PixelFormat from = to_yuv ? a : b, to = to_yuv ? b : a;
+          for (auto [w, h] : {std::pair{16, 8}, {7, 5}}) {
+            std::string where;
+            const int diff = convert_difference("videoconvert dither=none", from, to, yuv, yuv, w,
+                                                h, static_cast<uint32_t>(w + h), &where, "bt709");
+            ++cases_by_difference[diff];
+            EXPECT_TRUE(diff >= 0 && diff <= 2)
+                << format_info(from).name << " -> " << format_info(to).name << " (RGB bt709, YUV "
+                << yuv << ") " << w << "x" << h << ": max difference " << diff << " (" << where
+                << ")";
+          }
+        }
+  // Between RGB of either range: bytes move.
+  for (PixelFormat a : rgb)
+    for (PixelFormat b : rgb)
+      EXPECT_EQ(convert_difference("videoconvert dither=none", a, b, "bt601", "bt601", 7, 5, 3,
+                                   nullptr, "bt709"),
+                0)
+          << format_info(a).name << " -> " << format_info(b).name;
+  std::string summary;
+  for (const auto& [diff, count] : cases_by_difference)
+    summary += " " + std::to_string(count) + " cases at " + std::to_string(diff) + ";";
+  std::printf("limited-range RGB vs videoconvert, largest byte difference per case:%s\n",
+              summary.c_str());
+}
+
+// The element reads the RGB side's range from the caps: limited-range RGBA
+// into I420 and back gives videoconvert's bytes within 2.
+TEST(ConvertElement, TakesTheRangeOfRgbCaps) {
+  for (const auto& [from, to] : {std::pair{PixelFormat::kRGBA, PixelFormat::kI420},
+                                 {PixelFormat::kNV12, PixelFormat::kBGRx},
+                                 {PixelFormat::kGRAY8, PixelFormat::kRGBA},
+                                 {PixelFormat::kRGB, PixelFormat::kGRAY8}}) {
+    const int ours = convert_difference("cudaoverlap backend=cpu kernel=convert", from, to, "bt709",
+                                        "bt709", 33, 17, 3, nullptr, "bt709");
+    EXPECT_EQ(ours, 0) << format_info(from).name << " -> " << format_info(to).name
+                       << ": the element against the reference";
+  }
+}
+
+// Limited-range RGB with a deeper side is refused, saying why.
+TEST(ConvertElement, RefusesLimitedRangeRgbWithADeepSide) {
+  KernelParams params;
+  params.convert.in.rgb_limited = true;
+  OwnedImage in(PixelFormat::kRGBA, 8, 4), out(PixelFormat::kP010_10LE, 8, 4);
+  const std::string why = check("convert", params, in.image, out.image);
+  EXPECT_NE(why.find("range 16-235 only to and from 8-bit formats, not P010_10LE"),
+            std::string::npos)
+      << why;
+  params.convert.in.rgb_limited = false;
+  EXPECT_EQ(check("convert", params, in.image, out.image), "");
 }
 
 // The element negotiates the output format with downstream and runs the
