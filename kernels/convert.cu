@@ -596,29 +596,21 @@ __global__ void __launch_bounds__(kThreads)
 // Bayer mosaic -> 4- or 3-byte RGB (debayer_math.h): one thread per 4
 // pixels of 4 rows, so the six source rows around them are read once.
 //
-// Away from the picture's left and right edges a row's 4 samples are one
-// word, and the rules of debayer_math.h are byte-wise averages on words
-// (__vavgu4 rounds up, as avg does): the colour a column lacks is the
-// average of the words shifted one byte left and right, the colour it has
-// is the word itself, and a byte mask picks each column's. The groups of 4
-// pixels that touch the first column or the last two (where the rules are
-// one-sided) are a second, small launch running debayer_math::pixel itself. Both give each pixel as
-// a canonical word (R, G, B, 255 in bytes 0..3), which a byte permute puts in the output format's
-// order.
+// A row's 4 samples are one word, and the rules of debayer_math.h are
+// byte-wise averages on words (__vavgu4 rounds up, as avg does): the
+// colour a column lacks is the average of its left and right neighbours'
+// words, the colour it has is the word itself, and a byte mask picks each
+// column's. At the picture's left and right edges, where the rules are
+// one-sided, the neighbours are chosen so the same average gives the rule's
+// value (both neighbours the one sample the rule takes). Each pixel comes
+// out as a canonical word (R, G, B, 255 in bytes 0..3), which a byte
+// permute puts in the output format's order.
 struct DebayerArgs {
   int red_x;              // red in the odd columns (bggr, grbg)
   int red_row_parity;     // rows of this parity hold the even columns' colour
   uint32_t out_perm;      // canonical word -> 4-byte pixel, or 3-byte in bytes 0..2
-  int pixel_bytes;        // 3 or 4
   bool in_a4, out_words;  // word loads; whole-quad stores (16 or 3x4 bytes)
   int quads;              // groups of 4 columns
-  int inside_end;         // quads 1 .. inside_end - 1 are away from the edges (0: none)
-};
-
-struct DebayerWindow {
-  int base;  // column of v[0]
-  int v[6];
-  __device__ int operator()(int i) const { return v[i - base]; }
 };
 
 // The colours of a row's 4 columns from x0, each brought to every column:
@@ -627,22 +619,46 @@ struct RowColours {
   uint32_t d0, d1;
 };
 
-__device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, bool a4) {
-  uint32_t w;
-  if (a4) {
-    w = __ldg(reinterpret_cast<const uint32_t*>(s + x0));
+__device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int w, bool inside,
+                                                  bool a4) {
+  uint32_t own, left, right;
+  if (inside) {
+    // Columns x0 - 1 .. x0 + 4 exist and none of x0 .. x0 + 3 is one of the
+    // last two.
+    if (a4) {
+      own = __ldg(reinterpret_cast<const uint32_t*>(s + x0));
+    } else {
+      own = static_cast<uint32_t>(__ldg(s + x0)) | static_cast<uint32_t>(__ldg(s + x0 + 1)) << 8 |
+            static_cast<uint32_t>(__ldg(s + x0 + 2)) << 16 |
+            static_cast<uint32_t>(__ldg(s + x0 + 3)) << 24;
+    }
+    left = __byte_perm(own, __ldg(s + x0 - 1), 0x2104);   // s[x0 - 1 .. x0 + 2]
+    right = __byte_perm(own, __ldg(s + x0 + 4), 0x4321);  // s[x0 + 1 .. x0 + 4]
   } else {
-    w = static_cast<uint32_t>(__ldg(s + x0)) | static_cast<uint32_t>(__ldg(s + x0 + 1)) << 8 |
-        static_cast<uint32_t>(__ldg(s + x0 + 2)) << 16 |
-        static_cast<uint32_t>(__ldg(s + x0 + 3)) << 24;
+    uint32_t v[6];  // columns x0 - 1 .. x0 + 4, clamped to the row
+    CO_UNROLL
+    for (int j = 0; j < 6; ++j) v[j] = __ldg(s + clamp_index(x0 - 1 + j, w));
+    own = left = right = 0;
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int x = x0 + i;
+      uint32_t l = v[i], r = v[i + 2];
+      if (x == 0) {
+        l = r = w > 1 ? v[i + 2] : v[i + 1];  // column 1 (0 when there is none)
+      } else if (x >= w - 2) {
+        r = v[i];  // column x - 1
+      }
+      own |= v[i + 1] << (8 * i);
+      left |= l << (8 * i);
+      right |= r << (8 * i);
+    }
   }
-  const uint32_t left = __byte_perm(w, __ldg(s + x0 - 1), 0x2104);   // s[x0 - 1 .. x0 + 2]
-  const uint32_t right = __byte_perm(w, __ldg(s + x0 + 4), 0x4321);  // s[x0 + 1 .. x0 + 4]
   const uint32_t between = __vavgu4(left, right);
-  return {(w & 0x00FF00FFu) | (between & 0xFF00FF00u), (between & 0x00FF00FFu) | (w & 0xFF00FF00u)};
+  return {(own & 0x00FF00FFu) | (between & 0xFF00FF00u),
+          (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
 }
 
-// Canonical words of the 4 pixels of row y from x0, away from the edges.
+// Canonical words of the 4 pixels of a row from x0.
 __device__ __forceinline__ void debayer_words(const RowColours& a, const RowColours& h,
                                               const RowColours& b, bool even_colour_row, int red_x,
                                               uint32_t* p) {
@@ -668,34 +684,14 @@ __device__ __forceinline__ void debayer_words(const RowColours& a, const RowColo
   p[3] = __byte_perm(rg23, ba23, 0x7632);
 }
 
-// The same by debayer_math::pixel, for pixels near the left or right edge.
-__device__ void debayer_words_at_edge(const ImageRef& in, int x0, int y, int red, uint32_t* p) {
-  const int w = in.width, h = in.height;
-  DebayerWindow rows[3];
-  const int src[3] = {debayer_math::row_above(y, h), y, debayer_math::row_below(y, h)};
-  CO_UNROLL
-  for (int r = 0; r < 3; ++r) {
-    const uint8_t* s = in.planes[0].data + static_cast<size_t>(src[r]) * in.planes[0].stride;
-    rows[r].base = x0 - 1;
-    CO_UNROLL
-    for (int j = 0; j < 6; ++j) rows[r].v[j] = __ldg(s + clamp_index(x0 - 1 + j, w));
-  }
-  CO_UNROLL
-  for (int i = 0; i < 4; ++i) {
-    int r = 0, g = 0, b = 0;
-    if (x0 + i < w) debayer_math::pixel(rows[0], rows[1], rows[2], w, x0 + i, y, red, &r, &g, &b);
-    p[i] = static_cast<uint32_t>(r) | static_cast<uint32_t>(g) << 8 |
-           static_cast<uint32_t>(b) << 16 | 0xFF000000u;
-  }
-}
-
+template <int kPixelBytes>
 __device__ __forceinline__ void store_quad(const DebayerArgs& A, uint8_t* d, int n,
                                            const uint32_t* p) {
   uint32_t q[4];
   CO_UNROLL
   for (int i = 0; i < 4; ++i) q[i] = __byte_perm(p[i], 0, A.out_perm);
   if (n == 4 && A.out_words) {
-    if (A.pixel_bytes == 4) {
+    if (kPixelBytes == 4) {
       *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
     } else {
       // Four 3-byte pixels are three words.
@@ -707,18 +703,21 @@ __device__ __forceinline__ void store_quad(const DebayerArgs& A, uint8_t* d, int
     return;
   }
   for (int i = 0; i < n; ++i)
-    for (int c = 0; c < A.pixel_bytes; ++c)
-      d[A.pixel_bytes * i + c] = static_cast<uint8_t>(q[i] >> (8 * c));
+    for (int c = 0; c < kPixelBytes; ++c)
+      d[kPixelBytes * i + c] = static_cast<uint8_t>(q[i] >> (8 * c));
 }
 
-// The pixels away from the left and right edges, 4 columns of kRows rows
-// per thread: the kRows + 2 source rows around them are read once.
-template <int kRows>
-__global__ void debayer_inside_kernel(const ImageRef in, const ImageRef out, const DebayerArgs A) {
-  const int q = blockIdx.x * blockDim.x + threadIdx.x + 1;  // quad 0 touches column 0
-  if (q >= A.inside_end) return;
-  const int h = in.height;
+// Four blocks per multiprocessor (at most 64 registers): the loads of the
+// six rows need threads in flight more than registers.
+template <int kPixelBytes, int kRows>
+__global__ void __launch_bounds__(kThreads, 4)
+    debayer_kernel(const ImageRef in, const ImageRef out, const DebayerArgs A) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= A.quads) return;
+  const int w = in.width, h = in.height;
   const int x0 = 4 * q;
+  const int n = min(4, w - x0);
+  const bool inside = x0 > 0 && x0 + 6 <= w;
   for (int t = blockIdx.y * blockDim.y + threadIdx.y; kRows * t < h; t += gridDim.y * blockDim.y) {
     const int y = kRows * t;  // even, so row y + r has the parity of r
     RowColours c[kRows + 2];
@@ -729,39 +728,20 @@ __global__ void debayer_inside_kernel(const ImageRef in, const ImageRef out, con
       const int i = y - 1 + r;
       const int src =
           i < 0 ? debayer_math::row_above(0, h) : (i >= h ? debayer_math::row_below(h - 1, h) : i);
-      c[r] = row_colours(in.planes[0].data + static_cast<size_t>(src) * in.planes[0].stride, x0,
-                         A.in_a4);
+      c[r] = row_colours(in.planes[0].data + static_cast<size_t>(src) * in.planes[0].stride, x0, w,
+                         inside, A.in_a4);
     }
     CO_UNROLL
     for (int r = 0; r < kRows; ++r) {
       if (y + r >= h) break;
       uint32_t p[4];
       debayer_words(c[r], c[r + 1], c[r + 2], ((r ^ A.red_row_parity) & 1) == 0, A.red_x, p);
-      store_quad(A,
-                 out.planes[0].data + static_cast<size_t>(y + r) * out.planes[0].stride +
-                     static_cast<size_t>(x0) * A.pixel_bytes,
-                 4, p);
+      store_quad<kPixelBytes>(A,
+                              out.planes[0].data +
+                                  static_cast<size_t>(y + r) * out.planes[0].stride +
+                                  static_cast<size_t>(x0) * kPixelBytes,
+                              n, p);
     }
-  }
-}
-
-// The quads that touch column 0 or the last two columns, one row each.
-__global__ void debayer_edge_kernel(const ImageRef in, const ImageRef out, const DebayerArgs A) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  const int edges = A.quads - A.inside_end + (A.inside_end > 0 ? 1 : 0);
-  if (e >= edges) return;
-  // Quad 0, then the quads from inside_end on (or every quad when none is
-  // inside).
-  const int q = A.inside_end > 0 ? (e == 0 ? 0 : A.inside_end + e - 1) : e;
-  const int x0 = 4 * q;
-  const int red = A.red_x + 2 * (A.red_row_parity ^ A.red_x);
-  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < in.height; y += gridDim.y * blockDim.y) {
-    uint32_t p[4];
-    debayer_words_at_edge(in, x0, y, red, p);
-    store_quad(A,
-               out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                   static_cast<size_t>(x0) * A.pixel_bytes,
-               min(4, in.width - x0), p);
   }
 }
 
@@ -773,33 +753,23 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   // debayer_math::pixel: rows where (y ^ red_x ^ red_y) is even hold the
   // even columns' colour.
   A.red_row_parity = (red & 1) ^ (red >> 1);
-  A.pixel_bytes = o.comp[0].pixel_stride;
+  const int pixel_bytes = o.comp[0].pixel_stride;
   for (int c = 0; c < 3; ++c) A.out_perm |= static_cast<uint32_t>(c) << (4 * o.comp[c].offset);
-  if (A.pixel_bytes == 4) A.out_perm |= 3u << (4 * o.alpha_byte);
+  if (pixel_bytes == 4) A.out_perm |= 3u << (4 * o.alpha_byte);
   A.in_a4 = aligned_to(in.planes[0], 4);
-  A.out_words = aligned_to(out.planes[0], A.pixel_bytes == 4 ? 16 : 4);
+  A.out_words = aligned_to(out.planes[0], pixel_bytes == 4 ? 16 : 4);
   A.quads = (in.width + 3) / 4;
-  // Quads 1 .. inside_end - 1 read columns x0 - 1 .. x0 + 4 and end before
-  // column w - 2 (4 q + 6 <= w); none when the picture is too narrow.
-  A.inside_end = std::max(1, std::min(A.quads, (in.width - 6) / 4 + 1));
-  if (A.inside_end == 1) A.inside_end = 0;
   if (A.quads == 0 || in.height == 0) return;
   constexpr int kRows = 4;
-  if (A.inside_end > 1) {
-    const int threads_x = A.inside_end - 1;
-    const int threads_y = (in.height + kRows - 1) / kRows;
-    const dim3 grid(
-        (threads_x + kBlockX - 1) / kBlockX,
-        static_cast<unsigned>(std::min<int>((threads_y + kBlockY - 1) / kBlockY, kMaxGridY)));
-    debayer_inside_kernel<kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(in, out, A);
-    CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
-  }
-  const int edges = A.quads - A.inside_end + (A.inside_end > 0 ? 1 : 0);
-  const dim3 block(4, 64);
-  const dim3 grid((edges + 3) / 4,
-                  static_cast<unsigned>(std::min<int>((in.height + 63) / 64, kMaxGridY)));
-  debayer_edge_kernel<<<grid, block, 0, stream>>>(in, out, A);
-  CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB, edges)");
+  const int threads_y = (in.height + kRows - 1) / kRows;
+  const dim3 grid(
+      (A.quads + kBlockX - 1) / kBlockX,
+      static_cast<unsigned>(std::min<int>((threads_y + kBlockY - 1) / kBlockY, kMaxGridY)));
+  if (pixel_bytes == 4)
+    debayer_kernel<4, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(in, out, A);
+  else
+    debayer_kernel<3, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(in, out, A);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
 }
 
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
