@@ -4,7 +4,13 @@
 
 #include <cstring>
 
+#include "flip_math.h"
+
 namespace cudaoverlap {
+
+bool is_packed422(PixelFormat format) {
+  return format == PixelFormat::kYUY2 || format == PixelFormat::kUYVY;
+}
 
 bool flip_swaps_size(FlipDirection direction) {
   switch (direction) {
@@ -20,6 +26,13 @@ bool flip_swaps_size(FlipDirection direction) {
 
 void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direction) {
   const FormatInfo& info = format_info(in.format);
+  if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
+    for (int y = 0; y < out.height; ++y)
+      for (int x = 0; x < out.width; x += 2)
+        flip_math::flip_y422_pair(in, out, direction, info.comp[0].offset, info.comp[1].offset,
+                                  info.comp[2].offset, x, y);
+    return;
+  }
   for (int p = 0; p < info.n_planes; ++p) {
     const size_t pixel = static_cast<size_t>(info.pixel_bytes[p]);
     // Plane sizes in pixel groups.
@@ -72,8 +85,8 @@ void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direc
 std::vector<PixelFormat> FlipOperation::output_formats(PixelFormat in) const {
   using F = PixelFormat;
   std::vector<F> taken = rgb32_yuv420_gray8_formats();
-  taken.insert(taken.end(),
-               {F::kRGB, F::kBGR, F::kNV21, F::kY444, F::kP010_10LE, F::kI420_10LE, F::kGRAY16_LE});
+  taken.insert(taken.end(), {F::kYUY2, F::kUYVY, F::kRGB, F::kBGR, F::kNV21, F::kY444,
+                             F::kP010_10LE, F::kI420_10LE, F::kGRAY16_LE});
   // Turned, 4:2:2's chroma would be subsampled down instead of across.
   if (!flip_swaps_size(direction_)) taken.insert(taken.end(), {F::kNV16, F::kY42B});
   return keep_format_of(in, taken);

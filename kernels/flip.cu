@@ -29,6 +29,7 @@
 #include "cuda_check.h"
 #include "error.h"
 #include "flip.h"
+#include "flip_math.h"
 
 namespace cudaoverlap {
 namespace {
@@ -471,11 +472,32 @@ void launch_plane(const PlaneRef& in, const PlaneRef& out, size_t n, const FlipG
   CO_CUDA_CHECK_LAUNCH("the flip kernel");
 }
 
+// Packed 4:2:2 turned or mirrored: one thread per output pair, running
+// flip_math's rule (its gathers are cached reads; the writes coalesce).
+__global__ void flip_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction,
+                                 int y_off, int u_off, int v_off, int pairs) {
+  const int pair = blockIdx.x * blockDim.x + threadIdx.x;
+  if (pair >= pairs) return;
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < out.height; y += gridDim.y * blockDim.y)
+    flip_math::flip_y422_pair(in, out, direction, y_off, u_off, v_off, 2 * pair, y);
+}
+
 }  // namespace
 
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
+  if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
+    const int pairs = (out.width + 1) / 2;
+    if (pairs == 0 || out.height == 0) return;
+    const dim3 block(32, 8);
+    const dim3 grid((pairs + 31) / 32,
+                    static_cast<unsigned>(std::min((out.height + 7) / 8, 65535)));
+    flip_y422_kernel<<<grid, block, 0, stream>>>(in, out, direction, info.comp[0].offset,
+                                                 info.comp[1].offset, info.comp[2].offset, pairs);
+    CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
+    return;
+  }
   const bool swaps = flip_swaps_size(direction);
   // Directions that read source rows right to left (180, horiz, 90L, ur-ll).
   const bool right_to_left = direction == FlipDirection::k180 ||

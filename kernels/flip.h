@@ -17,8 +17,8 @@ class FlipOperation final : public Operation {
   explicit FlipOperation(FlipDirection direction) : direction_(direction) {}
   const char* name() const override { return "flip"; }
   // Every format whose planes are grids of whole samples or sample pairs,
-  // 4:2:2 (NV16, Y42B) only where the axes stay; not yet the packed 4:2:2
-  // formats (YUY2, UYVY), whose pairs share chroma within a word.
+  // 4:2:2 (NV16, Y42B) only where the axes stay; and packed 4:2:2 (YUY2,
+  // UYVY) as videoflip turns it (flip_math.h).
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override {
     return direction_ != FlipDirection::kIdentity && direction_ != FlipDirection::kHoriz;
@@ -36,6 +36,8 @@ class FlipOperation final : public Operation {
 };
 
 void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direction);
+// YUY2 or UYVY: flipped pair by pair (flip_math.h), not as a grid of words.
+bool is_packed422(PixelFormat format);
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream);
 

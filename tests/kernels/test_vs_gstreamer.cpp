@@ -182,6 +182,22 @@ int compare_element_with_reference(const std::string& element, PixelFormat forma
         GST_VIDEO_INFO_HEIGHT(&out_info) == h) {
       OwnedImage want(format, w, h, 4);
       reference(kernel, params, in.image(), want.image);
+      // An odd-width row of packed 4:2:2 ends in a pair whose second luma is
+      // past the picture, which videoflip does not write: not compared. Its
+      // identity (gst_video_frame_copy) copies 2 bytes per pixel, so that
+      // pair's last byte (V or the second luma) is not written either.
+      const FormatInfo& f = format_info(format);
+      if (element.rfind("videoflip", 0) == 0 && f.is_yuv && f.n_planes == 1 && w % 2 == 1) {
+        const bool identity = element.find("identity") != std::string::npos;
+        for (int y = 0; y < h; ++y) {
+          std::vector<size_t> unwritten{f.comp[0].offset +
+                                        static_cast<size_t>(w) * f.comp[0].pixel_stride};
+          if (identity) unwritten = {2 * static_cast<size_t>(w), 2 * static_cast<size_t>(w) + 1};
+          for (size_t at : unwritten)
+            want.image.planes[0].data[y * want.image.planes[0].stride + at] =
+                out.image().planes[0].data[y * out.image().planes[0].stride + at];
+        }
+      }
       compare_images(out.image(), want.image, 255, &max_diff);
     } else {
       ADD_FAILURE() << "could not map the frames of " << element;
@@ -213,8 +229,9 @@ TEST(FlipVsVideoflip, ReferenceEqualsVideoflipForEveryFormatDirectionAndOddSize)
                   0)
             << element << " " << format_info(f).name << " " << w << "x" << h;
       }
-  // The nine first formats and RGB, BGR, NV21, Y444, I420_10LE, GRAY16_LE.
-  EXPECT_EQ(compared, 15 * 4 * 8);
+  // The nine first formats and YUY2, UYVY, RGB, BGR, NV21, Y444, I420_10LE,
+  // GRAY16_LE.
+  EXPECT_EQ(compared, 17 * 4 * 8);
 }
 
 // The same through the element itself (cpu backend), so caps (width and
