@@ -443,27 +443,36 @@ __global__ void __launch_bounds__(kThreads)
     balance_any_kernel(balance_math::Layout l, ImageRef in, ImageRef out, BalanceConstants k,
                        const uint16_t* __restrict__ chroma, int luma_w, int luma_h, int pairs_w,
                        int pairs_h) {
+  // The luma table in shared memory, as the other balance kernels keep it.
+  __shared__ uint8_t table_y[256];
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) table_y[i] = k.table_y[i];
+  __syncthreads();
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const auto table = [chroma](int index) { return static_cast<uint32_t>(__ldg(chroma + index)); };
+  // Planes chosen, not indexed: an index known only at run time made the
+  // device copy both image arguments to each thread's local memory (about
+  // 100 times the memory bound on YUY2).
+  const auto plane = [](const ImageRef& image, int p) {
+    return p == 0 ? image.planes[0] : (p == 1 ? image.planes[1] : image.planes[2]);
+  };
   if (blockIdx.z == 0) {
+    const PlaneRef src = plane(in, l.plane[0]), dst = plane(out, l.plane[0]);
     for (int y = blockIdx.y; y < luma_h; y += gridDim.y) {
       if (x >= luma_w) return;
-      const uint8_t* s =
-          in.planes[l.plane[0]].data + static_cast<size_t>(y) * in.planes[l.plane[0]].stride;
-      uint8_t* d =
-          out.planes[l.plane[0]].data + static_cast<size_t>(y) * out.planes[l.plane[0]].stride;
+      const uint8_t* s = src.data + static_cast<size_t>(y) * src.stride;
+      uint8_t* d = dst.data + static_cast<size_t>(y) * dst.stride;
       if (l.rgb) {
         s += static_cast<size_t>(x) * l.pixel_stride;
         d += static_cast<size_t>(x) * l.pixel_stride;
         uint8_t r = s[l.rgb_offset[0]], g = s[l.rgb_offset[1]], b = s[l.rgb_offset[2]];
-        balance_math::balance_rgb(k.table_y, table, &r, &g, &b);
+        balance_math::balance_rgb(table_y, table, &r, &g, &b);
         for (int c = 0; c < l.pixel_stride; ++c) d[c] = s[c];  // padding of 4-byte pixels
         d[l.rgb_offset[0]] = r;
         d[l.rgb_offset[1]] = g;
         d[l.rgb_offset[2]] = b;
       } else {
         const size_t at = l.offset[0] + static_cast<size_t>(x) * l.step[0];
-        d[at] = k.table_y[s[at]];
+        d[at] = table_y[s[at]];
         // An odd-width packed 4:2:2 row ends in a pair whose second luma is
         // no pixel: carried as it came, as the reference does.
         if (x == luma_w - 1 && l.plane[0] == l.plane[1] && (luma_w & 1))
@@ -474,8 +483,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (int y = blockIdx.y; y < pairs_h; y += gridDim.y) {
     if (x >= pairs_w) return;
-    const PlaneRef &su = in.planes[l.plane[1]], &sv = in.planes[l.plane[2]];
-    const PlaneRef &du = out.planes[l.plane[1]], &dv = out.planes[l.plane[2]];
+    const PlaneRef su = plane(in, l.plane[1]), sv = plane(in, l.plane[2]);
+    const PlaneRef du = plane(out, l.plane[1]), dv = plane(out, l.plane[2]);
     const size_t at_u =
         static_cast<size_t>(y) * su.stride + l.offset[1] + static_cast<size_t>(x) * l.step[1];
     const size_t at_v =
