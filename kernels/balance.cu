@@ -504,8 +504,11 @@ void balance_any_cuda(const ImageRef& in, const ImageRef& out, const BalancePara
   const int luma_h = static_cast<int>(plane_rows(in.format, l.plane[0], in.height));
   const int pairs_w = l.chroma ? balance_math::samples_per_row(l, 1, in.width) : 0;
   const int pairs_h = l.chroma ? static_cast<int>(plane_rows(in.format, l.plane[1], in.height)) : 0;
+  // Each block walks a stride of rows, so its table fill (and barrier) is
+  // paid once per 32 rows rather than once per row.
   const dim3 grid((std::max(luma_w, pairs_w) + kThreads - 1) / kThreads,
-                  static_cast<unsigned>(std::min<int>(luma_h, kMaxGridY)), l.chroma ? 2 : 1);
+                  static_cast<unsigned>(std::max(1, std::min<int>((luma_h + 31) / 32, kMaxGridY))),
+                  l.chroma ? 2 : 1);
   balance_any_kernel<<<grid, kThreads, 0, stream>>>(l, in, out, balance_constants(params),
                                                     reinterpret_cast<const uint16_t*>(chroma_table),
                                                     luma_w, luma_h, pairs_w, pairs_h);
