@@ -87,20 +87,16 @@ constexpr FormatInfo packed422(const char* name, int y, int u, int v) {
                     1};
 }
 
-// A Bayer mosaic: GRAY8's layout, red at (x, y) of each 2x2 cell.
+// One 8-bit sample per pixel in one plane: GRAY8, and the Bayer mosaics
+// (red at x + 2 y of each 2x2 cell; -1 for grey).
+constexpr FormatInfo one_byte(const char* name, int bayer_red = -1) {
+  return FormatInfo{
+      name,  1, {1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, {c8(0, 0, 1), {}, {}, {}}, -1, false,
+      false, 1, bayer_red};
+}
+
 constexpr FormatInfo bayer8(const char* name, int red_x, int red_y) {
-  return FormatInfo{name,
-                    1,
-                    {1, 0, 0, 0},
-                    {0, 0, 0, 0},
-                    {0, 0, 0, 0},
-                    1,
-                    {c8(0, 0, 1), {}, {}, {}},
-                    -1,
-                    false,
-                    false,
-                    1,
-                    red_x + 2 * red_y};
+  return one_byte(name, red_x + 2 * red_y);
 }
 
 // Indexed by PixelFormat.
@@ -113,17 +109,7 @@ constexpr FormatInfo kFormats[] = {
     rgb32("ABGR", 3, 2, 1, 0, true),
     semi8("NV12", 0, 1, 1),
     planar8("I420", 1, 1),
-    {"GRAY8",
-     1,
-     {1, 0, 0, 0},
-     {0, 0, 0, 0},
-     {0, 0, 0, 0},
-     1,
-     {c8(0, 0, 1), {}, {}, {}},
-     -1,
-     false,
-     false,
-     1},
+    one_byte("GRAY8"),
     packed422("YUY2", 0, 1, 3),
     packed422("UYVY", 1, 0, 2),
     rgb24("RGB", 0, 1, 2),
