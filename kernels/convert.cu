@@ -603,12 +603,13 @@ __global__ void __launch_bounds__(kThreads)
 // column's. At the picture's left and right edges, where the rules are
 // one-sided, the neighbours are chosen so the same average gives the rule's
 // value (both neighbours the one sample the rule takes). Each pixel comes
-// out as a canonical word (R, G, B, 255 in bytes 0..3), which a byte
-// permute puts in the output format's order.
+// out as a word of the even columns' colour, green, the odd columns'
+// colour and 255 in bytes 0..3, which a byte permute puts in the output
+// format's order (red and blue placed by the mosaic). Which rows hold the
+// even columns' colour is a template parameter, so each row's arithmetic
+// is fixed at compile time.
 struct DebayerArgs {
-  int red_x;              // red in the odd columns (bggr, grbg)
-  int red_row_parity;     // rows of this parity hold the even columns' colour
-  uint32_t out_perm;      // canonical word -> 4-byte pixel, or 3-byte in bytes 0..2
+  uint32_t out_perm;      // word above -> 4-byte pixel, or 3-byte in bytes 0..2
   bool in_a4, out_words;  // word loads; whole-quad stores (16 or 3x4 bytes)
   int quads;              // groups of 4 columns
 };
@@ -658,9 +659,9 @@ __device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int 
           (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
 }
 
-// Canonical words of the 4 pixels of a row from x0.
+// The words of the 4 pixels of a row from x0.
 __device__ __forceinline__ void debayer_words(const RowColours& a, const RowColours& h,
-                                              const RowColours& b, bool even_colour_row, int red_x,
+                                              const RowColours& b, bool even_colour_row,
                                               uint32_t* p) {
   uint32_t even, odd, green;
   if (even_colour_row) {
@@ -674,10 +675,9 @@ __device__ __forceinline__ void debayer_words(const RowColours& a, const RowColo
     const uint32_t g = __vavgu4(__vavgu4(a.d1, b.d1), h.d0);
     green = (h.d0 & 0x00FF00FFu) | (g & 0xFF00FF00u);
   }
-  const uint32_t r = red_x ? odd : even, bl = red_x ? even : odd;
-  const uint32_t rg01 = __byte_perm(r, green, 0x5140), rg23 = __byte_perm(r, green, 0x7362);
-  const uint32_t ba01 = __byte_perm(bl, 0xFFFFFFFFu, 0x5140);
-  const uint32_t ba23 = __byte_perm(bl, 0xFFFFFFFFu, 0x7362);
+  const uint32_t rg01 = __byte_perm(even, green, 0x5140), rg23 = __byte_perm(even, green, 0x7362);
+  const uint32_t ba01 = __byte_perm(odd, 0xFFFFFFFFu, 0x5140);
+  const uint32_t ba23 = __byte_perm(odd, 0xFFFFFFFFu, 0x7362);
   p[0] = __byte_perm(rg01, ba01, 0x5410);
   p[1] = __byte_perm(rg01, ba01, 0x7632);
   p[2] = __byte_perm(rg23, ba23, 0x5410);
@@ -707,10 +707,10 @@ __device__ __forceinline__ void store_quad(const DebayerArgs& A, uint8_t* d, int
       d[kPixelBytes * i + c] = static_cast<uint8_t>(q[i] >> (8 * c));
 }
 
-// Four blocks per multiprocessor (at most 64 registers): the loads of the
-// six rows need threads in flight more than registers.
-template <int kPixelBytes, int kRows>
-__global__ void __launch_bounds__(kThreads, 4)
+// Five blocks per multiprocessor (at most 48 registers, none spilled): the
+// loads of the six rows need threads in flight more than registers.
+template <int kPixelBytes, int kRows, int kEvenColourRowParity>
+__global__ void __launch_bounds__(kThreads, 5)
     debayer_kernel(const ImageRef in, const ImageRef out, const DebayerArgs A) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= A.quads) return;
@@ -735,7 +735,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     for (int r = 0; r < kRows; ++r) {
       if (y + r >= h) break;
       uint32_t p[4];
-      debayer_words(c[r], c[r + 1], c[r + 2], ((r ^ A.red_row_parity) & 1) == 0, A.red_x, p);
+      debayer_words(c[r], c[r + 1], c[r + 2], ((r ^ kEvenColourRowParity) & 1) == 0, p);
       store_quad<kPixelBytes>(A,
                               out.planes[0].data +
                                   static_cast<size_t>(y + r) * out.planes[0].stride +
@@ -749,12 +749,14 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   const FormatInfo& o = format_info(out.format);
   DebayerArgs A{};
   const int red = format_info(in.format).bayer_red;
-  A.red_x = red & 1;
+  const int red_x = red & 1;
   // debayer_math::pixel: rows where (y ^ red_x ^ red_y) is even hold the
   // even columns' colour.
-  A.red_row_parity = (red & 1) ^ (red >> 1);
+  const int parity = (red & 1) ^ (red >> 1);
   const int pixel_bytes = o.comp[0].pixel_stride;
-  for (int c = 0; c < 3; ++c) A.out_perm |= static_cast<uint32_t>(c) << (4 * o.comp[c].offset);
+  // Red is the odd columns' colour (byte 2) where it sits in odd columns.
+  const uint32_t from[3] = {red_x ? 2u : 0u, 1u, red_x ? 0u : 2u};
+  for (int c = 0; c < 3; ++c) A.out_perm |= from[c] << (4 * o.comp[c].offset);
   if (pixel_bytes == 4) A.out_perm |= 3u << (4 * o.alpha_byte);
   A.in_a4 = aligned_to(in.planes[0], 4);
   A.out_words = aligned_to(out.planes[0], pixel_bytes == 4 ? 16 : 4);
@@ -765,10 +767,15 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   const dim3 grid(
       (A.quads + kBlockX - 1) / kBlockX,
       static_cast<unsigned>(std::min<int>((threads_y + kBlockY - 1) / kBlockY, kMaxGridY)));
-  if (pixel_bytes == 4)
-    debayer_kernel<4, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(in, out, A);
+  const dim3 block(kBlockX, kBlockY);
+  if (pixel_bytes == 4 && parity == 0)
+    debayer_kernel<4, kRows, 0><<<grid, block, 0, stream>>>(in, out, A);
+  else if (pixel_bytes == 4)
+    debayer_kernel<4, kRows, 1><<<grid, block, 0, stream>>>(in, out, A);
+  else if (parity == 0)
+    debayer_kernel<3, kRows, 0><<<grid, block, 0, stream>>>(in, out, A);
   else
-    debayer_kernel<3, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(in, out, A);
+    debayer_kernel<3, kRows, 1><<<grid, block, 0, stream>>>(in, out, A);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
 }
 
