@@ -1,5 +1,6 @@
 // CUDA implementation of the `convert` kernel (see convert.h). Between the
-// first nine formats (4-byte RGB, NV12, I420, GRAY8): one thread per 4x2
+// first nine formats (4-byte RGB, NV12, I420, GRAY8) and NV21 (NV12 with
+// its chroma pairs swapped as they are read and written): one thread per 4x2
 // block of the picture (two chroma samples of 4:2:0 formats), running the
 // arithmetic of convert_math.h that the CPU reference also runs. Every
 // other pair: one thread per 2x2 block running the reference's own block
@@ -58,6 +59,9 @@ struct ConvertLayout {
   // Pointer and stride of each plane a multiple of 4 (a4), 16 (a16; packed
   // planes only) or 2 (a2; for 2-byte chroma loads and stores).
   bool in_a4[3], in_a2[3], in_a16;
+  // 4:2:0 chroma in one plane of (U, V) pairs (NV12), or (V, U) pairs
+  // (NV21: swapped as it is read and written), rather than in two (I420).
+  bool in_semi, in_swap, out_semi, out_swap;
   bool out_a4[3], out_a2[3], out_a16;
 };
 
@@ -192,8 +196,9 @@ __device__ __forceinline__ uint32_t uv_at(const ConvertLayout& L, const ImageRef
 // Chroma columns c and c + 1 of row r (c + 1 clamped to the plane), in
 // lanes; word loads (one for NV12, one per plane for I420) when both lie
 // inside.
-__device__ __forceinline__ void uv_pair(const ConvertLayout& L, const ImageRef& in, bool nv12,
-                                        int c, int r, int cw, uint32_t* s0, uint32_t* s1) {
+__device__ __forceinline__ void uv_pair_as_stored(const ConvertLayout& L, const ImageRef& in,
+                                                  bool nv12, int c, int r, int cw, uint32_t* s0,
+                                                  uint32_t* s1) {
   if (nv12 && L.in_a4[1] && c + 1 < cw) {
     const uint32_t w = *reinterpret_cast<const uint32_t*>(
         in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + 2 * c);
@@ -212,6 +217,16 @@ __device__ __forceinline__ void uv_pair(const ConvertLayout& L, const ImageRef& 
   }
   *s0 = uv_at(L, in, nv12, c, r);
   *s1 = uv_at(L, in, nv12, min(c + 1, cw - 1), r);
+}
+
+// The same with NV21's (V, U) pairs swapped to U low, V high.
+__device__ __forceinline__ void uv_pair(const ConvertLayout& L, const ImageRef& in, bool nv12,
+                                        int c, int r, int cw, uint32_t* s0, uint32_t* s1) {
+  uv_pair_as_stored(L, in, nv12, c, r, cw, s0, s1);
+  if (nv12 && L.in_swap) {
+    *s0 = __byte_perm(*s0, 0, 0x1032);
+    *s1 = __byte_perm(*s1, 0, 0x1032);
+  }
 }
 
 // The 4x2 block of pixels (4 * bx4 .. + 3, 2 * by .. + 1) for the families
@@ -302,13 +317,20 @@ __device__ __forceinline__ void convert_quad(const ConvertLayout& L, const Image
   if (kIn == kYuv) {
     // Same subsampling on both sides: the input's samples, unfiltered.
     uint32_t s[2];
-    uv_pair(L, in, in.format == PixelFormat::kNV12, c0, by, cw, &s[0], &s[1]);
+    uv_pair(L, in, L.in_semi, c0, by, cw, &s[0], &s[1]);
     for (int j = 0; j < 2; ++j) {
       cu[j] = s[j] & 0xFF;
       cv[j] = s[j] >> 16;
     }
   }
-  if (out.format == PixelFormat::kNV12) {
+  if (L.out_semi) {
+    if (L.out_swap) {
+      for (int j = 0; j < 2; ++j) {
+        const int t = cu[j];
+        cu[j] = cv[j];
+        cv[j] = t;
+      }
+    }
     uint8_t* d = out.planes[1].data + static_cast<size_t>(by) * out.planes[1].stride + 2 * c0;
     if (n == 2 && L.out_a4[1]) {
       *reinterpret_cast<uint32_t*>(d) =
@@ -389,6 +411,11 @@ __device__ __forceinline__ ChromaRow fetch_chroma_row(const ConvertLayout& L, co
         row.right = uv_bytes(in, true, clamp_index(c0 + 2, cw), r);
       }
     }
+    if (L.in_swap) {  // NV21: (V, U) pairs to (U, V)
+      row.mid = __byte_perm(row.mid, 0, 0x2301);
+      row.left = __byte_perm(row.left, 0, 0x4401);
+      row.right = __byte_perm(row.right, 0, 0x4401);
+    }
     return row;
   }
   if (L.in_a2[1] && L.in_a2[2] && pair) {
@@ -451,7 +478,7 @@ __global__ void __launch_bounds__(kThreads)
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx4 >= blocks_x) return;
   const ConvertCoefficients& k = L.k;
-  const bool nv12 = in.format == PixelFormat::kNV12;
+  const bool nv12 = L.in_semi;
   const int width = in.width;
   const int cw = (width + 1) >> 1, ch = (in.height + 1) >> 1;
   const int x0 = 4 * bx4;
@@ -844,12 +871,15 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     debayer_cuda(in, out, stream);
     return;
   }
-  const std::vector<PixelFormat>& fast = rgb32_yuv420_gray8_formats();
+  // The first nine formats, and NV21 as NV12 with its pairs swapped.
+  const std::vector<PixelFormat>& nine = rgb32_yuv420_gray8_formats();
+  auto fast = [&nine](PixelFormat f) {
+    return f == PixelFormat::kNV21 || std::find(nine.begin(), nine.end(), f) != nine.end();
+  };
   const ConvertCoefficients coefficients = convert_coefficients(in.format, out.format, params);
-  // The kernels for the first nine formats run neither of the arithmetics
-  // of limited-range RGB (convert_math::matrix8, grey through the matrix).
-  if (std::find(fast.begin(), fast.end(), in.format) == fast.end() ||
-      std::find(fast.begin(), fast.end(), out.format) == fast.end() || coefficients.rgb_matrix8 ||
+  // Those kernels run neither of the arithmetics of limited-range RGB
+  // (convert_math::matrix8, grey through the matrix).
+  if (!fast(in.format) || !fast(out.format) || coefficients.rgb_matrix8 ||
       coefficients.grey_matrix) {
     convert_any_cuda(in, out, coefficients, stream);
     return;
@@ -872,6 +902,10 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     L.out_a2[p] = p < out_planes && aligned_to(out.planes[p], 2);
   }
   L.in_a16 = aligned_to(in.planes[0], 16);
+  L.in_semi = in.format == PixelFormat::kNV12 || in.format == PixelFormat::kNV21;
+  L.in_swap = in.format == PixelFormat::kNV21;
+  L.out_semi = out.format == PixelFormat::kNV12 || out.format == PixelFormat::kNV21;
+  L.out_swap = out.format == PixelFormat::kNV21;
   L.out_a16 = aligned_to(out.planes[0], 16);
 
   const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;

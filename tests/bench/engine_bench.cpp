@@ -320,7 +320,8 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kBGR, PixelFormat::kRGBA},       {PixelFormat::kYUY2, PixelFormat::kNV12},
       {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kP010_10LE},
       {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA},
-      {PixelFormat::kBayerRGGB, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR}};
+      {PixelFormat::kBayerRGGB, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
+      {PixelFormat::kRGBA, PixelFormat::kNV21}};
   KernelParams bt709;
   bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
   for (const auto& [from, to] : convert_pairs) time_row("convert", "convert", bt709, from, to);

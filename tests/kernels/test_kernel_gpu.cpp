@@ -122,7 +122,9 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
       {PixelFormat::kYUY2, PixelFormat::kRGBA},      {PixelFormat::kRGBA, PixelFormat::kUYVY},
       {PixelFormat::kNV16, PixelFormat::kRGB},       {PixelFormat::kY444, PixelFormat::kNV21},
       {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
-      {PixelFormat::kBayerGRBG, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR}};
+      {PixelFormat::kBayerGRBG, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
+      {PixelFormat::kNV21, PixelFormat::kRGBA},      {PixelFormat::kBGRx, PixelFormat::kNV21},
+      {PixelFormat::kNV21, PixelFormat::kI420}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));
