@@ -315,10 +315,16 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
   if (is_bayer(in_format)) {
     // Debayering, without a downstream preference: the first format it makes.
     const std::vector<PixelFormat> made = op.output_formats(in_format);
-    if (made.empty()) return false;
-    *out = in;
-    return gst_video_info_set_format(out, gst_format_of(made[0]), GST_VIDEO_INFO_WIDTH(&in),
-                                     GST_VIDEO_INFO_HEIGHT(&in));
+    if (made.empty() ||
+        !gst_video_info_set_format(out, gst_format_of(made[0]), GST_VIDEO_INFO_WIDTH(&in),
+                                   GST_VIDEO_INFO_HEIGHT(&in)))
+      return false;
+    // (set_format starts from a fresh info: the rate and aspect come after.)
+    GST_VIDEO_INFO_FPS_N(out) = GST_VIDEO_INFO_FPS_N(&in);
+    GST_VIDEO_INFO_FPS_D(out) = GST_VIDEO_INFO_FPS_D(&in);
+    GST_VIDEO_INFO_PAR_N(out) = GST_VIDEO_INFO_PAR_N(&in);
+    GST_VIDEO_INFO_PAR_D(out) = GST_VIDEO_INFO_PAR_D(&in);
+    return true;
   }
   if (!op.swaps_axes()) {
     *out = in;  // convert, without a downstream preference: the input's format
@@ -463,6 +469,7 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
                              const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
                              std::shared_ptr<const Operation>* op, GstVideoInfo* out,
                              GstCaps** out_caps) {
+  if (out_caps) *out_caps = nullptr;
   std::shared_ptr<const Operation> rules;
   try {
     rules = make_operation(kernel, params);

@@ -155,7 +155,17 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
 
 std::vector<GpuCase> convert_cases() {
   std::vector<GpuCase> cases;
-  for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {641, 479}, {1920, 1080}, {4096, 2160}})
+  // The small ones also where debayering's word path meets its edges
+  // (widths 2 to 13, heights 2 to 6).
+  for (auto [w, h] : {std::pair{1, 1},
+                      {3, 5},
+                      {2, 2},
+                      {7, 4},
+                      {10, 6},
+                      {13, 3},
+                      {641, 479},
+                      {1920, 1080},
+                      {4096, 2160}})
     cases.push_back({PixelFormat::kRGBA, w, h});
   return cases;
 }
