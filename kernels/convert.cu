@@ -806,6 +806,65 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
 }
 
+// --- Packed 4:2:2 (YUY2, UYVY) to 8-bit 4:2:0 (NV12, NV21, I420), a USB
+// camera's path to an encoder: one thread per 2x2 block (one pair word in
+// each of two rows, one output chroma sample), the neighbouring pairs'
+// words read where chroma is interpolated 3:1; convert_block's arithmetic
+// for these formats (per-pixel chroma, averaged across, then down).
+__global__ void __launch_bounds__(kThreads)
+    packed422_to_420_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int blocks_x,
+                            int blocks_y, bool aligned) {
+  const int bx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx >= blocks_x) return;
+  const ConvertSide &is = k.in_side, &os = k.out_side;
+  const int pairs = (in.width + 1) / 2;
+  const bool linear = k.chroma_x == kUpLinear;
+  auto byte = [](uint32_t w, int at) { return static_cast<int>((w >> (8 * at)) & 0xFF); };
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
+       by += gridDim.y * blockDim.y) {
+    int u[2], v[2];
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      const int y = clamp_index(2 * by + dy, in.height);
+      const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+      auto word = [&](int pair) {
+        const uint8_t* w = row + static_cast<size_t>(pair) * 4;
+        if (aligned) return __ldg(reinterpret_cast<const uint32_t*>(w));
+        return static_cast<uint32_t>(__ldg(w)) | static_cast<uint32_t>(__ldg(w + 1)) << 8 |
+               static_cast<uint32_t>(__ldg(w + 2)) << 16 |
+               static_cast<uint32_t>(__ldg(w + 3)) << 24;
+      };
+      const uint32_t mid = word(bx);
+      // The pixels of the block: columns 2 bx and 2 bx + 1, the second
+      // clamped to the picture (an odd width's last block has one).
+      const bool two = 2 * bx + 1 < in.width;
+      int cu[2], cv[2];
+      const int u0 = byte(mid, is.offset[1]), v0 = byte(mid, is.offset[2]);
+      if (linear) {
+        const uint32_t left = word(max(bx - 1, 0));
+        const uint32_t right = word(min(bx + 1, pairs - 1));
+        cu[0] = convert_math::mix31(u0, byte(left, is.offset[1]));
+        cv[0] = convert_math::mix31(v0, byte(left, is.offset[2]));
+        cu[1] = two ? convert_math::mix31(u0, byte(right, is.offset[1])) : cu[0];
+        cv[1] = two ? convert_math::mix31(v0, byte(right, is.offset[2])) : cv[0];
+      } else {
+        cu[0] = cu[1] = u0;
+        cv[0] = cv[1] = v0;
+      }
+      u[dy] = convert_math::average(cu[0], cu[1]);
+      v[dy] = convert_math::average(cv[0], cv[1]);
+      if (2 * by + dy < in.height) {
+        uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                     static_cast<size_t>(2 * bx);
+        d[0] = static_cast<uint8_t>(byte(mid, is.offset[0]));
+        if (two) d[1] = static_cast<uint8_t>(byte(mid, is.offset[0] + 2));
+      }
+    }
+    convert_math::store_sample(os, out, 1, bx, by, convert_math::average(u[0], u[1]));
+    convert_math::store_sample(os, out, 2, bx, by, convert_math::average(v[0], v[1]));
+  }
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
   const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&
@@ -824,6 +883,14 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   if (bw == 0 || bh == 0) return;
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
+  const bool to_420 = k.out_family == convert_math::kYuv && k.out_side.x_sub == 1 &&
+                      k.out_side.y_sub == 1 && k.out_side.plane[0] == 0 && !k.scale_planes;
+  if (packed422_in && to_420 && !k.deep && !k.rgb_matrix8) {
+    packed422_to_420_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
+        k, in, out, bw, bh, aligned_to(in.planes[0], 4));
+    CO_CUDA_CHECK_LAUNCH("the convert kernel (packed 4:2:2 to 4:2:0)");
+    return;
+  }
   if (k.deep)
     convert_any_kernel<true><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);
   else

@@ -124,7 +124,8 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
       {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
       {PixelFormat::kBayerGRBG, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
       {PixelFormat::kNV21, PixelFormat::kRGBA},      {PixelFormat::kBGRx, PixelFormat::kNV21},
-      {PixelFormat::kNV21, PixelFormat::kI420}};
+      {PixelFormat::kNV21, PixelFormat::kI420},      {PixelFormat::kYUY2, PixelFormat::kNV12},
+      {PixelFormat::kUYVY, PixelFormat::kI420}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));
