@@ -35,4 +35,20 @@ double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageR
   return static_cast<double>(ms) / iterations;
 }
 
+double time_device_copy_cuda(void* dst, const void* src, size_t bytes, int iterations) {
+  if (iterations < 1) throw Error("time_device_copy_cuda: iterations must be at least 1");
+  const CudaStream stream = CudaStream::create();
+  const CudaEvent start = CudaEvent::create_timing();
+  const CudaEvent stop = CudaEvent::create_timing();
+  CO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream.get()));
+  CO_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+  for (int i = 0; i < iterations; ++i)
+    CO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream.get()));
+  CO_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+  CO_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CO_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return static_cast<double>(ms) / iterations;
+}
+
 }  // namespace cudaoverlap

@@ -85,6 +85,8 @@ bool kernels_have_cuda() { return false; }
 double time_operation_cuda(const Operation&, const ImageRef&, const ImageRef&, int) {
   throw_built_without_cuda();
 }
+
+double time_device_copy_cuda(void*, const void*, size_t, int) { throw_built_without_cuda(); }
 #endif
 
 }  // namespace cudaoverlap

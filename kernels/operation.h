@@ -139,5 +139,9 @@ void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out)
 // device. Throws cudaoverlap::Error (also when built without CUDA).
 double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageRef& out,
                            int iterations);
+// For benchmarks: GPU milliseconds of one device-to-device cudaMemcpy of
+// `bytes` (the same timing), what the memory moves at when nothing but a
+// copy runs.
+double time_device_copy_cuda(void* dst, const void* src, size_t bytes, int iterations);
 
 }  // namespace cudaoverlap

@@ -195,6 +195,17 @@ std::unique_ptr<Device> make_cuda_device(int device_id) {
   return std::make_unique<CudaDevice>(device_id);
 }
 
+double cuda_memory_peak_gbps(int device_id) {
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_id) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_id) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+}
+
 size_t cuda_live_buffers() { return g_live_buffers; }
 size_t cuda_live_registrations() { return g_live_registrations; }
 

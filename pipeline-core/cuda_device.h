@@ -18,6 +18,12 @@ int cuda_device_count(std::string* why = nullptr);
 // "CUDA device 3 does not exist: this machine has 1").
 std::unique_ptr<Device> make_cuda_device(int device_id);
 
+// Peak bandwidth of device `device_id`'s memory in GB/s (10^9 bytes), from
+// its memory clock and bus width (double data rate): what one read plus
+// one write of every byte a kernel moves is measured against. 0 when it
+// cannot be told (no such device, no CUDA).
+double cuda_memory_peak_gbps(int device_id);
+
 // Device and pinned buffers of the cuda backend alive in this process.
 size_t cuda_live_buffers();
 // Host memory registrations (Device::register_host) of the cuda backend alive.

@@ -16,6 +16,8 @@ std::unique_ptr<Device> make_cuda_device(int) {
       "where nvcc is installed); use backend=cpu");
 }
 
+double cuda_memory_peak_gbps(int) { return 0; }
+
 size_t cuda_live_buffers() { return 0; }
 
 }  // namespace cudaoverlap

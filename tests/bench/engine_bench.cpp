@@ -6,7 +6,7 @@
 //   cudaoverlap-bench [--backend auto|cuda|cpu] [--frames N] [--warmup N]
 //                     [--ring N] [--sizes 1080p,4k] [--pcie-gbps 55]
 //                     [--synthetic-us N] [--no-pageable]
-//   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps 4300]
+//   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
 //                     [--register-runs N]
 //
@@ -23,8 +23,13 @@
 // --kernels times each kernel alone on the GPU instead, at 4K (3840x2160),
 // for every format: CUDA events around N launches on device buffers
 // (time_operation_cuda), next to the time it takes just to read the input and
-// write the output once at the device-memory bandwidth (H200: ~4.3 TB/s), so
-// the ratio says how far a kernel is from being memory-bound.
+// write the output once at the device memory's peak bandwidth (from its
+// clock and bus width, cuda_memory_peak_gbps; --hbm-gbps overrides it), so
+// the ratio says how far a kernel is from being memory-bound. A 1 GB
+// device-to-device cudaMemcpy in the same run says what a plain copy
+// reaches of that peak. --all-pairs adds convert between every pair of
+// formats (the 4-byte RGB orders represented by RGBA, BGRx and ARGB), then
+// the pairs furthest from the bound.
 //
 // --staging measures what to do with upstream memory that is not ours, for
 // 1080p RGBA, 4K NV12 and 4K RGBA: the staging copy into pinned memory on
@@ -34,6 +39,7 @@
 // synchronize) from pageable, registered and pinned memory; then after how
 // many frames registering once beats staging every frame. Any backend: on
 // the cpu backend the figures are host memcpy and bookkeeping only.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -64,7 +70,8 @@ struct Options {
   int synthetic_us = -1;    // -1: one frame's transfer time at the bound
   bool kernels = false;     // --kernels: the per-kernel GPU table instead
   int iterations = 200;     // launches timed per kernel and format
-  double hbm_gbps = 4300;   // device memory, read + write together (H200)
+  double hbm_gbps = 0;      // device memory, read + write together; 0: the device's peak
+  bool all_pairs = false;   // --all-pairs: convert between every pair of formats too
   bool staging = false;     // --staging: the staging vs pinning table instead
   int repeats = 40;         // copies and uploads timed per figure in --staging
   int register_runs = 5;    // registrations averaged per size in --staging
@@ -208,7 +215,7 @@ int usage(const char* why) {
       "cudaoverlap-bench: %s\nusage: cudaoverlap-bench [--backend auto|cuda|cpu] "
       "[--frames N] [--warmup N] [--ring N] [--sizes 720p,1080p,4k] [--pcie-gbps G] "
       "[--synthetic-us N] [--no-pageable]\n       cudaoverlap-bench --kernels [--iterations N] "
-      "[--hbm-gbps G]\n       cudaoverlap-bench --staging [--backend auto|cuda|cpu] "
+      "[--hbm-gbps G] [--all-pairs]\n       cudaoverlap-bench --staging [--backend auto|cuda|cpu] "
       "[--repeats N] [--register-runs N]\n",
       why);
   return 2;
@@ -266,13 +273,33 @@ int run_kernel_table(const Options& opt) {
   const int width = 3840, height = 2160;
   std::printf("cudaoverlap kernels alone on %s, %dx%d, %d launches each (CUDA events)\n",
               device->describe().c_str(), width, height, opt.iterations);
+  const double peak_gbps = cuda_memory_peak_gbps(0);
+  const double bound_gbps = opt.hbm_gbps > 0 ? opt.hbm_gbps : peak_gbps;
+  if (bound_gbps <= 0) {
+    std::fprintf(stderr,
+                 "cudaoverlap-bench: the device does not tell its memory bandwidth; give "
+                 "--hbm-gbps\n");
+    return 1;
+  }
+  {
+    const size_t bytes = size_t{1} << 30;
+    auto a = device->alloc_device(bytes);
+    auto b = device->alloc_device(bytes);
+    const double ms = time_device_copy_cuda(b->data(), a->data(), bytes, 20);
+    const double gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    std::printf("device memory peak: %.0f GB/s (memory clock and bus width)%s\n", peak_gbps,
+                opt.hbm_gbps > 0 ? "; bound given by --hbm-gbps instead" : "");
+    std::printf("a 1 GiB device-to-device cudaMemcpy: %.0f GB/s read + write, %.0f %% of the peak\n",
+                gbps, peak_gbps > 0 ? 100.0 * gbps / peak_gbps : 0.0);
+  }
   std::printf("memory bound: input read once and output written once at %.0f GB/s\n\n",
-              opt.hbm_gbps);
+              bound_gbps);
   std::printf("| kernel | format | GPU ms/frame | memory-bound ms | ratio |\n");
   std::printf("|---|---|---:|---:|---:|\n");
   // One row: `k` from a 4K frame of `in_format` to one of `out_format`.
   auto time_row = [&](const std::string& label, const char* kernel, const KernelParams& params,
-                      PixelFormat in_format, PixelFormat out_format) {
+                      PixelFormat in_format, PixelFormat out_format, int iterations,
+                      bool print) {
     const auto op = make_operation(kernel, params);
     const bool swap = op->swaps_axes();
     // 256-byte aligned planes, as the engine allocates them.
@@ -290,14 +317,16 @@ int run_kernel_table(const Options& opt) {
                     CopyKind::kHostToDevice);
     stream->synchronize();
     const double ms = time_operation_cuda(*op, in_layout.at(in->data()), out_layout.at(out->data()),
-                                          opt.iterations);
+                                          iterations);
     const double bound_ms =
-        (frame_bytes(in_layout) + frame_bytes(out_layout)) / (opt.hbm_gbps * 1e9) * 1e3;
+        (frame_bytes(in_layout) + frame_bytes(out_layout)) / (bound_gbps * 1e9) * 1e3;
     const std::string format = in_format == out_format ? std::string(format_info(in_format).name)
                                                        : std::string(format_info(in_format).name) +
                                                              " -> " + format_info(out_format).name;
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx |\n", label.c_str(), format.c_str(), ms, bound_ms,
-                ms / bound_ms);
+    if (print)
+      std::printf("| %s | %s | %.4f | %.4f | %.2fx |\n", label.c_str(), format.c_str(), ms,
+                  bound_ms, ms / bound_ms);
+    return ms / bound_ms;
   };
   // Three of the six 4-byte RGB orders (the others run the same code), then
   // every other format; each kernel in those it takes.
@@ -308,7 +337,8 @@ int run_kernel_table(const Options& opt) {
   for (const TimedKernel& k : timed_kernels())
     for (PixelFormat format : formats)
       for (PixelFormat made : make_operation(k.kernel, k.params)->output_formats(format))
-        if (made == format) time_row(k.label, k.kernel, k.params, format, format);
+        if (made == format)
+          time_row(k.label, k.kernel, k.params, format, format, opt.iterations, true);
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},      {PixelFormat::kI420, PixelFormat::kBGRx},
@@ -324,7 +354,45 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kRGBA, PixelFormat::kNV21}};
   KernelParams bt709;
   bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
-  for (const auto& [from, to] : convert_pairs) time_row("convert", "convert", bt709, from, to);
+  for (const auto& [from, to] : convert_pairs)
+    time_row("convert", "convert", bt709, from, to, opt.iterations, true);
+  if (!opt.all_pairs) return 0;
+  // Every pair, fewer launches each; a matrix of ratios, then the worst.
+  std::vector<PixelFormat> inputs = formats;
+  for (PixelFormat f : {PixelFormat::kBayerBGGR, PixelFormat::kBayerRGGB, PixelFormat::kBayerGRBG,
+                        PixelFormat::kBayerGBRG})
+    inputs.push_back(f);
+  const auto convert = make_operation("convert", bt709);
+  std::vector<std::pair<double, std::string>> ratios;
+  std::printf("\nconvert, every pair (BT.709 limited range), %d launches each: ratio to the bound\n\n",
+              std::max(1, opt.iterations / 10));
+  std::printf("| from \\ to |");
+  for (PixelFormat to : formats) std::printf(" %s |", format_info(to).name);
+  std::printf("\n|---|");
+  for (size_t i = 0; i < formats.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  for (PixelFormat from : inputs) {
+    std::printf("| %s |", format_info(from).name);
+    const std::vector<PixelFormat> made = convert->output_formats(from);
+    for (PixelFormat to : formats) {
+      if (std::find(made.begin(), made.end(), to) == made.end()) {
+        std::printf(" |");
+        continue;
+      }
+      const double ratio = time_row("convert", "convert", bt709, from, to,
+                                    std::max(1, opt.iterations / 10), false);
+      std::printf(" %.2f |", ratio);
+      std::fflush(stdout);
+      ratios.push_back(
+          {ratio, std::string(format_info(from).name) + " -> " + format_info(to).name});
+    }
+    std::printf("\n");
+  }
+  std::sort(ratios.rbegin(), ratios.rend());
+  std::printf("\n%zu pairs; furthest from the bound:", ratios.size());
+  for (size_t i = 0; i < ratios.size() && i < 12; ++i)
+    std::printf("%s %s %.2fx", i ? "," : "", ratios[i].second.c_str(), ratios[i].first);
+  std::printf("\n");
   return 0;
 }
 
@@ -510,6 +578,10 @@ int run(int argc, char** argv) {
       opt.pageable = false;
       continue;
     }
+    if (arg == "--all-pairs") {
+      opt.all_pairs = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage(("missing value for " + arg).c_str());
     const std::string value = argv[++i];
     if (arg == "--backend") {
@@ -547,8 +619,8 @@ int run(int argc, char** argv) {
     }
   }
   if (opt.frames <= 0 || opt.warmup < 0) return usage("--frames must be positive");
-  if (opt.iterations <= 0 || opt.hbm_gbps <= 0)
-    return usage("--iterations and --hbm-gbps must be positive");
+  if (opt.iterations <= 0 || opt.hbm_gbps < 0)
+    return usage("--iterations must be positive and --hbm-gbps not negative");
   if (opt.repeats <= 0 || opt.register_runs <= 0)
     return usage("--repeats and --register-runs must be positive");
   if (opt.kernels) return run_kernel_table(opt);
