@@ -78,7 +78,12 @@ __device__ __forceinline__ uint32_t balance_chroma(const uint16_t* __restrict__ 
 
 // Two NV12 (u, v) pairs in a word. A pair read as a 16-bit value is its
 // table index byte-swapped, and the entry is the output pair as stored.
+// NV21's (v, u) pairs (kSwap) read as 16-bit values are their indices, and
+// their entries are stored byte-swapped.
+template <bool kSwap>
 __device__ __forceinline__ uint32_t nv12_pairs(const uint16_t* __restrict__ table, uint32_t w) {
+  if constexpr (kSwap)
+    return __byte_perm(balance_chroma(table, w & 0xFFFF), balance_chroma(table, w >> 16), 0x4501);
   return balance_chroma(table, __byte_perm(w, 0, 0x4401)) |
          balance_chroma(table, __byte_perm(w, 0, 0x4423)) << 16;
 }
@@ -111,8 +116,11 @@ struct PlanarArgs {
   uint8_t* dy;
   size_t dy_stride;
   int y_bytes, y_rows;
-  // Chroma: U and V samples at su[x * step], sv[x * step] (NV12: one plane,
-  // sv = su + 1, step 2; I420: two planes, step 1).
+  // Chroma: U and V samples at su[x * step], sv[x * step] (NV12, NV16: one
+  // plane, sv = su + 1, step 2; NV21: su = sv + 1; I420, Y42B, Y444: two
+  // planes, step 1). Planes of a third of the frame (4:2:0), two thirds
+  // (4:2:2) or all of it (4:4:4).
+  // `pairs` is in the chroma rows' samples.
   const uint8_t* su;
   size_t su_stride;
   const uint8_t* sv;
@@ -122,7 +130,8 @@ struct PlanarArgs {
   uint8_t* dv;
   size_t dv_stride;
   int pairs, c_rows;
-  bool nv12;
+  bool nv12;       // one plane of pairs
+  bool swap;       // NV21: (v, u) pairs
   bool vector_ok;  // every plane pointer and stride 16-byte aligned
 };
 
@@ -223,20 +232,24 @@ __global__ void __launch_bounds__(kThreads, kChroma ? 4 : 5)
                  dv = static_cast<size_t>(y0) * p.dv_stride;
     if (vec && p.nv12) {
       // All rows' words first, then their lookups, which can all be in
-      // flight together.
+      // flight together. The plane starts at su (NV12) or sv (NV21).
+      const uint8_t* sp = p.swap ? p.sv + sv : p.su + su;
+      uint8_t* dp = p.swap ? p.dv + dv : p.du + du;
       uint4 w[kChromaRowsPerThread];
 #pragma unroll
       for (int k = 0; k < kChromaRowsPerThread; ++k)
-        if (k < rows)
-          w[k] = *reinterpret_cast<const uint4*>(p.su + su + k * p.su_stride + 2 * begin);
+        if (k < rows) w[k] = *reinterpret_cast<const uint4*>(sp + k * p.su_stride + 2 * begin);
 #pragma unroll
       for (int k = 0; k < kChromaRowsPerThread; ++k) {
         if (k >= rows) break;
-        w[k].x = nv12_pairs(a.chroma, w[k].x);
-        w[k].y = nv12_pairs(a.chroma, w[k].y);
-        w[k].z = nv12_pairs(a.chroma, w[k].z);
-        w[k].w = nv12_pairs(a.chroma, w[k].w);
-        *reinterpret_cast<uint4*>(p.du + du + k * p.du_stride + 2 * begin) = w[k];
+        const auto pairs = [&](uint32_t x) {
+          return p.swap ? nv12_pairs<true>(a.chroma, x) : nv12_pairs<false>(a.chroma, x);
+        };
+        w[k].x = pairs(w[k].x);
+        w[k].y = pairs(w[k].y);
+        w[k].z = pairs(w[k].z);
+        w[k].w = pairs(w[k].w);
+        *reinterpret_cast<uint4*>(dp + k * p.du_stride + 2 * begin) = w[k];
       }
     } else if (vec) {
       uint2 wu[kChromaRowsPerThread], wv[kChromaRowsPerThread];
@@ -436,9 +449,65 @@ static_assert(kBalanceChromaTableBytes == kChromaEntries * sizeof(uint16_t), "ta
 
 namespace {
 
-// --- The formats beyond the first nine (3-byte RGB, 4:2:2, 4:4:4, NV21):
-// one thread per sample, the arithmetic of balance_math.h as the reference
-// runs it. z = 0: RGB pixels or luma samples; z = 1: (U, V) pairs.
+// --- Packed 4:2:2 (YUY2, UYVY): a pair of pixels is one 4-byte word (two
+// luma samples, one (U, V) pair at the format's byte offsets y, y + 2, u,
+// v); each thread maps 4 of a row's words, one 16-byte load and store where
+// both planes are 16-byte aligned. An odd-width row's last pair carries its
+// second luma (no pixel) as it came, as the reference does.
+struct Packed422Args {
+  const uint8_t* src;
+  size_t src_stride;
+  uint8_t* dst;
+  size_t dst_stride;
+  int pairs, rows;
+  bool odd_width, vector_ok;
+  int y_at, u_at, v_at;  // byte offsets in the word
+};
+
+__global__ void __launch_bounds__(kThreads)
+    balance_packed422_kernel(Packed422Args p, BalanceArgs a) {
+  __shared__ uint8_t table[256];
+  load_table(a, table);
+  const int begin = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (begin >= p.pairs) return;
+  const bool vec = p.vector_ok && begin + 4 <= p.pairs;
+  // The table index u * 256 + v of a word, and where each output byte
+  // comes from.
+  const uint32_t index_sel = 0x4400u | static_cast<uint32_t>(p.u_at) << 4 | p.v_at;
+  const auto map = [&](uint32_t w, bool keep_second_luma) {
+    const uint32_t t = balance_chroma(a.chroma, __byte_perm(w, 0, index_sel));
+    const uint32_t y0 = table[(w >> (8 * p.y_at)) & 0xFF];
+    const uint32_t y1 =
+        keep_second_luma ? (w >> (8 * p.y_at + 16)) & 0xFF : table[(w >> (8 * p.y_at + 16)) & 0xFF];
+    return y0 << (8 * p.y_at) | y1 << (8 * p.y_at + 16) | (t & 0xFF) << (8 * p.u_at) |
+           (t >> 8) << (8 * p.v_at);
+  };
+  for (int y = blockIdx.y; y < p.rows; y += gridDim.y) {
+    const uint8_t* s =
+        p.src + static_cast<size_t>(y) * p.src_stride + 4 * static_cast<size_t>(begin);
+    uint8_t* d = p.dst + static_cast<size_t>(y) * p.dst_stride + 4 * static_cast<size_t>(begin);
+    if (vec) {
+      uint4 w = *reinterpret_cast<const uint4*>(s);
+      const bool last = p.odd_width && begin + 4 == p.pairs;
+      w.x = map(w.x, false);
+      w.y = map(w.y, false);
+      w.z = map(w.z, false);
+      w.w = map(w.w, last);
+      *reinterpret_cast<uint4*>(d) = w;
+      continue;
+    }
+    for (int i = 0; i < 4 && begin + i < p.pairs; ++i) {
+      const uint8_t* sw = s + 4 * i;
+      const uint32_t w = static_cast<uint32_t>(sw[0]) | static_cast<uint32_t>(sw[1]) << 8 |
+                         static_cast<uint32_t>(sw[2]) << 16 | static_cast<uint32_t>(sw[3]) << 24;
+      const uint32_t m = map(w, p.odd_width && begin + i == p.pairs - 1);
+      for (int b = 0; b < 4; ++b) d[4 * i + b] = static_cast<uint8_t>(m >> (8 * b));
+    }
+  }
+}
+
+// --- 3-byte RGB: one thread per sample, the arithmetic of balance_math.h
+// as the reference runs it.
 __global__ void __launch_bounds__(kThreads)
     balance_any_kernel(balance_math::Layout l, ImageRef in, ImageRef out, BalanceConstants k,
                        const uint16_t* __restrict__ chroma, int luma_w, int luma_h, int pairs_w,
@@ -531,8 +600,12 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
     copy_cuda(in, out, stream);
     return;
   }
-  const std::vector<PixelFormat>& fast = rgb32_yuv420_gray8_formats();
-  if (std::find(fast.begin(), fast.end(), in.format) == fast.end()) {
+  // The planar kernel takes every 8-bit planar and semi-planar YUV format.
+  const std::vector<PixelFormat>& nine = rgb32_yuv420_gray8_formats();
+  const bool planar = in.format == PixelFormat::kNV21 || in.format == PixelFormat::kNV16 ||
+                      in.format == PixelFormat::kY42B || in.format == PixelFormat::kY444;
+  const bool packed422 = in.format == PixelFormat::kYUY2 || in.format == PixelFormat::kUYVY;
+  if (!planar && !packed422 && std::find(nine.begin(), nine.end(), in.format) == nine.end()) {
     balance_any_cuda(in, out, params, chroma_table, stream);
     return;
   }
@@ -544,6 +617,22 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   a.chroma =
       in.format == PixelFormat::kGRAY8 ? nullptr : reinterpret_cast<const uint16_t*>(chroma_table);
 
+  if (packed422) {
+    const balance_math::Layout l = balance_math::layout_of(in.format);
+    Packed422Args p{
+        in.planes[0].data,   in.planes[0].stride,
+        out.planes[0].data,  out.planes[0].stride,
+        (in.width + 1) / 2,  in.height,
+        (in.width & 1) != 0, aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16),
+        l.offset[0],         l.offset[1],
+        l.offset[2]};
+    const dim3 grid(
+        static_cast<unsigned>((p.pairs + 4 * kThreads - 1) / (4 * kThreads)),
+        static_cast<unsigned>(std::max(1, std::min<int>((in.height + 7) / 8, kMaxGridY))));
+    balance_packed422_kernel<<<grid, kThreads, 0, stream>>>(p, a);
+    CO_CUDA_CHECK_LAUNCH("the balance kernel (packed 4:2:2)");
+    return;
+  }
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {
     const size_t chunks = (static_cast<size_t>(in.width) + kRgbChunk - 1) / kRgbChunk;
     const dim3 grid = grid_for(
@@ -577,15 +666,18 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   unsigned planes = 1;
   if (in.format != PixelFormat::kGRAY8) {
     planes = 2;
-    p.nv12 = in.format == PixelFormat::kNV12;
+    p.nv12 = info.n_planes == 2;
+    p.swap = in.format == PixelFormat::kNV21;
     const int v_plane = p.nv12 ? 1 : 2;
-    p.su = in.planes[1].data;
+    // Byte of U and of V in a pair (semi-planar) or plane (planar).
+    const int u_at = p.swap ? 1 : 0, v_at = p.nv12 && !p.swap ? 1 : 0;
+    p.su = in.planes[1].data + u_at;
     p.su_stride = in.planes[1].stride;
-    p.sv = in.planes[v_plane].data + (p.nv12 ? 1 : 0);
+    p.sv = in.planes[v_plane].data + v_at;
     p.sv_stride = in.planes[v_plane].stride;
-    p.du = out.planes[1].data;
+    p.du = out.planes[1].data + u_at;
     p.du_stride = out.planes[1].stride;
-    p.dv = out.planes[v_plane].data + (p.nv12 ? 1 : 0);
+    p.dv = out.planes[v_plane].data + v_at;
     p.dv_stride = out.planes[v_plane].stride;
     p.pairs = static_cast<int>(plane_row_bytes(in.format, 1, in.width) / info.pixel_bytes[1]);
     p.c_rows = static_cast<int>(plane_rows(in.format, 1, in.height));

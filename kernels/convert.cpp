@@ -232,9 +232,9 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
   for (int by = 0; by < bh; ++by)
     for (int bx = 0; bx < bw; ++bx) {
       if (k.deep)
-        convert_math::convert_block16(k, in, out, bx, by);
+        convert_math::convert_block<true>(k, in, out, bx, by);
       else
-        convert_math::convert_block(k, in, out, bx, by);
+        convert_math::convert_block<false>(k, in, out, bx, by);
     }
 }
 

@@ -89,7 +89,7 @@ struct ConvertCoefficients {
   // both sides have a plane per chroma component (its halving shortcuts).
   bool scale_planes = false, scale_planar = false;
   // A side deeper than 8 bits: the whole conversion runs on 16-bit
-  // samples, as videoconvert's does (convert_math.h, convert_block16), with
+  // samples, as videoconvert's does (convert_math.h, convert_block<true>), with
   // the offsets of the matrices below on that scale.
   bool deep = false;
   int32_t to_rgb_y_offset16 = 0;    // Y's offset, 16-bit scale (4096 limited range)

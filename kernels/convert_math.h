@@ -97,27 +97,6 @@ CO_HD int sample_at(const ConvertSide& side, const ImageRef& image, int componen
                     static_cast<size_t>(sx) * side.step[component]];
 }
 
-// Chroma of a YUV input at picture position (x, y), along each subsampled
-// axis as k.chroma_x / k.chroma_y say: the nearest sample, or videoconvert's
-// 3:1 interpolation with the neighbouring sample (horizontal, then
-// vertical, each rounded).
-CO_HD int chroma_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x, int y) {
-  const ConvertSide& side = k.in_side;
-  const int cw = (in.width + (1 << side.x_sub) - 1) >> side.x_sub;
-  const int ch = (in.height + (1 << side.y_sub) - 1) >> side.y_sub;
-  const int cx = x >> side.x_sub, cy = y >> side.y_sub;
-  const bool lx = k.chroma_x == kUpLinear && side.x_sub == 1;
-  const bool ly = k.chroma_y == kUpLinear && side.y_sub == 1;
-  const int cx2 = lx ? clamp_index((x & 1) ? cx + 1 : cx - 1, cw) : cx;
-  const int cy2 = ly ? clamp_index((y & 1) ? cy + 1 : cy - 1, ch) : cy;
-  auto row = [&](int sy) {
-    const int a = sample_at(side, in, component, cx, sy);
-    return lx ? mix31(a, sample_at(side, in, component, cx2, sy)) : a;
-  };
-  const int first = row(cy);
-  return ly ? mix31(first, row(cy2)) : first;
-}
-
 // --- videoconvert's planar fast paths between two YUV formats
 // (convert_scale_planes): luma is copied and each chroma plane is scaled
 // on its own from the input's chroma grid (iw x ih) to the output's
@@ -201,33 +180,6 @@ CO_HD int scaled_chroma(const ConvertCoefficients& k, const ImageRef& in, const 
   return (v_scaled(i) * (256 - a) + (a ? v_scaled(i + 1) : 0) * a) >> 8;
 }
 
-// Pixel (x, y) of the input.
-CO_HD Pixel load(const ConvertCoefficients& k, const ImageRef& in, int x, int y) {
-  Pixel p;
-  switch (k.in_family) {
-    case kPacked: {
-      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
-                         static_cast<size_t>(x) * k.in_side.pixel_stride;
-      p.c[0] = s[k.in_offsets[0]];
-      p.c[1] = s[k.in_offsets[1]];
-      p.c[2] = s[k.in_offsets[2]];
-      p.a = k.in_offsets[3] >= 0 ? s[k.in_offsets[3]] : 255;
-      return p;
-    }
-    case kGrey:
-      p.c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
-      p.c[1] = p.c[2] = 128;
-      p.a = 255;
-      return p;
-    default:
-      p.c[0] = sample_at(k.in_side, in, 0, x, y);
-      p.c[1] = chroma_at(k, in, 1, x, y);
-      p.c[2] = chroma_at(k, in, 2, x, y);
-      p.a = 255;
-      return p;
-  }
-}
-
 CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx, int sy,
                         int value) {
   const PlaneRef plane = plane_of(out, side.plane[component]);
@@ -235,105 +187,7 @@ CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int compon
              static_cast<size_t>(sx) * side.step[component]] = static_cast<uint8_t>(value);
 }
 
-// The chroma samples the output's grid has in block (bx, by) (1, 2 or 4,
-// fewer at the picture's edge), each the block's per-pixel chroma u_px,
-// v_px ([row][column]) averaged in pairs, rounding up, across and then down
-// where the output subsamples; emit(sx, sy, u, v) stores one.
-template <typename Emit>
-CO_HD void block_chroma(const ConvertSide& os, const ImageRef& out, int bx, int by,
-                        const int (&u_px)[2][2], const int (&v_px)[2][2], const Emit& emit) {
-  // px[r][c] with r and c chosen, not indexed (see plane_of).
-  auto pick = [](const int(&px)[2][2], int r, int c) {
-    return r ? (c ? px[1][1] : px[1][0]) : (c ? px[0][1] : px[0][0]);
-  };
-  const int nx = os.x_sub ? 1 : 2, ny = os.y_sub ? 1 : 2;
-  CO_UNROLL
-  for (int j = 0; j < 2; ++j) CO_UNROLL
-  for (int i = 0; i < 2; ++i) {
-    if (j >= ny || i >= nx) continue;
-    const int sx = (2 * bx >> os.x_sub) + i, sy = (2 * by >> os.y_sub) + j;
-    if ((sx << os.x_sub) >= out.width || (sy << os.y_sub) >= out.height) continue;
-    int u[2], v[2];  // per row
-    CO_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const int row = ny == 2 ? j : r;
-      u[r] = nx == 2 ? pick(u_px, row, i) : average(pick(u_px, row, 0), pick(u_px, row, 1));
-      v[r] = nx == 2 ? pick(v_px, row, i) : average(pick(v_px, row, 0), pick(v_px, row, 1));
-    }
-    emit(sx, sy, ny == 2 ? u[0] : average(u[0], u[1]), ny == 2 ? v[0] : average(v[0], v[1]));
-  }
-}
-
-// The output of one 2x2 block of the picture whose top-left pixel is
-// (2 * bx, 2 * by); pixels beyond the picture are skipped (odd sizes).
-CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                         int bx, int by) {
-  const ConvertSide& os = k.out_side;
-  // Per row of the block: U and V of each pixel, then (4:2:x output)
-  // the pair averaged rounding up, as videoconvert downsamples.
-  int u_px[2][2] = {{128, 128}, {128, 128}}, v_px[2][2] = {{128, 128}, {128, 128}};
-  CO_UNROLL
-  for (int dy = 0; dy < 2; ++dy) {
-    const int y = clamp_index(2 * by + dy, in.height);
-    CO_UNROLL
-    for (int dx = 0; dx < 2; ++dx) {
-      const int x = clamp_index(2 * bx + dx, in.width);
-      const Pixel p = load(k, in, x, y);
-      const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
-      if (k.out_family == kPacked) {
-        int r = p.c[0], g = p.c[1], b = p.c[2];
-        if (k.in_family == kYuv || k.grey_matrix) yuv_to_rgb(k, p.c[0], p.c[1], p.c[2], &r, &g, &b);
-        if (k.in_family == kGrey && !k.grey_matrix) g = b = r;
-        if (inside) {
-          uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                       static_cast<size_t>(x) * os.pixel_stride;
-          d[k.out_offsets[0]] = static_cast<uint8_t>(r);
-          d[k.out_offsets[1]] = static_cast<uint8_t>(g);
-          d[k.out_offsets[2]] = static_cast<uint8_t>(b);
-          if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a);
-        }
-        continue;
-      }
-      // Grey or YUV output: luma first.
-      int luma = p.c[0];
-      int u = p.c[1], v = p.c[2];
-      if (k.in_family == kPacked && k.rgb_matrix8) {
-        luma = matrix8(k.matrix8[0], p.c[0], p.c[1], p.c[2]);
-        u = matrix8(k.matrix8[1], p.c[0], p.c[1], p.c[2]);
-        v = matrix8(k.matrix8[2], p.c[0], p.c[1], p.c[2]);
-      } else if (k.in_family == kPacked) {
-        luma = rgb_to(k.to_yuv[0], p.c[0], p.c[1], p.c[2]);
-        u = rgb_to(k.to_yuv[1], p.c[0], p.c[1], p.c[2]);
-        v = rgb_to(k.to_yuv[2], p.c[0], p.c[1], p.c[2]);
-      }
-      // A packed 4:2:2 row of odd width ends in a pair whose second luma is
-      // past the picture: it repeats the last pixel, as the others do.
-      const bool pair_luma = os.x_sub == 1 && os.plane[0] == os.plane[1] &&
-                             2 * bx + dx < ((in.width + 1) & ~1) && 2 * by + dy < in.height;
-      if (!inside && !(k.out_family == kYuv && pair_luma)) {
-        // A clamped pixel's chroma still counts below.
-      } else if (k.out_family == kGrey) {
-        out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + x] =
-            static_cast<uint8_t>(luma);
-      } else {
-        store_sample(os, out, 0, 2 * bx + dx, y, luma);
-      }
-      u_px[dy][dx] = u;
-      v_px[dy][dx] = v;
-    }
-  }
-  if (k.out_family != kYuv) return;
-  block_chroma(os, out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
-    if (k.scale_planes) {
-      u = scaled_chroma(k, in, out, 1, sx, sy);
-      v = scaled_chroma(k, in, out, 2, sx, sy);
-    }
-    store_sample(os, out, 1, sx, sy, u);
-    store_sample(os, out, 2, sx, sy, v);
-  });
-}
-
-// --- Sides deeper than 8 bits: the same block, on 16-bit samples.
+// --- Sides deeper than 8 bits: samples taken to and from 16 bits.
 
 CO_HD int clamp16(int64_t v) { return v < 0 ? 0 : (v > 65535 ? 65535 : static_cast<int>(v)); }
 
@@ -366,106 +220,351 @@ CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int co
          static_cast<size_t>(sx) * side.step[component];
 }
 
-CO_HD int mix31_16(int a, int b) { return (3 * a + b + 2) >> 2; }
+// --- One 2x2 block of the picture (top-left pixel (2 bx, 2 by)), in two
+// stages: its four input pixels (load_*: chroma brought to each pixel),
+// then each pixel taken to the output's space and the block written
+// (store_*: chroma averaged down where the output subsamples). Each stage
+// has a version per kind of side, chosen once per block from the
+// coefficients (the same for every block of a picture, so the device's
+// threads never diverge on it); a YUV side's subsampling is a template
+// argument, so the chroma samples the four pixels share are read once.
+// kDeep: every sample on the 16-bit scale (a side deeper than 8 bits),
+// as videoconvert's 16-bit path; otherwise its 8-bit arithmetic.
 
-CO_HD int chroma16_at(const ConvertCoefficients& k, const ImageRef& in, int component, int x,
-                      int y) {
-  const ConvertSide& side = k.in_side;
-  const int cw = (in.width + (1 << side.x_sub) - 1) >> side.x_sub;
-  const int ch = (in.height + (1 << side.y_sub) - 1) >> side.y_sub;
-  const int cx = x >> side.x_sub, cy = y >> side.y_sub;
-  const bool lx = k.chroma_x == kUpLinear && side.x_sub == 1;
-  const bool ly = k.chroma_y == kUpLinear && side.y_sub == 1;
-  const int cx2 = lx ? clamp_index((x & 1) ? cx + 1 : cx - 1, cw) : cx;
-  const int cy2 = ly ? clamp_index((y & 1) ? cy + 1 : cy - 1, ch) : cy;
-  auto at = [&](int sx, int sy) { return unpack16(side, sample_ptr(side, in, component, sx, sy)); };
-  auto row = [&](int sy) { return lx ? mix31_16(at(cx, sy), at(cx2, sy)) : at(cx, sy); };
-  const int first = row(cy);
-  return ly ? mix31_16(first, row(cy2)) : first;
+enum SideKind : int { kSidePacked, kSideGrey, kSideYuv444, kSideYuv422, kSideYuv420 };
+
+CO_HD int side_kind(int family, const ConvertSide& side) {
+  if (family == kPacked) return kSidePacked;
+  if (family == kGrey) return kSideGrey;
+  if (side.x_sub == 0) return kSideYuv444;
+  return side.y_sub ? kSideYuv420 : kSideYuv422;
 }
 
-CO_HD Pixel load16(const ConvertCoefficients& k, const ImageRef& in, int x, int y) {
-  Pixel p;
-  p.a = 65535;
-  switch (k.in_family) {
-    case kPacked: {
-      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
-                         static_cast<size_t>(x) * k.in_side.pixel_stride;
-      for (int c = 0; c < 3; ++c) p.c[c] = s[k.in_offsets[c]] * 257;
-      if (k.in_offsets[3] >= 0) p.a = s[k.in_offsets[3]] * 257;
-      return p;
-    }
-    case kGrey:
-      p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
-      p.c[1] = p.c[2] = 32768;
-      return p;
-    default:
-      p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
-      p.c[1] = chroma16_at(k, in, 1, x, y);
-      p.c[2] = chroma16_at(k, in, 2, x, y);
-      return p;
-  }
+// The block's pixels [row][column], with clamped coordinates: a pixel past
+// an odd size repeats the last one (its chroma still counts when averaged).
+struct Block {
+  Pixel px[2][2];
+};
+
+template <bool kDeep>
+CO_HD int fetch(const ConvertSide& side, const ImageRef& image, int component, int sx, int sy) {
+  if constexpr (kDeep) return unpack16(side, sample_ptr(side, image, component, sx, sy));
+  return sample_at(side, image, component, sx, sy);
 }
 
-// The 2x2 block (2 * bx, 2 * by) with a side deeper than 8 bits; laid out
-// as convert_block.
-CO_HD void convert_block16(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                           int bx, int by) {
-  const ConvertSide& os = k.out_side;
-  int u_px[2][2] = {{32768, 32768}, {32768, 32768}}, v_px[2][2] = {{32768, 32768}, {32768, 32768}};
+template <bool kDeep>
+CO_HD void load_packed(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+  const int scale = kDeep ? 257 : 1;
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     const int y = clamp_index(2 * by + dy, in.height);
     CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
       const int x = clamp_index(2 * bx + dx, in.width);
-      const Pixel p = load16(k, in, x, y);
-      const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
-      if (k.out_family == kPacked) {
-        int r = p.c[0], g = p.c[1], b = p.c[2];
-        if (k.in_family == kYuv) {
-          const int yy = p.c[0] - k.to_rgb_y_offset16, u = p.c[1] - 32768, v = p.c[2] - 32768;
-          r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * v) >> 8);
-          b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * u) >> 8);
-          g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * u + k.to_rgb[4] * v) >> 8);
-        }
-        if (k.in_family == kGrey) g = b = r;
-        if (inside) {
-          uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                       static_cast<size_t>(x) * os.pixel_stride;
-          d[k.out_offsets[0]] = static_cast<uint8_t>(r >> 8);
-          d[k.out_offsets[1]] = static_cast<uint8_t>(g >> 8);
-          d[k.out_offsets[2]] = static_cast<uint8_t>(b >> 8);
-          if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a >> 8);
-        }
-        continue;
-      }
-      int luma = p.c[0], u = p.c[1], v = p.c[2];
-      if (k.in_family == kPacked) {
-        int yuv[3];
-        for (int row = 0; row < 3; ++row)
-          yuv[row] =
-              clamp16((static_cast<int64_t>(k.to_yuv[row][0]) * p.c[0] +
-                       static_cast<int64_t>(k.to_yuv[row][1]) * p.c[1] +
-                       static_cast<int64_t>(k.to_yuv[row][2]) * p.c[2] + k.to_yuv_offset16[row]) >>
-                      16);
-        luma = yuv[0], u = yuv[1], v = yuv[2];
-      }
-      // As in convert_block: an odd-width packed 4:2:2 row's last pair
-      // repeats the last pixel's luma.
-      const bool pair_luma = os.x_sub == 1 && os.plane[0] == os.plane[1] &&
-                             2 * bx + dx < ((in.width + 1) & ~1) && 2 * by + dy < in.height;
-      if (inside || (k.out_family == kYuv && pair_luma))
-        pack16(os, sample_ptr(os, out, 0, 2 * bx + dx, y), luma);
-      u_px[dy][dx] = u;
-      v_px[dy][dx] = v;
+      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
+                         static_cast<size_t>(x) * k.in_side.pixel_stride;
+      Pixel& p = b->px[dy][dx];
+      p.c[0] = s[k.in_offsets[0]] * scale;
+      p.c[1] = s[k.in_offsets[1]] * scale;
+      p.c[2] = s[k.in_offsets[2]] * scale;
+      p.a = k.in_offsets[3] >= 0 ? s[k.in_offsets[3]] * scale : (kDeep ? 65535 : 255);
     }
   }
-  if (k.out_family != kYuv) return;
-  block_chroma(os, out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
-    pack16(os, sample_ptr(os, out, 1, sx, sy), u);
-    pack16(os, sample_ptr(os, out, 2, sx, sy), v);
+}
+
+template <bool kDeep>
+CO_HD void load_grey(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    const int y = clamp_index(2 * by + dy, in.height);
+    CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) {
+      const int x = clamp_index(2 * bx + dx, in.width);
+      Pixel& p = b->px[dy][dx];
+      if constexpr (kDeep)
+        p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
+      else
+        p.c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
+      p.c[1] = p.c[2] = kDeep ? 32768 : 128;
+      p.a = kDeep ? 65535 : 255;
+    }
+  }
+}
+
+// YUV subsampled by 2^kXs across and 2^kYs down. Chroma along each
+// subsampled axis as k.chroma_x / k.chroma_y say: the nearest sample, or
+// videoconvert's 3:1 interpolation with the neighbouring one (across, then
+// down, each rounded). The block's pixels share their chroma column (and,
+// for 4:2:0, row), so each neighbour is read once for the four.
+template <int kXs, int kYs, bool kDeep>
+CO_HD void load_yuv(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+  const ConvertSide& side = k.in_side;
+  const int x0 = 2 * bx, x1 = clamp_index(2 * bx + 1, in.width);
+  const int y0 = 2 * by, y1 = clamp_index(2 * by + 1, in.height);
+  const bool lx = kXs == 1 && k.chroma_x == kUpLinear;
+  const bool ly = kYs == 1 && k.chroma_y == kUpLinear;
+  const int cw = (in.width + (1 << kXs) - 1) >> kXs;
+  const int ch = (in.height + (1 << kYs) - 1) >> kYs;
+  b->px[0][0].c[0] = fetch<kDeep>(side, in, 0, x0, y0);
+  b->px[0][1].c[0] = fetch<kDeep>(side, in, 0, x1, y0);
+  b->px[1][0].c[0] = fetch<kDeep>(side, in, 0, x0, y1);
+  b->px[1][1].c[0] = fetch<kDeep>(side, in, 0, x1, y1);
+  CO_UNROLL
+  for (int c = 1; c < 3; ++c) {
+    // Chroma row sy across, for the pixel columns x0 and x1.
+    auto across = [&](int sy, int* h0, int* h1) {
+      if (kXs == 0) {
+        *h0 = fetch<kDeep>(side, in, c, x0, sy);
+        *h1 = fetch<kDeep>(side, in, c, x1, sy);
+        return;
+      }
+      // Both columns lie in chroma column bx; x0 is even (its neighbour is
+      // on the left), x1 odd unless the width clamped it onto x0.
+      const int m = fetch<kDeep>(side, in, c, bx, sy);
+      if (!lx) {
+        *h0 = *h1 = m;
+        return;
+      }
+      *h0 = mix31(m, fetch<kDeep>(side, in, c, clamp_index(bx - 1, cw), sy));
+      *h1 = (x1 & 1) ? mix31(m, fetch<kDeep>(side, in, c, clamp_index(bx + 1, cw), sy)) : *h0;
+    };
+    int h[2][2];  // [pixel row][pixel column]
+    if (kYs == 0) {
+      across(y0, &h[0][0], &h[0][1]);
+      across(y1, &h[1][0], &h[1][1]);
+    } else {
+      // Both rows lie in chroma row by; y0 is even, y1 odd unless the
+      // height clamped it onto y0.
+      int m0, m1;
+      across(by, &m0, &m1);
+      if (!ly) {
+        h[0][0] = h[1][0] = m0;
+        h[0][1] = h[1][1] = m1;
+      } else {
+        int a0, a1;
+        across(clamp_index(by - 1, ch), &a0, &a1);
+        h[0][0] = mix31(m0, a0);
+        h[0][1] = mix31(m1, a1);
+        if (y1 & 1) {
+          across(clamp_index(by + 1, ch), &a0, &a1);
+          h[1][0] = mix31(m0, a0);
+          h[1][1] = mix31(m1, a1);
+        } else {
+          h[1][0] = h[0][0];
+          h[1][1] = h[0][1];
+        }
+      }
+    }
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) b->px[dy][dx].c[c] = h[dy][dx];
+  }
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) CO_UNROLL
+  for (int dx = 0; dx < 2; ++dx) b->px[dy][dx].a = kDeep ? 65535 : 255;
+}
+
+// The chroma samples the output's grid has in block (bx, by) (1, 2 or 4,
+// fewer at the picture's edge; the output subsampled by 2^kXs across and
+// 2^kYs down), each the block's per-pixel chroma u_px, v_px ([row][column])
+// averaged in pairs, rounding up, across and then down where the output
+// subsamples; emit(sx, sy, u, v) stores one.
+template <int kXs, int kYs, typename Emit>
+CO_HD void block_chroma(const ImageRef& out, int bx, int by, const int (&u_px)[2][2],
+                        const int (&v_px)[2][2], const Emit& emit) {
+  constexpr int nx = kXs ? 1 : 2, ny = kYs ? 1 : 2;
+  CO_UNROLL
+  for (int j = 0; j < ny; ++j) CO_UNROLL
+  for (int i = 0; i < nx; ++i) {
+    const int sx = (2 * bx >> kXs) + i, sy = (2 * by >> kYs) + j;
+    if ((sx << kXs) >= out.width || (sy << kYs) >= out.height) continue;
+    int u[2], v[2];  // per row
+    CO_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const int row = ny == 2 ? j : r;
+      u[r] = nx == 2 ? u_px[row][i] : average(u_px[row][0], u_px[row][1]);
+      v[r] = nx == 2 ? v_px[row][i] : average(v_px[row][0], v_px[row][1]);
+    }
+    emit(sx, sy, ny == 2 ? u[0] : average(u[0], u[1]), ny == 2 ? v[0] : average(v[0], v[1]));
+  }
+}
+
+// A pixel in the output's colour space: R, G, B for packed output, Y, U, V
+// otherwise (videoconvert's matrices; 8-bit or 16-bit arithmetic).
+template <bool kDeep>
+CO_HD void to_output(const ConvertCoefficients& k, Pixel* p) {
+  const int in = k.in_family, out = k.out_family;
+  if (out == kPacked) {
+    if (in == kPacked) return;
+    if constexpr (kDeep) {
+      if (in == kYuv) {
+        const int yy = p->c[0] - k.to_rgb_y_offset16, u = p->c[1] - 32768, v = p->c[2] - 32768;
+        const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * v) >> 8);
+        const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * u) >> 8);
+        const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * u + k.to_rgb[4] * v) >> 8);
+        p->c[0] = r, p->c[1] = g, p->c[2] = b;
+      } else {
+        p->c[1] = p->c[2] = p->c[0];
+      }
+    } else {
+      if (in == kYuv || k.grey_matrix) {
+        int r, g, b;
+        yuv_to_rgb(k, p->c[0], p->c[1], p->c[2], &r, &g, &b);
+        p->c[0] = r, p->c[1] = g, p->c[2] = b;
+      } else {
+        p->c[1] = p->c[2] = p->c[0];
+      }
+    }
+    return;
+  }
+  if (in != kPacked) return;  // grey and YUV keep luma (and chroma)
+  const int r = p->c[0], g = p->c[1], b = p->c[2];
+  if constexpr (kDeep) {
+    int yuv[3];
+    CO_UNROLL
+    for (int row = 0; row < 3; ++row)
+      yuv[row] = clamp16((static_cast<int64_t>(k.to_yuv[row][0]) * r +
+                          static_cast<int64_t>(k.to_yuv[row][1]) * g +
+                          static_cast<int64_t>(k.to_yuv[row][2]) * b + k.to_yuv_offset16[row]) >>
+                         16);
+    p->c[0] = yuv[0], p->c[1] = yuv[1], p->c[2] = yuv[2];
+  } else if (k.rgb_matrix8) {
+    p->c[0] = matrix8(k.matrix8[0], r, g, b);
+    p->c[1] = matrix8(k.matrix8[1], r, g, b);
+    p->c[2] = matrix8(k.matrix8[2], r, g, b);
+  } else {
+    p->c[0] = rgb_to(k.to_yuv[0], r, g, b);
+    p->c[1] = rgb_to(k.to_yuv[1], r, g, b);
+    p->c[2] = rgb_to(k.to_yuv[2], r, g, b);
+  }
+}
+
+template <bool kDeep>
+CO_HD void store_packed(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
+                        int bx, int by, const Block& b) {
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    if (2 * by + dy >= in.height) continue;
+    const int y = 2 * by + dy;
+    CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) {
+      if (2 * bx + dx >= in.width) continue;
+      const int x = 2 * bx + dx;
+      Pixel p = b.px[dy][dx];
+      to_output<kDeep>(k, &p);
+      const int shift = kDeep ? 8 : 0;
+      uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                   static_cast<size_t>(x) * k.out_side.pixel_stride;
+      d[k.out_offsets[0]] = static_cast<uint8_t>(p.c[0] >> shift);
+      d[k.out_offsets[1]] = static_cast<uint8_t>(p.c[1] >> shift);
+      d[k.out_offsets[2]] = static_cast<uint8_t>(p.c[2] >> shift);
+      if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a >> shift);
+    }
+  }
+}
+
+template <bool kDeep>
+CO_HD void store_grey(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out, int bx,
+                      int by, const Block& b) {
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    if (2 * by + dy >= in.height) continue;
+    const int y = 2 * by + dy;
+    CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) {
+      if (2 * bx + dx >= in.width) continue;
+      Pixel p = b.px[dy][dx];
+      to_output<kDeep>(k, &p);
+      if constexpr (kDeep)
+        pack16(k.out_side, sample_ptr(k.out_side, out, 0, 2 * bx + dx, y), p.c[0]);
+      else
+        out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + 2 * bx + dx] =
+            static_cast<uint8_t>(p.c[0]);
+    }
+  }
+}
+
+template <int kXs, int kYs, bool kDeep>
+CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out, int bx,
+                     int by, const Block& b) {
+  const ConvertSide& os = k.out_side;
+  int u_px[2][2], v_px[2][2];
+  // A packed 4:2:2 row of odd width ends in a pair whose second luma is
+  // past the picture: it repeats the last pixel, as the others do.
+  const bool pair_luma = kXs == 1 && os.plane[0] == os.plane[1];
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    const int y = clamp_index(2 * by + dy, in.height);
+    CO_UNROLL
+    for (int dx = 0; dx < 2; ++dx) {
+      Pixel p = b.px[dy][dx];
+      to_output<kDeep>(k, &p);
+      const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
+      if (inside || (pair_luma && 2 * by + dy < in.height)) {
+        if constexpr (kDeep)
+          pack16(os, sample_ptr(os, out, 0, 2 * bx + dx, y), p.c[0]);
+        else
+          store_sample(os, out, 0, 2 * bx + dx, y, p.c[0]);
+      }
+      u_px[dy][dx] = p.c[1];  // a clamped pixel's chroma still counts
+      v_px[dy][dx] = p.c[2];
+    }
+  }
+  block_chroma<kXs, kYs>(out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
+    if constexpr (kDeep) {
+      pack16(os, sample_ptr(os, out, 1, sx, sy), u);
+      pack16(os, sample_ptr(os, out, 2, sx, sy), v);
+    } else {
+      if (k.scale_planes) {
+        u = scaled_chroma(k, in, out, 1, sx, sy);
+        v = scaled_chroma(k, in, out, 2, sx, sy);
+      }
+      store_sample(os, out, 1, sx, sy, u);
+      store_sample(os, out, 2, sx, sy, v);
+    }
   });
+}
+
+// The output of block (bx, by); pixels beyond the picture are skipped (odd
+// sizes). kDeep: when k.deep.
+template <bool kDeep>
+CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
+                         int bx, int by) {
+  Block b;
+  switch (side_kind(k.in_family, k.in_side)) {
+    case kSidePacked:
+      load_packed<kDeep>(k, in, bx, by, &b);
+      break;
+    case kSideGrey:
+      load_grey<kDeep>(k, in, bx, by, &b);
+      break;
+    case kSideYuv444:
+      load_yuv<0, 0, kDeep>(k, in, bx, by, &b);
+      break;
+    case kSideYuv422:
+      load_yuv<1, 0, kDeep>(k, in, bx, by, &b);
+      break;
+    default:
+      load_yuv<1, 1, kDeep>(k, in, bx, by, &b);
+      break;
+  }
+  switch (side_kind(k.out_family, k.out_side)) {
+    case kSidePacked:
+      store_packed<kDeep>(k, in, out, bx, by, b);
+      break;
+    case kSideGrey:
+      store_grey<kDeep>(k, in, out, bx, by, b);
+      break;
+    case kSideYuv444:
+      store_yuv<0, 0, kDeep>(k, in, out, bx, by, b);
+      break;
+    case kSideYuv422:
+      store_yuv<1, 0, kDeep>(k, in, out, bx, by, b);
+      break;
+    default:
+      store_yuv<1, 1, kDeep>(k, in, out, bx, by, b);
+      break;
+  }
 }
 
 }  // namespace convert_math
