@@ -4,6 +4,9 @@
 // host clock or transfer enters the figure.
 #include <cuda_runtime.h>
 
+#include <string>
+#include <vector>
+
 #include "cuda_check.h"
 #include "cuda_resources.h"
 #include "error.h"
@@ -13,9 +16,18 @@ namespace cudaoverlap {
 
 double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageRef& out,
                            int iterations) {
+  return time_operation_cuda(op, std::vector<ImageRef>{in}, std::vector<ImageRef>{out}, iterations);
+}
+
+double time_operation_cuda(const Operation& op, const std::vector<ImageRef>& ins,
+                           const std::vector<ImageRef>& outs, int iterations) {
   if (iterations < 1) throw Error("time_operation_cuda: iterations must be at least 1");
-  const std::string problem = op.check(in, out);
-  if (!problem.empty()) throw Error(problem);
+  if (ins.empty() || ins.size() != outs.size())
+    throw Error("time_operation_cuda: as many outputs as inputs, at least one");
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const std::string problem = op.check(ins[i], outs[i]);
+    if (!problem.empty()) throw Error(problem);
+  }
   // Owners, so an exception thrown by a launch frees them.
   const CudaStream stream = CudaStream::create();
   const CudaEvent start = CudaEvent::create_timing();
@@ -24,10 +36,14 @@ double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageR
       op.workspace_bytes() > 0 ? DeviceMemory::allocate(op.workspace_bytes()) : DeviceMemory();
   const Workspace workspace{static_cast<uint8_t*>(memory.get()), op.workspace_bytes()};
   op.prepare_cuda(workspace, stream.get());
-  // One untimed launch: first-launch module loading is not the kernel's cost.
-  op.enqueue_cuda(in, out, workspace, stream.get());
+  // One untimed launch per set: first-launch module loading is not the
+  // kernel's cost.
+  for (size_t i = 0; i < ins.size(); ++i) op.enqueue_cuda(ins[i], outs[i], workspace, stream.get());
   CO_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-  for (int i = 0; i < iterations; ++i) op.enqueue_cuda(in, out, workspace, stream.get());
+  for (int i = 0; i < iterations; ++i) {
+    const size_t at = static_cast<size_t>(i) % ins.size();
+    op.enqueue_cuda(ins[at], outs[at], workspace, stream.get());
+  }
   CO_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
   CO_CUDA_CHECK(cudaEventSynchronize(stop.get()));
   float ms = 0;

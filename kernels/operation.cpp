@@ -86,6 +86,11 @@ double time_operation_cuda(const Operation&, const ImageRef&, const ImageRef&, i
   throw_built_without_cuda();
 }
 
+double time_operation_cuda(const Operation&, const std::vector<ImageRef>&,
+                           const std::vector<ImageRef>&, int) {
+  throw_built_without_cuda();
+}
+
 double time_device_copy_cuda(void*, const void*, size_t, int) { throw_built_without_cuda(); }
 #endif
 

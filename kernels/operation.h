@@ -139,6 +139,11 @@ void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out)
 // device. Throws cudaoverlap::Error (also when built without CUDA).
 double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageRef& out,
                            int iterations);
+// The same, launch i on ins[i % n] and outs[i % n] (n = ins.size() ==
+// outs.size()): with sets that together exceed the GPU's L2 cache, no
+// launch finds its frame still there from the one before.
+double time_operation_cuda(const Operation& op, const std::vector<ImageRef>& ins,
+                           const std::vector<ImageRef>& outs, int iterations);
 // For benchmarks: GPU milliseconds of one device-to-device cudaMemcpy of
 // `bytes` (the same timing), what the memory moves at when nothing but a
 // copy runs.

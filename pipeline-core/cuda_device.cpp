@@ -206,6 +206,15 @@ double cuda_memory_peak_gbps(int device_id) {
   return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
 }
 
+size_t cuda_l2_cache_bytes(int device_id) {
+  int bytes = 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device_id) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<size_t>(bytes);
+}
+
 size_t cuda_live_buffers() { return g_live_buffers; }
 size_t cuda_live_registrations() { return g_live_registrations; }
 

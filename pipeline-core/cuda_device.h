@@ -24,6 +24,9 @@ std::unique_ptr<Device> make_cuda_device(int device_id);
 // cannot be told (no such device, no CUDA).
 double cuda_memory_peak_gbps(int device_id);
 
+// Bytes of device `device_id`'s L2 cache; 0 when it cannot be told.
+size_t cuda_l2_cache_bytes(int device_id);
+
 // Device and pinned buffers of the cuda backend alive in this process.
 size_t cuda_live_buffers();
 // Host memory registrations (Device::register_host) of the cuda backend alive.

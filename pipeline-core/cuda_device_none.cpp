@@ -17,6 +17,7 @@ std::unique_ptr<Device> make_cuda_device(int) {
 }
 
 double cuda_memory_peak_gbps(int) { return 0; }
+size_t cuda_l2_cache_bytes(int) { return 0; }
 
 size_t cuda_live_buffers() { return 0; }
 
