@@ -252,43 +252,40 @@ CO_HD int fetch(const ConvertSide& side, const ImageRef& image, int component, i
   return sample_at(side, image, component, sx, sy);
 }
 
-template <bool kDeep>
-CO_HD void load_packed(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
-  const int scale = kDeep ? 257 : 1;
+// read(x, y, &p) for each of the block's pixels, at clamped coordinates.
+template <typename Read>
+CO_HD void each_clamped(const ImageRef& in, int bx, int by, Block* b, const Read& read) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
-    const int y = clamp_index(2 * by + dy, in.height);
     CO_UNROLL
-    for (int dx = 0; dx < 2; ++dx) {
-      const int x = clamp_index(2 * bx + dx, in.width);
-      const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
-                         static_cast<size_t>(x) * k.in_side.pixel_stride;
-      Pixel& p = b->px[dy][dx];
-      p.c[0] = s[k.in_offsets[0]] * scale;
-      p.c[1] = s[k.in_offsets[1]] * scale;
-      p.c[2] = s[k.in_offsets[2]] * scale;
-      p.a = k.in_offsets[3] >= 0 ? s[k.in_offsets[3]] * scale : (kDeep ? 65535 : 255);
-    }
+    for (int dx = 0; dx < 2; ++dx)
+      read(clamp_index(2 * bx + dx, in.width), clamp_index(2 * by + dy, in.height), &b->px[dy][dx]);
   }
 }
 
 template <bool kDeep>
+CO_HD void load_packed(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+  each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
+    const int scale = kDeep ? 257 : 1;
+    const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
+                       static_cast<size_t>(x) * k.in_side.pixel_stride;
+    p->c[0] = s[k.in_offsets[0]] * scale;
+    p->c[1] = s[k.in_offsets[1]] * scale;
+    p->c[2] = s[k.in_offsets[2]] * scale;
+    p->a = k.in_offsets[3] >= 0 ? s[k.in_offsets[3]] * scale : (kDeep ? 65535 : 255);
+  });
+}
+
+template <bool kDeep>
 CO_HD void load_grey(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
-  CO_UNROLL
-  for (int dy = 0; dy < 2; ++dy) {
-    const int y = clamp_index(2 * by + dy, in.height);
-    CO_UNROLL
-    for (int dx = 0; dx < 2; ++dx) {
-      const int x = clamp_index(2 * bx + dx, in.width);
-      Pixel& p = b->px[dy][dx];
-      if constexpr (kDeep)
-        p.c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
-      else
-        p.c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
-      p.c[1] = p.c[2] = kDeep ? 32768 : 128;
-      p.a = kDeep ? 65535 : 255;
-    }
-  }
+  each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
+    if constexpr (kDeep)
+      p->c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
+    else
+      p->c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
+    p->c[1] = p->c[2] = kDeep ? 32768 : 128;
+    p->a = kDeep ? 65535 : 255;
+  });
 }
 
 // YUV subsampled by 2^kXs across and 2^kYs down. Chroma along each
@@ -439,49 +436,48 @@ CO_HD void to_output(const ConvertCoefficients& k, Pixel* p) {
   }
 }
 
-template <bool kDeep>
-CO_HD void store_packed(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                        int bx, int by, const Block& b) {
+// write(x, y, p) for each of the block's pixels inside the picture, p
+// taken to the output's space.
+template <bool kDeep, typename Write>
+CO_HD void each_inside(const ConvertCoefficients& k, const ImageRef& in, int bx, int by,
+                       const Block& b, const Write& write) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     if (2 * by + dy >= in.height) continue;
-    const int y = 2 * by + dy;
     CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
       if (2 * bx + dx >= in.width) continue;
-      const int x = 2 * bx + dx;
       Pixel p = b.px[dy][dx];
       to_output<kDeep>(k, &p);
-      const int shift = kDeep ? 8 : 0;
-      uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                   static_cast<size_t>(x) * k.out_side.pixel_stride;
-      d[k.out_offsets[0]] = static_cast<uint8_t>(p.c[0] >> shift);
-      d[k.out_offsets[1]] = static_cast<uint8_t>(p.c[1] >> shift);
-      d[k.out_offsets[2]] = static_cast<uint8_t>(p.c[2] >> shift);
-      if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a >> shift);
+      write(2 * bx + dx, 2 * by + dy, p);
     }
   }
 }
 
 template <bool kDeep>
+CO_HD void store_packed(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
+                        int bx, int by, const Block& b) {
+  each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
+    const int shift = kDeep ? 8 : 0;
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                 static_cast<size_t>(x) * k.out_side.pixel_stride;
+    d[k.out_offsets[0]] = static_cast<uint8_t>(p.c[0] >> shift);
+    d[k.out_offsets[1]] = static_cast<uint8_t>(p.c[1] >> shift);
+    d[k.out_offsets[2]] = static_cast<uint8_t>(p.c[2] >> shift);
+    if (k.out_offsets[3] >= 0) d[k.out_offsets[3]] = static_cast<uint8_t>(p.a >> shift);
+  });
+}
+
+template <bool kDeep>
 CO_HD void store_grey(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out, int bx,
                       int by, const Block& b) {
-  CO_UNROLL
-  for (int dy = 0; dy < 2; ++dy) {
-    if (2 * by + dy >= in.height) continue;
-    const int y = 2 * by + dy;
-    CO_UNROLL
-    for (int dx = 0; dx < 2; ++dx) {
-      if (2 * bx + dx >= in.width) continue;
-      Pixel p = b.px[dy][dx];
-      to_output<kDeep>(k, &p);
-      if constexpr (kDeep)
-        pack16(k.out_side, sample_ptr(k.out_side, out, 0, 2 * bx + dx, y), p.c[0]);
-      else
-        out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + 2 * bx + dx] =
-            static_cast<uint8_t>(p.c[0]);
-    }
-  }
+  each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
+    if constexpr (kDeep)
+      pack16(k.out_side, sample_ptr(k.out_side, out, 0, x, y), p.c[0]);
+    else
+      out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + x] =
+          static_cast<uint8_t>(p.c[0]);
+  });
 }
 
 template <int kXs, int kYs, bool kDeep>
