@@ -653,29 +653,12 @@ __global__ void __launch_bounds__(kThreads)
                         int blocks_y) {
   namespace cm = convert_math;
   __shared__ __align__(16) uint32_t tile[kTileH][kTileW];
-  const int in_kind = cm::side_kind(k.in_family, k.in_side);
   const int bx = blockIdx.x * kTileBlocksX + threadIdx.x;
   for (int ty = blockIdx.y * kTileBlocksY; ty < blocks_y; ty += gridDim.y * kTileBlocksY) {
     const int by = ty + threadIdx.y;
     if (bx < blocks_x && by < blocks_y) {
       cm::Block b;
-      switch (in_kind) {
-        case cm::kSidePacked:
-          cm::load_packed<false>(k, in, bx, by, &b);
-          break;
-        case cm::kSideGrey:
-          cm::load_grey<false>(k, in, bx, by, &b);
-          break;
-        case cm::kSideYuv444:
-          cm::load_yuv<0, 0, false>(k, in, bx, by, &b);
-          break;
-        case cm::kSideYuv422:
-          cm::load_yuv<1, 0, false>(k, in, bx, by, &b);
-          break;
-        default:
-          cm::load_yuv<1, 1, false>(k, in, bx, by, &b);
-          break;
-      }
+      cm::load_block<false>(k, in, bx, by, &b);
       CO_UNROLL
       for (int dy = 0; dy < 2; ++dy) {
         uint32_t w[2];

@@ -521,29 +521,35 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
   });
 }
 
+// The block's four pixels, read by the input's kind.
+template <bool kDeep>
+CO_HD void load_block(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+  switch (side_kind(k.in_family, k.in_side)) {
+    case kSidePacked:
+      load_packed<kDeep>(k, in, bx, by, b);
+      break;
+    case kSideGrey:
+      load_grey<kDeep>(k, in, bx, by, b);
+      break;
+    case kSideYuv444:
+      load_yuv<0, 0, kDeep>(k, in, bx, by, b);
+      break;
+    case kSideYuv422:
+      load_yuv<1, 0, kDeep>(k, in, bx, by, b);
+      break;
+    default:
+      load_yuv<1, 1, kDeep>(k, in, bx, by, b);
+      break;
+  }
+}
+
 // The output of block (bx, by); pixels beyond the picture are skipped (odd
 // sizes). kDeep: when k.deep.
 template <bool kDeep>
 CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
                          int bx, int by) {
   Block b;
-  switch (side_kind(k.in_family, k.in_side)) {
-    case kSidePacked:
-      load_packed<kDeep>(k, in, bx, by, &b);
-      break;
-    case kSideGrey:
-      load_grey<kDeep>(k, in, bx, by, &b);
-      break;
-    case kSideYuv444:
-      load_yuv<0, 0, kDeep>(k, in, bx, by, &b);
-      break;
-    case kSideYuv422:
-      load_yuv<1, 0, kDeep>(k, in, bx, by, &b);
-      break;
-    default:
-      load_yuv<1, 1, kDeep>(k, in, bx, by, &b);
-      break;
-  }
+  load_block<kDeep>(k, in, bx, by, &b);
   switch (side_kind(k.out_family, k.out_side)) {
     case kSidePacked:
       store_packed<kDeep>(k, in, out, bx, by, b);
