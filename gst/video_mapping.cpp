@@ -312,22 +312,11 @@ GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps*
 
 bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
                      GstVideoInfo* out) {
-  if (is_bayer(in_format)) {
-    // Debayering, without a downstream preference: the first format it makes.
-    const std::vector<PixelFormat> made = op.output_formats(in_format);
-    if (made.empty() ||
-        !gst_video_info_set_format(out, gst_format_of(made[0]), GST_VIDEO_INFO_WIDTH(&in),
-                                   GST_VIDEO_INFO_HEIGHT(&in)))
-      return false;
-    // (set_format starts from a fresh info: the rate and aspect come after.)
-    GST_VIDEO_INFO_FPS_N(out) = GST_VIDEO_INFO_FPS_N(&in);
-    GST_VIDEO_INFO_FPS_D(out) = GST_VIDEO_INFO_FPS_D(&in);
-    GST_VIDEO_INFO_PAR_N(out) = GST_VIDEO_INFO_PAR_N(&in);
-    GST_VIDEO_INFO_PAR_D(out) = GST_VIDEO_INFO_PAR_D(&in);
-    return true;
-  }
+  // Only convert takes a mosaic, and convert's format is downstream's
+  // choice (negotiate_output_info): no operation here does.
+  if (is_bayer(in_format)) return false;
   if (!op.swaps_axes()) {
-    *out = in;  // convert, without a downstream preference: the input's format
+    *out = in;  // the input's format and size
     return true;
   }
   // Through caps, so the result is exactly what negotiation announces.

@@ -89,10 +89,10 @@ bool caps_acceptable(GstCaps* caps, GstCaps* allowed);
 // query's caps are not raw video. (A later change makes the pool pinned.)
 bool propose_video_pool(GstQuery* query, guint min_buffers);
 
-// The output video info `op` produces from `in`. False when it cannot.
-// Where the format is downstream's choice, without downstream's view: the
-// input's format.
-// A Bayer mosaic (`in_format`): the first format it debayers to.
+// The output video info of an `op` whose format is not downstream's
+// choice (negotiate_output_info asks downstream for the others). False
+// when it cannot, and for a Bayer mosaic (`in_format`), which only convert
+// takes.
 bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
                      GstVideoInfo* out);
 
