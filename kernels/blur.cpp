@@ -1,10 +1,12 @@
 // CPU reference of the `blur` kernel (see blur.h): the two integer passes
-// written directly, channel by channel.
+// written directly, component by component through the format table.
 #include "blur.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "copy.h"
 
 namespace cudaoverlap {
 
@@ -32,57 +34,79 @@ BlurTaps blur_taps(double sigma, int shift) {
 
 namespace {
 
-// One channel of one plane: samples at data + y * stride + x * step.
-void blur_channel(const uint8_t* src, size_t src_stride, uint8_t* dst, size_t dst_stride, int step,
-                  int width, int height, const BlurTaps& taps) {
+// One colour component of an image: its samples, read and written through
+// the format table (8-bit bytes, or little-endian 16-bit words holding
+// `depth` bits `shift` bits up).
+struct Samples {
+  const FormatInfo* info;
+  Component k;
+  uint32_t max;
+
+  size_t at(const PlaneRef& plane, int x, int y) const {
+    return static_cast<size_t>(y) * plane.stride + k.offset +
+           static_cast<size_t>(x) * k.pixel_stride;
+  }
+  uint32_t get(const ImageRef& image, int x, int y) const {
+    const uint8_t* s = image.planes[k.plane].data + at(image.planes[k.plane], x, y);
+    if (info->sample_bytes == 1) return *s;
+    return ((s[0] | (uint32_t{s[1]} << 8)) >> k.shift) & max;
+  }
+  // Keeps the bits around a deep sample as they are.
+  void put(const ImageRef& image, int x, int y, uint32_t value) const {
+    uint8_t* d = image.planes[k.plane].data + at(image.planes[k.plane], x, y);
+    if (info->sample_bytes == 1) {
+      *d = static_cast<uint8_t>(value);
+      return;
+    }
+    const uint32_t word = ((d[0] | (uint32_t{d[1]} << 8)) & ~(max << k.shift)) | (value << k.shift);
+    d[0] = static_cast<uint8_t>(word);
+    d[1] = static_cast<uint8_t>(word >> 8);
+  }
+};
+
+// One component, `width` x `height` samples of the picture: the horizontal
+// pass into `rows` with blur_fraction_bits(depth) fractional bits, then the
+// vertical pass rounded once.
+void blur_component(const ImageRef& in, const ImageRef& out, const Samples& s, int width,
+                    int height, const BlurTaps& across, const BlurTaps& down) {
+  const int frac = blur_fraction_bits(s.k.depth);
+  const int first_shift = kBlurWeightBits - frac;
   std::vector<uint32_t> rows(static_cast<size_t>(width) * height);
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) {
       int32_t acc = 0;
-      for (int d = -taps.radius; d <= taps.radius; ++d) {
-        const int sx = std::clamp(x + d, 0, width - 1);
-        acc += taps.weight[std::abs(d)] * src[y * src_stride + static_cast<size_t>(sx) * step];
-      }
-      // 8 fractional bits kept for the second pass.
+      for (int d = -across.radius; d <= across.radius; ++d)
+        acc += across.weight[std::abs(d)] *
+               static_cast<int32_t>(s.get(in, std::clamp(x + d, 0, width - 1), y));
       rows[static_cast<size_t>(y) * width + x] =
-          static_cast<uint32_t>((acc + (1 << (kBlurWeightBits - 8 - 1))) >> (kBlurWeightBits - 8));
+          static_cast<uint32_t>((acc + (1 << (first_shift - 1))) >> first_shift);
     }
+  const int shift = kBlurWeightBits + frac;
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) {
       uint32_t acc = 0;
-      for (int d = -taps.radius; d <= taps.radius; ++d) {
+      for (int d = -down.radius; d <= down.radius; ++d) {
         const int sy = std::clamp(y + d, 0, height - 1);
-        acc += static_cast<uint32_t>(taps.weight[std::abs(d)]) *
+        acc += static_cast<uint32_t>(down.weight[std::abs(d)]) *
                rows[static_cast<size_t>(sy) * width + x];
       }
-      const int shift = kBlurWeightBits + 8;
-      dst[y * dst_stride + static_cast<size_t>(x) * step] =
-          static_cast<uint8_t>(std::min<uint32_t>(255, (acc + (1u << (shift - 1))) >> shift));
+      s.put(out, x, y, std::min<uint32_t>(s.max, (acc + (1u << (shift - 1))) >> shift));
     }
 }
 
 }  // namespace
 
 void blur_reference(const ImageRef& in, const ImageRef& out, double sigma) {
+  // Alpha, padding, the bits around a 10-bit sample and the second luma of
+  // an odd-width YUY2 row's last pair come from here.
+  copy_reference(in, out);
   const FormatInfo& info = format_info(in.format);
-  for (int p = 0; p < info.n_planes; ++p) {
-    const int step = info.pixel_bytes[p];
-    const int width = static_cast<int>(plane_row_bytes(in.format, p, in.width)) / step;
-    const int height = static_cast<int>(plane_rows(in.format, p, in.height));
-    // Chroma planes are subsampled equally in x and y for every format here.
-    const BlurTaps taps = blur_taps(sigma, info.x_shift[p]);
-    for (int c = 0; c < step; ++c) {
-      const uint8_t* src = in.planes[p].data + c;
-      uint8_t* dst = out.planes[p].data + c;
-      if (c == info.alpha_byte) {
-        for (int y = 0; y < height; ++y)
-          for (int x = 0; x < width; ++x)
-            dst[y * out.planes[p].stride + static_cast<size_t>(x) * step] =
-                src[y * in.planes[p].stride + static_cast<size_t>(x) * step];
-        continue;
-      }
-      blur_channel(src, in.planes[p].stride, dst, out.planes[p].stride, step, width, height, taps);
-    }
+  for (int c = 0; c < colour_components(in.format); ++c) {
+    const Component& k = info.comp[c];
+    const Samples s{&info, k, (uint32_t{1} << k.depth) - 1};
+    const int width = (in.width + (1 << k.x_sub) - 1) >> k.x_sub;
+    const int height = (in.height + (1 << k.y_sub) - 1) >> k.y_sub;
+    blur_component(in, out, s, width, height, blur_taps(sigma, k.x_sub), blur_taps(sigma, k.y_sub));
   }
 }
 
@@ -94,10 +118,7 @@ std::string BlurOperation::check(const ImageRef& in, const ImageRef& out) const 
 }
 
 std::vector<PixelFormat> BlurOperation::output_formats(PixelFormat in) const {
-  using F = PixelFormat;
-  std::vector<F> taken = rgb32_yuv420_gray8_formats();
-  taken.insert(taken.end(), {F::kNV21, F::kY444});
-  return keep_format_of(in, taken);
+  return keep_format(in);
 }
 
 bool BlurOperation::same_as(const Operation& other) const {

@@ -245,6 +245,155 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The formats blur_tile_kernel does not read: 3-byte RGB, packed 4:2:2,
+// NV16 and Y42B (subsampled across but not down), and 10- and 16-bit
+// samples. One launch per plane; a block makes kPlaneTileX samples of the
+// plane's finest component by kPlaneTileY rows, one component after the
+// other (so the three of RGB or YUY2 read the same lines while they are in
+// cache), with the horizontal pass into a uint32 intermediate in shared
+// memory and the vertical pass from there. Samples are read and written
+// through the format table's components, one thread per sample.
+constexpr int kPlaneTileX = 64, kPlaneTileShift = 6;
+constexpr int kPlaneTileY = 64;
+
+struct ComponentBlur {
+  int offset, step;   // bytes in the plane's row
+  int sub;            // log2 of the plane's finest samples per one of its samples
+  int width, stored;  // samples of the picture, and that a row holds
+  BlurTaps across;
+};
+
+struct PlaneBlur {
+  const uint8_t* src;
+  uint8_t* dst;
+  size_t src_stride, dst_stride;
+  int height;
+  int n;  // components in the plane
+  ComponentBlur comp[3];
+  BlurTaps down;  // alike for the components of a plane
+  bool wide;      // 16-bit samples: `depth` bits `shift` up
+  int shift;
+  uint32_t max;
+  int frac;  // blur_fraction_bits
+};
+
+__device__ __forceinline__ uint32_t plane_sample(const uint8_t* p, bool wide, int shift,
+                                                 uint32_t max) {
+  if (!wide) return *p;
+  return ((p[0] | (static_cast<uint32_t>(p[1]) << 8)) >> shift) & max;
+}
+
+__global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_constant__ PlaneBlur b) {
+  extern __shared__ uint32_t mid_rows[];  // (kPlaneTileY + 2 * radius) x kPlaneTileX
+  __shared__ int32_t across[kBlurMaxRadius + 1], down[kBlurMaxRadius + 1];
+  const int ry = b.down.radius;
+  const int rows_in = kPlaneTileY + 2 * ry;
+  const int y0 = blockIdx.y * kPlaneTileY;
+  for (int i = threadIdx.x; i <= ry; i += kThreads) down[i] = b.down.weight[i];
+  const int first_shift = kBlurWeightBits - b.frac;
+  const int last_shift = kBlurWeightBits + b.frac;
+  for (int c = 0; c < b.n; ++c) {
+    const ComponentBlur& k = b.comp[c];
+    const int rx = k.across.radius;
+    const int tw_shift = kPlaneTileShift - k.sub;
+    const int x0 = (blockIdx.x * kPlaneTileX) >> k.sub;
+    for (int i = threadIdx.x; i <= rx; i += kThreads) across[i] = k.across.weight[i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < (rows_in << tw_shift); i += kThreads) {
+      const int j = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
+      const int x = x0 + col;
+      if (x >= k.width) continue;
+      const int y = clamp_to(y0 - ry + j, b.height - 1);
+      const uint8_t* row = b.src + y * b.src_stride + k.offset;
+      int32_t acc = 0;
+      for (int d = -rx; d <= rx; ++d)
+        acc += across[d < 0 ? -d : d] *
+               static_cast<int32_t>(plane_sample(row + clamp_to(x + d, k.width - 1) * k.step,
+                                                 b.wide, b.shift, b.max));
+      mid_rows[j * kPlaneTileX + col] =
+          static_cast<uint32_t>((acc + (1 << (first_shift - 1))) >> first_shift);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < (kPlaneTileY << tw_shift); i += kThreads) {
+      const int j = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
+      const int x = x0 + col, y = y0 + j;
+      if (x >= k.stored || y >= b.height) continue;
+      const size_t at = static_cast<size_t>(x) * k.step + k.offset;
+      const uint8_t* s = b.src + y * b.src_stride + at;
+      uint8_t* d = b.dst + y * b.dst_stride + at;
+      if (x >= k.width) {  // the padding luma of an odd-width packed 4:2:2 row
+        d[0] = s[0];
+        continue;
+      }
+      uint32_t acc = 0;
+      for (int t = -ry; t <= ry; ++t)
+        acc += static_cast<uint32_t>(down[t < 0 ? -t : t]) *
+               mid_rows[(j + ry + t) * kPlaneTileX + col];
+      const uint32_t v = min(b.max, (acc + (1u << (last_shift - 1))) >> last_shift);
+      if (!b.wide) {
+        d[0] = static_cast<uint8_t>(v);
+        continue;
+      }
+      const uint32_t word =
+          ((s[0] | (static_cast<uint32_t>(s[1]) << 8)) & ~(b.max << b.shift)) | (v << b.shift);
+      d[0] = static_cast<uint8_t>(word);
+      d[1] = static_cast<uint8_t>(word >> 8);
+    }
+    __syncthreads();
+  }
+}
+
+// Whether blur_tile_kernel reads `format`: 8-bit samples, every plane
+// subsampled alike across and down, pixel groups of 1, 2 or 4 bytes.
+bool tile_path(const FormatInfo& info) {
+  if (info.sample_bytes != 1) return false;
+  for (int p = 0; p < info.n_planes; ++p)
+    if (info.x_shift[p] != info.y_shift[p] || info.pixel_bytes[p] == 3) return false;
+  return true;
+}
+
+void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream) {
+  const FormatInfo& info = format_info(in.format);
+  for (int p = 0; p < info.n_planes; ++p) {
+    PlaneBlur b{};
+    b.src = in.planes[p].data;
+    b.dst = out.planes[p].data;
+    b.src_stride = in.planes[p].stride;
+    b.dst_stride = out.planes[p].stride;
+    b.height = static_cast<int>(plane_rows(in.format, p, in.height));
+    b.wide = info.sample_bytes == 2;
+    int finest = 0;  // samples of the finest component that a row holds
+    int finest_sub = 31;
+    for (int c = 0; c < colour_components(in.format); ++c)
+      if (info.comp[c].plane == p) finest_sub = std::min(finest_sub, info.comp[c].x_sub);
+    for (int c = 0; c < colour_components(in.format); ++c) {
+      const Component& k = info.comp[c];
+      if (k.plane != p) continue;
+      ComponentBlur& e = b.comp[b.n++];
+      e.offset = k.offset;
+      e.step = k.pixel_stride;
+      e.sub = k.x_sub - finest_sub;
+      e.width = (in.width + (1 << k.x_sub) - 1) >> k.x_sub;
+      e.stored = static_cast<int>(
+          (plane_row_bytes(in.format, p, in.width) - k.offset + k.pixel_stride - 1) /
+          k.pixel_stride);
+      e.across = blur_taps(sigma, k.x_sub);
+      b.down = blur_taps(sigma, k.y_sub);
+      b.shift = k.shift;
+      b.max = (1u << k.depth) - 1;
+      b.frac = blur_fraction_bits(k.depth);
+      finest = std::max(finest, e.stored << e.sub);
+    }
+    if (b.n == 0 || finest == 0 || b.height == 0) continue;
+    const dim3 grid((finest + kPlaneTileX - 1) / kPlaneTileX,
+                    (b.height + kPlaneTileY - 1) / kPlaneTileY);
+    if (grid.y > 65535) throw Error("blur: the image is too tall (more than 4,194,240 rows)");
+    const size_t shared = sizeof(uint32_t) * kPlaneTileX * (kPlaneTileY + 2 * b.down.radius);
+    blur_plane_kernel<<<grid, kThreads, shared, stream>>>(b);
+    CO_CUDA_CHECK_LAUNCH("the blur kernel");
+  }
+}
+
 int log2_of(int v) {
   int s = 0;
   while ((1 << s) < v) ++s;
@@ -298,6 +447,10 @@ void launch(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& 
 
 void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
+  if (!tile_path(info)) {
+    blur_planes_cuda(in, out, sigma, stream);
+    return;
+  }
   for (int p = 0; p < info.n_planes; ++p) {
     const int step = info.pixel_bytes[p];
     const int width = static_cast<int>(plane_row_bytes(in.format, p, in.width)) / step;

@@ -2,17 +2,20 @@
 // 20 pixels), separable (a horizontal then a vertical pass), with the image
 // edges clamped (samples beyond an edge repeat the edge).
 //
-// Each plane is blurred at its own resolution: subsampled chroma planes with
-// sigma scaled down by their subsampling, so the blur has the same extent on
-// the picture for every plane. Colour, luma and chroma samples are blurred;
-// alpha and padding bytes of packed formats are copied.
+// Every colour component (R, G, B; Y, U, V; grey) is blurred at its own
+// resolution: a subsampled chroma component with sigma scaled down by its
+// subsampling in each direction (4:2:2 chroma: halved across, whole down),
+// so the blur has the same extent on the picture for every component.
+// Alpha and padding bytes, the bits around a 10-bit sample and the second
+// luma of an odd-width YUY2/UYVY row's last pair are copied.
 //
 // The arithmetic is integer so the GPU and the CPU reference agree to the
 // byte: the taps are the Gaussian quantised to integers summing to exactly
-// 4096 (so a flat image stays flat), the horizontal pass keeps 8 fractional
-// bits, and the vertical pass rounds to nearest once at the end. Against an
-// exact double-precision Gaussian with the same taps the result differs by
-// at most 1 (tested).
+// 4096 (so a flat image stays flat), the horizontal pass keeps
+// blur_fraction_bits(depth) fractional bits (8; 4 for 16-bit samples, so
+// the vertical sums stay within 32 bits), and the vertical pass rounds to
+// nearest once at the end. Against an exact double-precision Gaussian with
+// the same taps the result differs by at most 1 (tested).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,10 @@ constexpr double kBlurMinSigma = 0.5;
 constexpr double kBlurMaxSigma = 20.0;
 constexpr int kBlurMaxRadius = 60;   // ceil(3 * kBlurMaxSigma)
 constexpr int kBlurWeightBits = 12;  // taps sum to 1 << 12
+
+// Fractional bits the horizontal pass keeps for samples of `depth` bits:
+// (2^depth - 1) << bits, times the 4096 of the vertical taps, fits 32 bits.
+constexpr int blur_fraction_bits(int depth) { return depth > 12 ? 4 : 8; }
 
 // Taps of one plane: weight[|d|] for offsets -radius..radius.
 struct BlurTaps {
@@ -40,8 +47,7 @@ class BlurOperation final : public Operation {
  public:
   explicit BlurOperation(double sigma) : sigma_(sigma) {}
   const char* name() const override { return "blur"; }
-  // Formats whose every plane is subsampled alike across and down (so one
-  // set of taps fits each plane): not yet 3-byte RGB, 4:2:2 or deeper samples.
+  // Every raw format.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;

@@ -3,64 +3,93 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
-#include "balance.h"
+#include "copy.h"
 
 namespace cudaoverlap {
 
-uint8_t edge_magnitude(int gx, int gy) {
-  const int n = gx * gx + gy * gy;
-  int s = static_cast<int>(std::sqrt(static_cast<double>(n)));
+uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max) {
+  const int64_t n = gx * gx + gy * gy;
+  int64_t s = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   while (s * s > n) --s;
   while ((s + 1) * (s + 1) <= n) ++s;
-  return static_cast<uint8_t>(std::min(s, 255));
+  return static_cast<uint32_t>(std::min<int64_t>(s, max));
 }
 
+namespace {
+
+// Sample x of row y of component k (8-bit, or the `depth` bits of a
+// little-endian word), and writing one with the bits around it kept.
+uint32_t get(const ImageRef& image, const FormatInfo& info, const Component& k, int x, int y) {
+  const PlaneRef& p = image.planes[k.plane];
+  const uint8_t* s = p.data + static_cast<size_t>(y) * p.stride + k.offset +
+                     static_cast<size_t>(x) * k.pixel_stride;
+  if (info.sample_bytes == 1) return *s;
+  return ((s[0] | (uint32_t{s[1]} << 8)) >> k.shift) & ((uint32_t{1} << k.depth) - 1);
+}
+
+void put(const ImageRef& image, const FormatInfo& info, const Component& k, int x, int y,
+         uint32_t value) {
+  const PlaneRef& p = image.planes[k.plane];
+  uint8_t* d = p.data + static_cast<size_t>(y) * p.stride + k.offset +
+               static_cast<size_t>(x) * k.pixel_stride;
+  if (info.sample_bytes == 1) {
+    *d = static_cast<uint8_t>(value);
+    return;
+  }
+  const uint32_t mask = ((uint32_t{1} << k.depth) - 1) << k.shift;
+  const uint32_t word = ((d[0] | (uint32_t{d[1]} << 8)) & ~mask) | (value << k.shift);
+  d[0] = static_cast<uint8_t>(word);
+  d[1] = static_cast<uint8_t>(word >> 8);
+}
+
+}  // namespace
+
 void edge_reference(const ImageRef& in, const ImageRef& out) {
+  // Alpha, padding, the bits around a 10-bit sample and the second luma of
+  // an odd-width YUY2 row's last pair come from here.
+  copy_reference(in, out);
   const FormatInfo& info = format_info(in.format);
   const int w = in.width, h = in.height;
-  const bool rgb = !info.is_yuv && in.format != PixelFormat::kGRAY8;
-  int ro = 0, go = 0, bo = 0;
-  if (rgb) rgb_byte_offsets(in.format, &ro, &go, &bo);
-  std::vector<int> grey(static_cast<size_t>(w) * h);
+  const bool rgb = colour_components(in.format) == 3 && !info.is_yuv;
+  const Component& luma = info.comp[0];
+  std::vector<int64_t> grey(static_cast<size_t>(w) * h);
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const uint8_t* s = in.planes[0].data + y * in.planes[0].stride;
+    for (int x = 0; x < w; ++x)
       grey[static_cast<size_t>(y) * w + x] =
-          rgb ? (77 * s[x * 4 + ro] + 150 * s[x * 4 + go] + 29 * s[x * 4 + bo] + 128) >> 8 : s[x];
-    }
+          rgb ? (77 * get(in, info, info.comp[0], x, y) + 150 * get(in, info, info.comp[1], x, y) +
+                 29 * get(in, info, info.comp[2], x, y) + 128) >>
+                    8
+              : get(in, info, luma, x, y);
   auto at = [&](int x, int y) {
     return grey[static_cast<size_t>(std::clamp(y, 0, h - 1)) * w + std::clamp(x, 0, w - 1)];
   };
+  const uint32_t max = (uint32_t{1} << luma.depth) - 1;
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
-      const int gx = (at(x + 1, y - 1) + 2 * at(x + 1, y) + at(x + 1, y + 1)) -
-                     (at(x - 1, y - 1) + 2 * at(x - 1, y) + at(x - 1, y + 1));
-      const int gy = (at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1)) -
-                     (at(x - 1, y - 1) + 2 * at(x, y - 1) + at(x + 1, y - 1));
-      const uint8_t m = edge_magnitude(gx, gy);
-      uint8_t* d = out.planes[0].data + y * out.planes[0].stride;
-      if (rgb) {
-        const uint8_t* s = in.planes[0].data + y * in.planes[0].stride;
-        std::memcpy(d + x * 4, s + x * 4, 4);  // alpha or padding
-        d[x * 4 + ro] = d[x * 4 + go] = d[x * 4 + bo] = m;
-      } else {
-        d[x] = m;
-      }
+      const int64_t gx = (at(x + 1, y - 1) + 2 * at(x + 1, y) + at(x + 1, y + 1)) -
+                         (at(x - 1, y - 1) + 2 * at(x - 1, y) + at(x - 1, y + 1));
+      const int64_t gy = (at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1)) -
+                         (at(x - 1, y - 1) + 2 * at(x, y - 1) + at(x + 1, y - 1));
+      const uint32_t m = edge_magnitude(gx, gy, max);
+      for (int c = 0; c < (rgb ? 3 : 1); ++c) put(out, info, info.comp[c], x, y, m);
     }
-  for (int p = 1; p < info.n_planes; ++p)
-    for (size_t y = 0; y < plane_rows(in.format, p, h); ++y)
-      std::memset(out.planes[p].data + y * out.planes[p].stride, 128,
-                  plane_row_bytes(in.format, p, w));
+  if (!info.is_yuv) return;
+  // Neutral chroma in every sample the chroma rows hold.
+  for (int c = 1; c < 3; ++c) {
+    const Component& k = info.comp[c];
+    const size_t row_bytes = plane_row_bytes(in.format, k.plane, w);
+    const int samples = static_cast<int>((row_bytes - k.offset + k.pixel_stride - 1) /
+                                         static_cast<size_t>(k.pixel_stride));
+    const int rows = static_cast<int>(plane_rows(in.format, k.plane, h));
+    for (int y = 0; y < rows; ++y)
+      for (int x = 0; x < samples; ++x) put(out, info, k, x, y, uint32_t{1} << (k.depth - 1));
+  }
 }
 
 std::vector<PixelFormat> EdgeOperation::output_formats(PixelFormat in) const {
-  using F = PixelFormat;
-  std::vector<F> taken = rgb32_yuv420_gray8_formats();
-  taken.insert(taken.end(), {F::kNV21, F::kNV16, F::kY42B, F::kY444});
-  return keep_format_of(in, taken);
+  return keep_format(in);
 }
 
 bool EdgeOperation::same_as(const Operation& other) const {

@@ -332,6 +332,158 @@ __global__ void magnitude_grid_kernel(int limit, uint8_t* out) {
   out[2 * i + 1] = static_cast<uint8_t>(magnitude(lane_hi(wx, base), lane_hi(wy, base)));
 }
 
+// The formats the kernel above does not read (3-byte RGB, packed 4:2:2,
+// 10- and 16-bit samples): a 32x8 tile of luma with a one-sample halo in
+// shared memory, read through the format's components, and one thread per
+// output pixel. The magnitude of deep gradients (up to 4 * 65535 a side)
+// is the integer square root of a 64-bit sum.
+constexpr int kGenericX = 32, kGenericY = 8;
+
+struct EdgeComponent {
+  const uint8_t* src;  // for the bits around a 10-bit sample
+  uint8_t* dst;
+  size_t src_stride, dst_stride;
+  int offset, step;
+  int samples, rows;  // that the plane's rows hold
+};
+
+struct EdgeGeneric {
+  const uint8_t* src;  // plane 0
+  uint8_t* dst;
+  size_t src_stride, dst_stride;
+  int width, height;
+  bool rgb;  // luma from the 8-bit R, G, B at off[0..2]; else off[0] is luma
+  int off[3];
+  int step;    // bytes from one pixel's luma (or RGB) to the next
+  int stored;  // luma samples a row holds (odd-width YUY2: width + 1)
+  // 16-bit samples: `depth` bits `shift` up (alike for every component of
+  // the formats in the table).
+  bool wide;
+  int shift;
+  uint32_t max;  // of a sample, and of the magnitude
+  int n_chroma;  // YUV: U and V, each set to `neutral` (half the maximum)
+  uint32_t neutral;
+  EdgeComponent chroma[2];
+};
+
+__device__ __forceinline__ uint32_t generic_sample(const uint8_t* p, bool wide, int shift,
+                                                   uint32_t max) {
+  if (!wide) return *p;
+  return ((p[0] | (static_cast<uint32_t>(p[1]) << 8)) >> shift) & max;
+}
+
+__device__ __forceinline__ void generic_put(uint8_t* d, const uint8_t* around, bool wide, int shift,
+                                            uint32_t max, uint32_t v) {
+  if (!wide) {
+    *d = static_cast<uint8_t>(v);
+    return;
+  }
+  const uint32_t word =
+      ((around[0] | (static_cast<uint32_t>(around[1]) << 8)) & ~(max << shift)) | (v << shift);
+  d[0] = static_cast<uint8_t>(word);
+  d[1] = static_cast<uint8_t>(word >> 8);
+}
+
+__device__ __forceinline__ int generic_luma(const EdgeGeneric& g, int x, int y) {
+  const uint8_t* p =
+      g.src + static_cast<size_t>(y) * g.src_stride + static_cast<size_t>(x) * g.step;
+  if (g.rgb) return (77 * p[g.off[0]] + 150 * p[g.off[1]] + 29 * p[g.off[2]] + 128) >> 8;
+  return static_cast<int>(generic_sample(p + g.off[0], g.wide, g.shift, g.max));
+}
+
+__global__ void edge_generic_kernel(const __grid_constant__ EdgeGeneric g) {
+  __shared__ int tile[kGenericY + 2][kGenericX + 2];
+  const int x0 = blockIdx.x * kGenericX, y0 = blockIdx.y * kGenericY;
+  const int t = threadIdx.y * kGenericX + threadIdx.x;
+  for (int i = t; i < (kGenericX + 2) * (kGenericY + 2); i += kGenericX * kGenericY) {
+    const int ty = i / (kGenericX + 2), tx = i % (kGenericX + 2);
+    const int x = min(max(x0 + tx - 1, 0), g.width - 1);
+    const int y = min(max(y0 + ty - 1, 0), g.height - 1);
+    tile[ty][tx] = generic_luma(g, x, y);
+  }
+  __syncthreads();
+  const int x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+  if (y >= g.height) return;
+  for (int c = 0; c < g.n_chroma; ++c) {
+    const EdgeComponent& k = g.chroma[c];
+    if (x < k.samples && y < k.rows) {
+      const size_t at = static_cast<size_t>(x) * k.step + k.offset;
+      generic_put(k.dst + static_cast<size_t>(y) * k.dst_stride + at,
+                  k.src + static_cast<size_t>(y) * k.src_stride + at, g.wide, g.shift, g.max,
+                  g.neutral);
+    }
+  }
+  if (x >= g.stored) return;
+  const size_t src_at = static_cast<size_t>(y) * g.src_stride + static_cast<size_t>(x) * g.step;
+  const size_t dst_at = static_cast<size_t>(y) * g.dst_stride + static_cast<size_t>(x) * g.step;
+  if (x >= g.width) {  // the padding luma of an odd-width packed 4:2:2 row
+    g.dst[dst_at + g.off[0]] = g.src[src_at + g.off[0]];
+    return;
+  }
+  const int tx = threadIdx.x + 1, ty = threadIdx.y + 1;
+  const int gx = (tile[ty - 1][tx + 1] + 2 * tile[ty][tx + 1] + tile[ty + 1][tx + 1]) -
+                 (tile[ty - 1][tx - 1] + 2 * tile[ty][tx - 1] + tile[ty + 1][tx - 1]);
+  const int gy = (tile[ty + 1][tx - 1] + 2 * tile[ty + 1][tx] + tile[ty + 1][tx + 1]) -
+                 (tile[ty - 1][tx - 1] + 2 * tile[ty - 1][tx] + tile[ty - 1][tx + 1]);
+  const long long n = static_cast<long long>(gx) * gx + static_cast<long long>(gy) * gy;
+  long long r = static_cast<long long>(sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  const uint32_t m = static_cast<uint32_t>(min(r, static_cast<long long>(g.max)));
+  for (int c = 0; c < (g.rgb ? 3 : 1); ++c)
+    generic_put(g.dst + dst_at + g.off[c], g.src + src_at + g.off[c], g.wide, g.shift, g.max, m);
+}
+
+// Whether edge_kernel reads `format`: 8-bit samples with luma in a plane of
+// its own (GRAY8 and planar or semi-planar YUV) or 4-byte RGB.
+bool fast_path(const FormatInfo& info) {
+  if (info.sample_bytes != 1) return false;
+  return info.is_yuv ? info.pixel_bytes[0] == 1 : info.pixel_bytes[0] != 3;
+}
+
+void edge_generic_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
+  const FormatInfo& info = format_info(in.format);
+  EdgeGeneric g{};
+  g.src = in.planes[0].data;
+  g.dst = out.planes[0].data;
+  g.src_stride = in.planes[0].stride;
+  g.dst_stride = out.planes[0].stride;
+  g.width = in.width;
+  g.height = in.height;
+  const Component& luma = info.comp[0];
+  g.rgb = !info.is_yuv && colour_components(in.format) == 3;
+  for (int c = 0; c < (g.rgb ? 3 : 1); ++c) g.off[c] = info.comp[c].offset;
+  g.step = luma.pixel_stride;
+  g.stored = static_cast<int>(
+      (plane_row_bytes(in.format, 0, in.width) - luma.offset + luma.pixel_stride - 1) /
+      luma.pixel_stride);
+  g.wide = info.sample_bytes == 2;
+  g.shift = luma.shift;
+  g.max = (1u << luma.depth) - 1;
+  if (info.is_yuv) {
+    g.n_chroma = 2;
+    g.neutral = 1u << (luma.depth - 1);
+    for (int c = 0; c < 2; ++c) {
+      const Component& k = info.comp[c + 1];
+      EdgeComponent& e = g.chroma[c];
+      e.src = in.planes[k.plane].data;
+      e.dst = out.planes[k.plane].data;
+      e.src_stride = in.planes[k.plane].stride;
+      e.dst_stride = out.planes[k.plane].stride;
+      e.offset = k.offset;
+      e.step = k.pixel_stride;
+      e.samples = static_cast<int>(
+          (plane_row_bytes(in.format, k.plane, in.width) - k.offset + k.pixel_stride - 1) /
+          k.pixel_stride);
+      e.rows = static_cast<int>(plane_rows(in.format, k.plane, in.height));
+    }
+  }
+  const dim3 grid((g.stored + kGenericX - 1) / kGenericX, (in.height + kGenericY - 1) / kGenericY);
+  if (grid.y > 65535) throw Error("edge: the image is too tall (more than 524,280 rows)");
+  edge_generic_kernel<<<grid, dim3(kGenericX, kGenericY), 0, stream>>>(g);
+  CO_CUDA_CHECK_LAUNCH("the edge kernel");
+}
+
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
@@ -340,6 +492,10 @@ bool aligned_to(const PlaneRef& p, size_t n) {
 
 void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
+  if (!fast_path(info)) {
+    edge_generic_cuda(in, out, stream);
+    return;
+  }
   EdgeLayout l{};
   l.width = in.width;
   l.height = in.height;

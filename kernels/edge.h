@@ -1,13 +1,15 @@
 // The `edge` kernel: Sobel gradient magnitude, in the input's format.
 //
-// The gradient is taken on luma: the Y plane of NV12 and I420, the grey
-// samples of GRAY8, and for packed RGB the integer BT.601 luma
-// (77 R + 150 G + 29 B + 128) >> 8. Both 3x3 Sobel kernels run with the
-// image edges clamped; the magnitude is the integer square root of
-// gx^2 + gy^2 (rounded down), clamped to 255. It is written to R, G and B
-// (alpha and padding kept), to Y with neutral chroma (128) for YUV, or to
-// GRAY8's samples. Every step has an exact integer result, so GPU and CPU
-// agree to the byte.
+// The gradient is taken on luma: the Y samples of YUV (at their depth:
+// 8 or 10 bits), the grey samples of GRAY8 and GRAY16_LE, and for RGB
+// (3- and 4-byte) the integer BT.601 luma (77 R + 150 G + 29 B + 128) >> 8.
+// Both 3x3 Sobel kernels run with the image edges clamped; the magnitude is
+// the integer square root of gx^2 + gy^2 (rounded down), clamped to the
+// samples' maximum (255, 1023, 65535). It is written to R, G and B (alpha
+// and padding kept), to Y with neutral chroma (half the maximum) for YUV,
+// or to the grey samples. The bits around a 10-bit sample and the second
+// luma of an odd-width YUY2/UYVY row's last pair are kept. Every step has
+// an exact integer result, so GPU and CPU agree to the byte.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,7 @@ namespace cudaoverlap {
 class EdgeOperation final : public Operation {
  public:
   const char* name() const override { return "edge"; }
-  // Luma planes of 8-bit samples, and 4-byte RGB: not yet 3-byte RGB,
-  // packed 4:2:2 or deeper samples.
+  // Every raw format.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
   bool same_as(const Operation& other) const override;
@@ -33,8 +34,8 @@ class EdgeOperation final : public Operation {
 
 void edge_reference(const ImageRef& in, const ImageRef& out);
 
-// The reference's magnitude: min(floor(sqrt(gx^2 + gy^2)), 255).
-uint8_t edge_magnitude(int gx, int gy);
+// The reference's magnitude: min(floor(sqrt(gx^2 + gy^2)), max).
+uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max = 255);
 
 void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 

@@ -176,6 +176,46 @@ uint8_t at(const OwnedImage& image, int plane, int x, int y) {
   return image.image.planes[plane].data[y * image.image.planes[plane].stride + x];
 }
 
+// Sample (x, y) of component c at its depth, and writing one (the bits
+// around a 10-bit sample left as they are).
+uint8_t* sample_byte(const ImageRef& im, int c, int x, int y) {
+  const Component& k = format_info(im.format).comp[c];
+  return im.planes[k.plane].data + static_cast<size_t>(y) * im.planes[k.plane].stride + k.offset +
+         static_cast<size_t>(x) * k.pixel_stride;
+}
+
+uint32_t sample(const ImageRef& im, int c, int x, int y) {
+  const FormatInfo& info = format_info(im.format);
+  const Component& k = info.comp[c];
+  const uint8_t* p = sample_byte(im, c, x, y);
+  const uint32_t word = info.sample_bytes == 1 ? p[0] : (p[0] | p[1] << 8);
+  return (word >> k.shift) & ((1u << k.depth) - 1);
+}
+
+void set_sample(const ImageRef& im, int c, int x, int y, uint32_t v) {
+  const FormatInfo& info = format_info(im.format);
+  const Component& k = info.comp[c];
+  uint8_t* p = sample_byte(im, c, x, y);
+  if (info.sample_bytes == 1) {
+    p[0] = static_cast<uint8_t>(v);
+    return;
+  }
+  const uint32_t word = v << k.shift;
+  p[0] = static_cast<uint8_t>(word);
+  p[1] = static_cast<uint8_t>(word >> 8);
+}
+
+// Samples of component c that a row of `im` holds, and its rows (chroma of
+// odd sizes rounds up).
+int samples_across(const ImageRef& im, int c) {
+  const Component& k = format_info(im.format).comp[c];
+  return (im.width + (1 << k.x_sub) - 1) >> k.x_sub;
+}
+int samples_down(const ImageRef& im, int c) {
+  const Component& k = format_info(im.format).comp[c];
+  return (im.height + (1 << k.y_sub) - 1) >> k.y_sub;
+}
+
 TEST(BalanceReference, LumaAndChromaFollowVideobalanceFormulas) {
   OwnedImage in(PixelFormat::kI420, 2, 2);
   for (int y = 0; y < 2; ++y)
@@ -311,6 +351,76 @@ TEST(BlurReference, KeepsAlphaAndRefusesSigmaOutOfRange) {
   }
 }
 
+// A chroma component subsampled across but not down (NV16, Y42B, YUY2)
+// is blurred with half the sigma across and the whole sigma down: a stripe
+// down the image (constant along each column) is blurred only across, and
+// one across the image only down, so each must equal GRAY8's 1-D result
+// with the sigma of that axis.
+TEST(BlurReference, SubsampledChromaTakesTheSigmaOfItsOwnAxes) {
+  const double sigma = 2.0;
+  for (PixelFormat f : {PixelFormat::kNV16, PixelFormat::kY42B, PixelFormat::kYUY2}) {
+    for (bool down_stripe : {true, false}) {
+      OwnedImage in(f, 24, 14);
+      std::fill(in.bytes.begin(), in.bytes.end(), 0);
+      OwnedImage grey(PixelFormat::kGRAY8, samples_across(in.image, 1), samples_down(in.image, 1));
+      std::fill(grey.bytes.begin(), grey.bytes.end(), 0);
+      for (int y = 0; y < samples_down(in.image, 1); ++y)
+        for (int x = 0; x < samples_across(in.image, 1); ++x)
+          if (down_stripe ? x == 5 : y == 6) {
+            set_sample(in.image, 1, x, y, 200);
+            set_sample(grey.image, 0, x, y, 200);
+          }
+      const OwnedImage out = run_kernel("blur", blur(sigma), in);
+      // GRAY8 at the sigma of the axis the stripe is blurred along.
+      const OwnedImage want = run_kernel("blur", blur(down_stripe ? sigma / 2 : sigma), grey);
+      for (int y = 0; y < samples_down(in.image, 1); ++y)
+        for (int x = 0; x < samples_across(in.image, 1); ++x)
+          ASSERT_EQ(sample(out.image, 1, x, y), sample(want.image, 0, x, y))
+              << format_info(f).name << (down_stripe ? " down" : " across") << " stripe at " << x
+              << "," << y;
+    }
+  }
+}
+
+// 10- and 16-bit samples are blurred at their depth, and the bits beside a
+// 10-bit sample (P010's low 6) are kept.
+TEST(BlurReference, DeepSamplesAreBlurredAtTheirDepth) {
+  for (double sigma : {0.5, 1.7, 6.0}) {
+    OwnedImage in(PixelFormat::kGRAY16_LE, 23, 17);
+    in.fill_random(static_cast<uint32_t>(sigma * 10));
+    const OwnedImage out = run_kernel("blur", blur(sigma), in);
+    const BlurTaps taps = blur_taps(sigma, 0);
+    const double total = 1 << kBlurWeightBits;
+    auto px = [&](int x, int y) {
+      return static_cast<double>(sample(in.image, 0, std::clamp(x, 0, 22), std::clamp(y, 0, 16)));
+    };
+    int worst = 0;
+    for (int y = 0; y < 17; ++y)
+      for (int x = 0; x < 23; ++x) {
+        double acc = 0;
+        for (int dy = -taps.radius; dy <= taps.radius; ++dy)
+          for (int dx = -taps.radius; dx <= taps.radius; ++dx)
+            acc += taps.weight[std::abs(dy)] * taps.weight[std::abs(dx)] / (total * total) *
+                   px(x + dx, y + dy);
+        const int want = static_cast<int>(std::lround(acc));
+        worst = std::max(worst, std::abs(want - static_cast<int>(sample(out.image, 0, x, y))));
+      }
+    EXPECT_LE(worst, 1) << "sigma " << sigma;
+  }
+  OwnedImage p010(PixelFormat::kP010_10LE, 9, 6);
+  p010.fill_random(3);
+  const OwnedImage out = run_kernel("blur", blur(1.0), p010);
+  bool some_sample_changed = false;
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < samples_down(p010.image, c); ++y)
+      for (int x = 0; x < samples_across(p010.image, c); ++x) {
+        EXPECT_EQ(sample_byte(out.image, c, x, y)[0] & 0x3F,
+                  sample_byte(p010.image, c, x, y)[0] & 0x3F);
+        some_sample_changed |= sample(out.image, c, x, y) != sample(p010.image, c, x, y);
+      }
+  EXPECT_TRUE(some_sample_changed);
+}
+
 TEST(EdgeReference, FlatIsZeroAndAStepGivesItsSobelResponse) {
   // GRAY8 with a vertical step 10 -> 30 between columns 3 and 4: |gx| is
   // (1 + 2 + 1) * 20 = 80 on the two columns next to the step, 0 elsewhere.
@@ -329,27 +439,86 @@ TEST(EdgeReference, FlatIsZeroAndAStepGivesItsSobelResponse) {
   EXPECT_EQ(at(run_kernel("edge", {}, ramp), 0, 2, 2), 113);  // sqrt(2 * 80^2) = 113.1
 }
 
-TEST(EdgeReference, RgbGetsGreyWithAlphaAndYuvGetsNeutralChroma) {
+// Bits of each plane's bytes that hold colour samples edge writes: luma or
+// R, G, B of the picture, and every chroma sample the rows hold.
+std::vector<std::vector<uint8_t>> written_bits(const OwnedImage& im) {
+  const FormatInfo& info = format_info(im.image.format);
+  std::vector<std::vector<uint8_t>> bits(info.n_planes);
+  for (int p = 0; p < info.n_planes; ++p)
+    bits[p].assign(im.layout.stride[p] * im.layout.rows(p), 0);
+  for (int c = 0; c < colour_components(im.image.format); ++c) {
+    const Component& k = info.comp[c];
+    int across = samples_across(im.image, c);
+    if (info.is_yuv && c > 0)
+      across = static_cast<int>((im.layout.row_bytes(k.plane) - k.offset + k.pixel_stride - 1) /
+                                k.pixel_stride);
+    const uint32_t mask = ((1u << k.depth) - 1) << k.shift;
+    for (int y = 0; y < samples_down(im.image, c); ++y)
+      for (int x = 0; x < across; ++x) {
+        const size_t at = y * im.layout.stride[k.plane] + k.offset + x * k.pixel_stride;
+        for (int b = 0; b < info.sample_bytes; ++b)
+          bits[k.plane][at + b] |= static_cast<uint8_t>(mask >> (8 * b));
+      }
+  }
+  return bits;
+}
+
+// Every format: YUV's chroma is neutral (half the maximum), RGB's three
+// colours are equal, and every bit edge does not write (alpha, padding,
+// beside a 10-bit sample, the last luma of an odd-width YUY2 row) is the
+// input's.
+TEST(EdgeReference, RgbGetsGreyYuvGetsNeutralChromaAndOtherBitsAreKept) {
   for (PixelFormat f : formats_of("edge")) {
     OwnedImage in(f, 7, 6);
     in.fill_random(8);
     const OwnedImage out = run_kernel("edge", {}, in);
     const FormatInfo& info = format_info(f);
-    for (int p = 1; p < info.n_planes; ++p)
+    const auto bits = written_bits(in);
+    for (int p = 0; p < info.n_planes; ++p)
       for (size_t y = 0; y < out.layout.rows(p); ++y)
-        for (size_t x = 0; x < out.layout.row_bytes(p); ++x)
-          EXPECT_EQ(at(out, p, static_cast<int>(x), static_cast<int>(y)), 128) << info.name;
-    if (info.is_yuv || f == PixelFormat::kGRAY8) continue;
-    for (int y = 0; y < 6; ++y)
-      for (int x = 0; x < 7; ++x) {
-        std::vector<int> colour;
-        for (int c = 0; c < 4; ++c)
-          if (c == info.alpha_byte)
-            EXPECT_EQ(at(out, 0, x * 4 + c, y), at(in, 0, x * 4 + c, y)) << info.name;
-          else
-            colour.push_back(at(out, 0, x * 4 + c, y));
-        EXPECT_TRUE(colour[0] == colour[1] && colour[1] == colour[2]) << info.name;
-      }
+        for (size_t x = 0; x < out.layout.row_bytes(p); ++x) {
+          const uint8_t keep = static_cast<uint8_t>(~bits[p][y * in.layout.stride[p] + x]);
+          EXPECT_EQ(at(out, p, static_cast<int>(x), static_cast<int>(y)) & keep,
+                    at(in, p, static_cast<int>(x), static_cast<int>(y)) & keep)
+              << info.name << " plane " << p << " byte " << x << "," << y;
+        }
+    if (info.is_yuv) {
+      const uint32_t neutral = 1u << (info.comp[1].depth - 1);
+      for (int c = 1; c < 3; ++c)
+        for (int y = 0; y < samples_down(in.image, c); ++y)
+          for (int x = 0; x < samples_across(in.image, c); ++x)
+            EXPECT_EQ(sample(out.image, c, x, y), neutral) << info.name;
+    } else if (colour_components(f) == 3) {
+      for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 7; ++x) {
+          EXPECT_EQ(sample(out.image, 0, x, y), sample(out.image, 1, x, y)) << info.name;
+          EXPECT_EQ(sample(out.image, 1, x, y), sample(out.image, 2, x, y)) << info.name;
+        }
+    }
+  }
+}
+
+// Deep luma keeps its scale: a step of 2000 in GRAY16_LE gives |gx| = 8000
+// beside it, a full-scale step clamps to 65535, and P010's 10-bit luma a
+// 10-bit magnitude (a step of 200: 800).
+TEST(EdgeReference, DeepLumaGivesMagnitudesAtItsDepth) {
+  struct Case {
+    PixelFormat format;
+    uint32_t low, high, want;
+  };
+  for (const Case& c : {Case{PixelFormat::kGRAY16_LE, 1000, 3000, 8000},
+                        Case{PixelFormat::kGRAY16_LE, 0, 65535, 65535},
+                        Case{PixelFormat::kP010_10LE, 100, 300, 800},
+                        Case{PixelFormat::kI420_10LE, 100, 400, 1023}}) {
+    OwnedImage in(c.format, 8, 5);
+    std::fill(in.bytes.begin(), in.bytes.end(), 0);
+    for (int y = 0; y < 5; ++y)
+      for (int x = 0; x < 8; ++x) set_sample(in.image, 0, x, y, x < 4 ? c.low : c.high);
+    const OwnedImage out = run_kernel("edge", {}, in);
+    for (int y = 0; y < 5; ++y)
+      for (int x = 0; x < 8; ++x)
+        EXPECT_EQ(sample(out.image, 0, x, y), (x == 3 || x == 4) ? c.want : 0)
+            << format_info(c.format).name << " " << x;
   }
 }
 

@@ -645,11 +645,12 @@ TEST(ElementRunsTheReference, BlurAndEdgeThroughCudaoverlapCpuBackend) {
                                              13, "blur", blur, 6),
               0)
         << format_info(f).name;
+  }
+  for (PixelFormat f : formats_of("edge"))
     EXPECT_EQ(compare_element_with_reference("cudaoverlap backend=cpu kernel=edge", f, 21, 13,
                                              "edge", {}, 7),
               0)
         << format_info(f).name;
-  }
 }
 
 // Values outside videoflip's, videobalance's and blur's ranges are refused
