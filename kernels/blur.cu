@@ -248,13 +248,20 @@ __global__ void __launch_bounds__(kThreads)
 // The formats blur_tile_kernel does not read: 3-byte RGB, packed 4:2:2,
 // NV16 and Y42B (subsampled across but not down), and 10- and 16-bit
 // samples. One launch per plane; a block makes kPlaneTileX samples of the
-// plane's finest component by kPlaneTileY rows, one component after the
-// other (so the three of RGB or YUY2 read the same lines while they are in
-// cache), with the horizontal pass into a uint32 intermediate in shared
-// memory and the vertical pass from there. Samples are read and written
-// through the format table's components, one thread per sample.
+// plane's finest component by `ty` rows (as many as shared memory holds
+// with the halo), one component after the other, so the three of RGB or
+// YUY2 read the same lines while they are in cache. The horizontal pass
+// stages kStageRows input rows at a time, their samples read through the
+// format table's components (one warp per row, so the loads of a warp are
+// neighbours), then sums the taps from there into a uint16 intermediate;
+// the vertical pass sums from the intermediate. The taps are symmetric, so
+// each pair of samples at +-d takes one multiply.
 constexpr int kPlaneTileX = 64, kPlaneTileShift = 6;
-constexpr int kPlaneTileY = 64;
+constexpr int kStageRows = kThreads / 32;  // a warp per staged row
+constexpr int kStagePitch = kPlaneTileX + 2 * kBlurMaxRadius;
+// The intermediate: 40 KB of uint16, with the staging rows and the taps
+// within the 48 KB of shared memory every GPU gives without opting in.
+constexpr int kPlaneMidElems = 20480;
 
 struct ComponentBlur {
   int offset, step;   // bytes in the plane's row
@@ -268,7 +275,8 @@ struct PlaneBlur {
   uint8_t* dst;
   size_t src_stride, dst_stride;
   int height;
-  int n;  // components in the plane
+  int ty;  // output rows per tile, a multiple of kStageRows
+  int n;   // components in the plane
   ComponentBlur comp[3];
   BlurTaps down;  // alike for the components of a plane
   bool wide;      // 16-bit samples: `depth` bits `shift` up
@@ -284,11 +292,13 @@ __device__ __forceinline__ uint32_t plane_sample(const uint8_t* p, bool wide, in
 }
 
 __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_constant__ PlaneBlur b) {
-  extern __shared__ uint32_t mid_rows[];  // (kPlaneTileY + 2 * radius) x kPlaneTileX
+  __shared__ uint16_t mid[kPlaneMidElems];  // (ty + 2 * radius) rows of kPlaneTileX
+  __shared__ uint16_t stage[kStageRows][kStagePitch];
   __shared__ int32_t across[kBlurMaxRadius + 1], down[kBlurMaxRadius + 1];
   const int ry = b.down.radius;
-  const int rows_in = kPlaneTileY + 2 * ry;
-  const int y0 = blockIdx.y * kPlaneTileY;
+  const int rows_in = b.ty + 2 * ry;
+  const int y0 = blockIdx.y * b.ty;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i = threadIdx.x; i <= ry; i += kThreads) down[i] = b.down.weight[i];
   const int first_shift = kBlurWeightBits - b.frac;
   const int last_shift = kBlurWeightBits + b.frac;
@@ -297,24 +307,30 @@ __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_const
     const int rx = k.across.radius;
     const int tw_shift = kPlaneTileShift - k.sub;
     const int x0 = (blockIdx.x * kPlaneTileX) >> k.sub;
+    const int span = (1 << tw_shift) + 2 * rx;
     for (int i = threadIdx.x; i <= rx; i += kThreads) across[i] = k.across.weight[i];
-    __syncthreads();
-    for (int i = threadIdx.x; i < (rows_in << tw_shift); i += kThreads) {
-      const int j = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
-      const int x = x0 + col;
-      if (x >= k.width) continue;
-      const int y = clamp_to(y0 - ry + j, b.height - 1);
-      const uint8_t* row = b.src + y * b.src_stride + k.offset;
-      int32_t acc = 0;
-      for (int d = -rx; d <= rx; ++d)
-        acc += across[d < 0 ? -d : d] *
-               static_cast<int32_t>(plane_sample(row + clamp_to(x + d, k.width - 1) * k.step,
-                                                 b.wide, b.shift, b.max));
-      mid_rows[j * kPlaneTileX + col] =
-          static_cast<uint32_t>((acc + (1 << (first_shift - 1))) >> first_shift);
+    for (int j0 = 0; j0 < rows_in; j0 += kStageRows) {
+      __syncthreads();  // the taps are in; the stage is free
+      if (j0 + warp < rows_in) {
+        const int y = clamp_to(y0 - ry + j0 + warp, b.height - 1);
+        const uint8_t* row = b.src + y * b.src_stride + k.offset;
+        for (int i = lane; i < span; i += 32)
+          stage[warp][i] = static_cast<uint16_t>(plane_sample(
+              row + clamp_to(x0 - rx + i, k.width - 1) * k.step, b.wide, b.shift, b.max));
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < (kStageRows << tw_shift); i += kThreads) {
+        const int r = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
+        if (j0 + r >= rows_in || x0 + col >= k.width) continue;
+        const uint16_t* s = &stage[r][col + rx];
+        int32_t acc = across[0] * s[0];
+        for (int d = 1; d <= rx; ++d) acc += across[d] * (s[-d] + s[d]);
+        mid[(j0 + r) * kPlaneTileX + col] =
+            static_cast<uint16_t>((acc + (1 << (first_shift - 1))) >> first_shift);
+      }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < (kPlaneTileY << tw_shift); i += kThreads) {
+    for (int i = threadIdx.x; i < (b.ty << tw_shift); i += kThreads) {
       const int j = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
       const int x = x0 + col, y = y0 + j;
       if (x >= k.stored || y >= b.height) continue;
@@ -325,10 +341,11 @@ __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_const
         d[0] = s[0];
         continue;
       }
-      uint32_t acc = 0;
-      for (int t = -ry; t <= ry; ++t)
-        acc += static_cast<uint32_t>(down[t < 0 ? -t : t]) *
-               mid_rows[(j + ry + t) * kPlaneTileX + col];
+      const uint16_t* m = &mid[(j + ry) * kPlaneTileX + col];
+      uint32_t acc = static_cast<uint32_t>(down[0]) * m[0];
+      for (int t = 1; t <= ry; ++t)
+        acc += static_cast<uint32_t>(down[t]) *
+               (static_cast<uint32_t>(m[-t * kPlaneTileX]) + m[t * kPlaneTileX]);
       const uint32_t v = min(b.max, (acc + (1u << (last_shift - 1))) >> last_shift);
       if (!b.wide) {
         d[0] = static_cast<uint8_t>(v);
@@ -339,7 +356,6 @@ __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_const
       d[0] = static_cast<uint8_t>(word);
       d[1] = static_cast<uint8_t>(word >> 8);
     }
-    __syncthreads();
   }
 }
 
@@ -385,11 +401,13 @@ void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUs
       finest = std::max(finest, e.stored << e.sub);
     }
     if (b.n == 0 || finest == 0 || b.height == 0) continue;
-    const dim3 grid((finest + kPlaneTileX - 1) / kPlaneTileX,
-                    (b.height + kPlaneTileY - 1) / kPlaneTileY);
-    if (grid.y > 65535) throw Error("blur: the image is too tall (more than 4,194,240 rows)");
-    const size_t shared = sizeof(uint32_t) * kPlaneTileX * (kPlaneTileY + 2 * b.down.radius);
-    blur_plane_kernel<<<grid, kThreads, shared, stream>>>(b);
+    // The tallest tile the intermediate holds with its halo: 200 rows for
+    // radius 60, 256 for radius 32 and less.
+    b.ty =
+        std::min(256, (kPlaneMidElems / kPlaneTileX - 2 * b.down.radius) / kStageRows * kStageRows);
+    const dim3 grid((finest + kPlaneTileX - 1) / kPlaneTileX, (b.height + b.ty - 1) / b.ty);
+    if (grid.y > 65535) throw Error("blur: the image is too tall (more than 13,107,000 rows)");
+    blur_plane_kernel<<<grid, kThreads, 0, stream>>>(b);
     CO_CUDA_CHECK_LAUNCH("the blur kernel");
   }
 }

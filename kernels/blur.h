@@ -12,9 +12,9 @@
 // The arithmetic is integer so the GPU and the CPU reference agree to the
 // byte: the taps are the Gaussian quantised to integers summing to exactly
 // 4096 (so a flat image stays flat), the horizontal pass keeps
-// blur_fraction_bits(depth) fractional bits (8; 4 for 16-bit samples, so
-// the vertical sums stay within 32 bits), and the vertical pass rounds to
-// nearest once at the end. Against an exact double-precision Gaussian with
+// blur_fraction_bits(depth) fractional bits (8 for 8-bit samples, 6 for
+// 10-bit, none for 16-bit: its results fit 16 bits), and the vertical pass
+// rounds to nearest once at the end. Against an exact double-precision Gaussian with
 // the same taps the result differs by at most 1 (tested).
 #pragma once
 
@@ -29,9 +29,9 @@ constexpr double kBlurMaxSigma = 20.0;
 constexpr int kBlurMaxRadius = 60;   // ceil(3 * kBlurMaxSigma)
 constexpr int kBlurWeightBits = 12;  // taps sum to 1 << 12
 
-// Fractional bits the horizontal pass keeps for samples of `depth` bits:
-// (2^depth - 1) << bits, times the 4096 of the vertical taps, fits 32 bits.
-constexpr int blur_fraction_bits(int depth) { return depth > 12 ? 4 : 8; }
+// Fractional bits the horizontal pass keeps for samples of `depth` bits
+// (up to 16): (2^depth - 1) << bits fits 16 bits.
+constexpr int blur_fraction_bits(int depth) { return 16 - depth; }
 
 // Taps of one plane: weight[|d|] for offsets -radius..radius.
 struct BlurTaps {

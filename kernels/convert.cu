@@ -1007,8 +1007,70 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// YUV to YUV through the plane scaler (k.scale_planes; both sides 8-bit,
+// planar or semi-planar): luma is copied with cudaMemcpy2DAsync, and each
+// thread makes 4 bytes of a row of an output chroma plane (4 samples of one
+// component, or 2 U, V pairs), with the row's vertical taps worked out once
+// and the scaler's geometry once per launch (convert_math::ChromaScaler).
+// videoconvert does the same: its fast paths copy luma and scale each
+// chroma plane alone.
+__global__ void __launch_bounds__(kThreads)
+    scale_planes_kernel(const __grid_constant__ ConvertCoefficients k,
+                        const __grid_constant__ convert_math::ChromaScaler s,
+                        const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
+                        int row_bytes, int rows, bool aligned) {
+  const ConvertSide& os = k.out_side;
+  const bool planar = os.plane[1] != os.plane[2];
+  const int plane = 1 + blockIdx.z;
+  const int x = (blockIdx.x * kBlockX + threadIdx.x) * 4;
+  if (x >= row_bytes) return;
+  const int n = min(4, row_bytes - x);
+  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < rows; y += gridDim.y * kBlockY) {
+    int vi, vp;
+    convert_math::scaler_row(s, y, &vi, &vp);
+    uint32_t word = 0;
+    for (int b = 0; b < n; ++b) {
+      const int byte = x + b;
+      const int c = planar ? plane : ((byte & 1) == os.offset[1] ? 1 : 2);
+      const int sx = planar ? byte : byte >> 1;
+      word |= static_cast<uint32_t>(convert_math::scaled_chroma(s, k.in_side, in, c, sx, y, vi, vp))
+              << (8 * b);
+    }
+    uint8_t* d = out.planes[plane].data + static_cast<size_t>(y) * out.planes[plane].stride + x;
+    if (n == 4 && aligned) {
+      *reinterpret_cast<uint32_t*>(d) = word;
+    } else {
+      for (int b = 0; b < n; ++b) d[b] = static_cast<uint8_t>(word >> (8 * b));
+    }
+  }
+}
+
+void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                       cudaStream_t stream) {
+  CO_CUDA_CHECK(cudaMemcpy2DAsync(out.planes[0].data, out.planes[0].stride, in.planes[0].data,
+                                  in.planes[0].stride, static_cast<size_t>(in.width), in.height,
+                                  cudaMemcpyDeviceToDevice, stream));
+  const int chroma_planes = format_info(out.format).n_planes - 1;
+  const int row_bytes = static_cast<int>(plane_row_bytes(out.format, 1, out.width));
+  const int rows = static_cast<int>(plane_rows(out.format, 1, out.height));
+  if (row_bytes == 0 || rows == 0) return;
+  bool aligned = true;
+  for (int p = 1; p <= chroma_planes; ++p) aligned = aligned && aligned_to(out.planes[p], 4);
+  const dim3 grid((row_bytes + 4 * kBlockX - 1) / (4 * kBlockX),
+                  std::min<unsigned>((rows + kBlockY - 1) / kBlockY, kMaxGridY), chroma_planes);
+  const convert_math::ChromaScaler s =
+      convert_math::chroma_scaler(k, in.width, in.height, out.width, out.height);
+  scale_planes_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, s, in, out, row_bytes, rows,
+                                                                   aligned);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma planes scaled)");
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
+  if (k.scale_planes) {
+    scale_planes_cuda(in, out, k, stream);
+    return;
+  }
   const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&
                             k.in_side.y_sub == 0 && k.in_side.plane[1] == 0;
   if (packed422_in && k.out_family == convert_math::kPacked && k.out_side.pixel_stride == 4 &&

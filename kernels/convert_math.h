@@ -124,59 +124,75 @@ CO_HD void vertical_tap(int ih, int oh, int j, int* i, int* p) {
     *p = (q2 + den) / (2 * den);
 }
 
-// The horizontal scaler's step for output sample j: samples i and i + 1,
-// the second weighted a / 256 (ends on ends, truncated). iw >= 2.
-CO_HD void horizontal_tap(int iw, int ow, int j, int* i, int* a) {
-  const int inc = ow == 1 ? 0 : ((iw - 1) << 16) / (ow - 1) - 1;
-  const int t = j * inc;
-  *i = t >> 16, *a = (t >> 8) & 255;
-}
-
 CO_HD int average(int a, int b) { return (a + b + 1) >> 1; }
 
-// Output chroma sample (sx, sy) of `component` scaled from the input's
-// chroma plane.
-CO_HD int scaled_chroma(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                        int component, int sx, int sy) {
-  const ConvertSide &is = k.in_side, &os = k.out_side;
-  const int iw = (in.width + (1 << is.x_sub) - 1) >> is.x_sub;
-  const int ih = (in.height + (1 << is.y_sub) - 1) >> is.y_sub;
-  const int ow = (out.width + (1 << os.x_sub) - 1) >> os.x_sub;
-  const int oh = (out.height + (1 << os.y_sub) - 1) >> os.y_sub;
-  auto at = [&](int x, int y) { return sample_at(is, in, component, x, y); };
+// The plane scaler for one conversion, worked out once: both sides'
+// chroma grids, which halving shortcuts apply, which axis is scaled first
+// and the horizontal step.
+struct ChromaScaler {
+  int iw, ih, ow, oh;
   // Exact halvings of planar planes take the averaging shortcuts.
-  const bool hh = k.scale_planar && iw == 2 * ow, vh = k.scale_planar && ih == 2 * oh;
+  bool hh, vh;
+  // Both axes by the scaler: across first, then down (GStreamer's 2-D
+  // scaler picks the order).
+  bool across_first;
+  // The horizontal scaler's step: output sample j reads samples i and
+  // i + 1, the second weighted a / 256, with t = j * inc, i = t >> 16,
+  // a = (t >> 8) & 255 (ends on ends, truncated). iw >= 2.
+  int inc;
+};
+
+CO_HD ChromaScaler chroma_scaler(const ConvertCoefficients& k, int in_width, int in_height,
+                                 int out_width, int out_height) {
+  const ConvertSide &is = k.in_side, &os = k.out_side;
+  ChromaScaler s;
+  s.iw = (in_width + (1 << is.x_sub) - 1) >> is.x_sub;
+  s.ih = (in_height + (1 << is.y_sub) - 1) >> is.y_sub;
+  s.ow = (out_width + (1 << os.x_sub) - 1) >> os.x_sub;
+  s.oh = (out_height + (1 << os.y_sub) - 1) >> os.y_sub;
+  s.hh = k.scale_planar && s.iw == 2 * s.ow;
+  s.vh = k.scale_planar && s.ih == 2 * s.oh;
+  int last = 0, unused;
+  if (s.ih > 1) vertical_tap(s.ih, s.oh, s.oh - 1, &last, &unused);
+  s.across_first = last <= s.oh;
+  s.inc = s.ow == 1 ? 0 : ((s.iw - 1) << 16) / (s.ow - 1) - 1;
+  return s;
+}
+
+// Row sy's vertical taps (vertical_tap), which every sample of the row
+// shares; 0, 0 where rows are not scaled.
+CO_HD void scaler_row(const ChromaScaler& s, int sy, int* i, int* p) {
+  *i = 0, *p = 0;
+  if (s.ih >= 2 && s.ih != s.oh) vertical_tap(s.ih, s.oh, sy, i, p);
+}
+
+// Output chroma sample (sx, sy) of `component` scaled from the input's
+// chroma plane; vi, vp: scaler_row(s, sy).
+CO_HD int scaled_chroma(const ChromaScaler& s, const ConvertSide& is, const ImageRef& in,
+                        int component, int sx, int sy, int vi, int vp) {
+  auto at = [&](int x, int y) { return sample_at(is, in, component, x, y); };
   auto h_scaled = [&](int y) {  // row y of the input scaled across
-    if (iw == ow) return at(sx, y);
-    if (iw == 1) return at(0, y);
-    int i, a;
-    horizontal_tap(iw, ow, sx, &i, &a);
+    if (s.iw == s.ow) return at(sx, y);
+    if (s.iw == 1) return at(0, y);
+    const int t = sx * s.inc, i = t >> 16, a = (t >> 8) & 255;
     return (at(i, y) * (256 - a) + (a ? at(i + 1, y) : 0) * a) >> 8;
   };
   auto v_scaled = [&](int x) {  // column x of the input scaled down
-    if (ih == oh) return at(x, sy);
-    if (ih == 1) return at(x, 0);
-    int i, p;
-    vertical_tap(ih, oh, sy, &i, &p);
-    return (at(x, i) * (256 - p) + at(x, i + 1) * p + 128) >> 8;
+    if (s.ih == s.oh) return at(x, sy);
+    if (s.ih == 1) return at(x, 0);
+    return (at(x, vi) * (256 - vp) + at(x, vi + 1) * vp + 128) >> 8;
   };
-  if (iw == ow) return vh ? average(at(sx, 2 * sy), at(sx, 2 * sy + 1)) : v_scaled(sx);
-  if (ih == oh) return hh ? average(at(2 * sx, sy), at(2 * sx + 1, sy)) : h_scaled(sy);
-  if (hh && vh)
+  if (s.iw == s.ow) return s.vh ? average(at(sx, 2 * sy), at(sx, 2 * sy + 1)) : v_scaled(sx);
+  if (s.ih == s.oh) return s.hh ? average(at(2 * sx, sy), at(2 * sx + 1, sy)) : h_scaled(sy);
+  if (s.hh && s.vh)
     return average(average(at(2 * sx, 2 * sy), at(2 * sx, 2 * sy + 1)),
                    average(at(2 * sx + 1, 2 * sy), at(2 * sx + 1, 2 * sy + 1)));
-  // Both axes by the scaler, in the order GStreamer's 2-D scaler picks.
-  int last = 0, unused;
-  if (ih > 1) vertical_tap(ih, oh, oh - 1, &last, &unused);
-  if (last <= oh) {  // across first, then down
-    if (ih == 1) return h_scaled(0);
-    int i, p;
-    vertical_tap(ih, oh, sy, &i, &p);
-    return (h_scaled(i) * (256 - p) + h_scaled(i + 1) * p + 128) >> 8;
+  if (s.across_first) {
+    if (s.ih == 1) return h_scaled(0);
+    return (h_scaled(vi) * (256 - vp) + h_scaled(vi + 1) * vp + 128) >> 8;
   }
-  if (iw == 1) return v_scaled(0);
-  int i, a;
-  horizontal_tap(iw, ow, sx, &i, &a);
+  if (s.iw == 1) return v_scaled(0);
+  const int t = sx * s.inc, i = t >> 16, a = (t >> 8) & 255;
   return (v_scaled(i) * (256 - a) + (a ? v_scaled(i + 1) : 0) * a) >> 8;
 }
 
@@ -512,8 +528,11 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
       pack16(os, sample_ptr(os, out, 2, sx, sy), v);
     } else {
       if (k.scale_planes) {
-        u = scaled_chroma(k, in, out, 1, sx, sy);
-        v = scaled_chroma(k, in, out, 2, sx, sy);
+        const ChromaScaler s = chroma_scaler(k, in.width, in.height, out.width, out.height);
+        int vi, vp;
+        scaler_row(s, sy, &vi, &vp);
+        u = scaled_chroma(s, k.in_side, in, 1, sx, sy, vi, vp);
+        v = scaled_chroma(s, k.in_side, in, 2, sx, sy, vi, vp);
       }
       store_sample(os, out, 1, sx, sy, u);
       store_sample(os, out, 2, sx, sy, v);
