@@ -66,6 +66,10 @@ struct ConvertLayout {
   // (NV21: swapped as it is read and written), rather than in two (I420).
   bool in_semi, in_swap, out_semi, out_swap;
   bool out_a4[3], out_a2[3], out_a16;
+  // 3-byte RGB output (4:2:0 YUV input only): the perms above place R, G, B
+  // in bytes 0..2 of each pixel word, and store_rgb24 packs 4 pixels into
+  // 3 words.
+  bool out_rgb24;
 };
 
 // videoconvert's YUV -> RGB (convert_math::yuv_to_rgb) in as few
@@ -161,6 +165,22 @@ __device__ __forceinline__ void store_packed(uint8_t* row, int x0, int width, bo
       for (int c = 0; c < 4; ++c) p[c] = static_cast<uint8_t>(px[i] >> (8 * c));
     }
   }
+}
+
+// Four 3-byte pixels, the bytes 0..2 of px[i]: three words where the row
+// is 4-byte aligned (4 pixels are 12 bytes) and all 4 are inside.
+__device__ __forceinline__ void store_rgb24(uint8_t* row, int x0, int width, bool full, bool a4,
+                                            const uint32_t px[4]) {
+  uint8_t* p = row + static_cast<size_t>(x0) * 3;
+  if (a4 && full) {
+    uint32_t* q = reinterpret_cast<uint32_t*>(p);
+    q[0] = __byte_perm(px[0], px[1], 0x4210);
+    q[1] = __byte_perm(px[1], px[2], 0x5421);
+    q[2] = __byte_perm(px[2], px[3], 0x6540);
+    return;
+  }
+  for (int i = 0; i < 4 && x0 + i < width; ++i)
+    for (int c = 0; c < 3; ++c) p[3 * i + c] = static_cast<uint8_t>(px[i] >> (8 * c));
 }
 
 // Four luma (or grey) samples as the bytes of a word, clamped at the edge.
@@ -543,7 +563,10 @@ __global__ void __launch_bounds__(kThreads)
           w[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
         }
         uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
-        store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+        if (L.out_rgb24)
+          store_rgb24(row, x0, width, full, L.out_a4[0], w);
+        else
+          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
       }
       cur = next;
     }
@@ -1156,9 +1179,12 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     return f == PixelFormat::kNV21 || std::find(nine.begin(), nine.end(), f) != nine.end();
   };
   const ConvertCoefficients coefficients = convert_coefficients(in.format, out.format, params);
+  // 4:2:0 YUV to 3-byte RGB through yuv_to_packed_kernel too.
+  const bool rgb24 = (out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR) &&
+                     coefficients.in_family == convert_math::kYuv;
   // Those kernels run neither of the arithmetics of limited-range RGB
   // (convert_math::matrix8, grey through the matrix).
-  if (!fast(in.format) || !fast(out.format) || coefficients.rgb_matrix8 ||
+  if (!fast(in.format) || !(fast(out.format) || rgb24) || coefficients.rgb_matrix8 ||
       coefficients.grey_matrix) {
     convert_any_cuda(in, out, coefficients, stream);
     return;
@@ -1167,10 +1193,13 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
   L.k = coefficients;
   const ConvertCoefficients& k = L.k;
   for (int c = 0; c < 3; ++c) L.in_sel[c] = 0x4440u | static_cast<uint32_t>(k.in_offsets[c]);
+  L.out_rgb24 = rgb24;
   for (int c = 0; c < 4; ++c) {
-    L.out_perm |= static_cast<uint32_t>(c) << (4 * k.out_offsets[c]);
-    L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * k.out_offsets[c]);
-    L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * k.out_offsets[c]);
+    // 3-byte output has no alpha byte: byte 3 of its pixel words is unused.
+    const int to = rgb24 && c == 3 ? 3 : k.out_offsets[c];
+    L.out_perm |= static_cast<uint32_t>(c) << (4 * to);
+    L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * to);
+    L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * to);
   }
   const int in_planes = format_info(in.format).n_planes;
   const int out_planes = format_info(out.format).n_planes;
