@@ -167,16 +167,20 @@ __device__ __forceinline__ void store_packed(uint8_t* row, int x0, int width, bo
   }
 }
 
-// Four 3-byte pixels, the bytes 0..2 of px[i]: three words where the row
-// is 4-byte aligned (4 pixels are 12 bytes) and all 4 are inside.
+// Four 3-byte pixels, bytes 0..2 of px[i], as the three words they fill.
+__device__ __forceinline__ void store_rgb24_words(uint32_t* d, const uint32_t px[4]) {
+  d[0] = __byte_perm(px[0], px[1], 0x4210);
+  d[1] = __byte_perm(px[1], px[2], 0x5421);
+  d[2] = __byte_perm(px[2], px[3], 0x6542);
+}
+
+// Four 3-byte pixels: three words where the row is 4-byte aligned (4
+// pixels are 12 bytes) and all 4 are inside.
 __device__ __forceinline__ void store_rgb24(uint8_t* row, int x0, int width, bool full, bool a4,
                                             const uint32_t px[4]) {
   uint8_t* p = row + static_cast<size_t>(x0) * 3;
   if (a4 && full) {
-    uint32_t* q = reinterpret_cast<uint32_t*>(p);
-    q[0] = __byte_perm(px[0], px[1], 0x4210);
-    q[1] = __byte_perm(px[1], px[2], 0x5421);
-    q[2] = __byte_perm(px[2], px[3], 0x6540);
+    store_rgb24_words(reinterpret_cast<uint32_t*>(p), px);
     return;
   }
   for (int i = 0; i < 4 && x0 + i < width; ++i)
@@ -638,11 +642,7 @@ __device__ __forceinline__ void store_tile(const ConvertCoefficients& k, const T
     } else if (bpp == 4 && aligned_ptr(d, 4)) {
       for (int i = 0; i < n; ++i) reinterpret_cast<uint32_t*>(d)[i] = px[i];
     } else if (bpp == 3 && n == 4 && aligned_ptr(d, 4)) {
-      // Four 3-byte pixels in three words.
-      uint32_t* dw = reinterpret_cast<uint32_t*>(d);
-      dw[0] = __byte_perm(px[0], px[1], 0x4210);
-      dw[1] = __byte_perm(px[1], px[2], 0x5421);
-      dw[2] = __byte_perm(px[2], px[3], 0x6542);
+      store_rgb24_words(reinterpret_cast<uint32_t*>(d), px);
     } else {
       for (int i = 0; i < n; ++i)
         for (int b = 0; b < bpp; ++b) d[i * bpp + b] = static_cast<uint8_t>(px[i] >> (8 * b));
@@ -886,11 +886,7 @@ __device__ __forceinline__ void store_quad(const DebayerArgs& A, uint8_t* d, int
     if (kPixelBytes == 4) {
       *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
     } else {
-      // Four 3-byte pixels are three words.
-      uint32_t* d32 = reinterpret_cast<uint32_t*>(d);
-      d32[0] = __byte_perm(q[0], q[1], 0x4210);
-      d32[1] = __byte_perm(q[1], q[2], 0x5421);
-      d32[2] = __byte_perm(q[2], q[3], 0x6542);
+      store_rgb24_words(reinterpret_cast<uint32_t*>(d), q);
     }
     return;
   }
@@ -1037,30 +1033,45 @@ __global__ void __launch_bounds__(kThreads)
 // and the scaler's geometry once per launch (convert_math::ChromaScaler).
 // videoconvert does the same: its fast paths copy luma and scale each
 // chroma plane alone.
+struct ScaledPlane {
+  // Input chroma: where U and V start, their step and the row stride.
+  const uint8_t* in[2];
+  int in_step;
+  size_t in_stride[2];
+  // Output chroma plane blockIdx.z (planar: U, then V; semi-planar: the
+  // one plane of pairs, U at byte u_byte of each).
+  uint8_t* out[2];
+  size_t out_stride[2];
+  bool planar;
+  int u_byte;
+  int row_bytes, rows;
+  bool aligned;  // 4-byte stores
+};
+
 __global__ void __launch_bounds__(kThreads)
-    scale_planes_kernel(const __grid_constant__ ConvertCoefficients k,
-                        const __grid_constant__ convert_math::ChromaScaler s,
-                        const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
-                        int row_bytes, int rows, bool aligned) {
-  const ConvertSide& os = k.out_side;
-  const bool planar = os.plane[1] != os.plane[2];
-  const int plane = 1 + blockIdx.z;
+    scale_planes_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
   const int x = (blockIdx.x * kBlockX + threadIdx.x) * 4;
-  if (x >= row_bytes) return;
-  const int n = min(4, row_bytes - x);
-  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < rows; y += gridDim.y * kBlockY) {
+  if (x >= p.row_bytes) return;
+  const int n = min(4, p.row_bytes - x);
+  uint8_t* const out = blockIdx.z == 0 ? p.out[0] : p.out[1];
+  const size_t out_stride = blockIdx.z == 0 ? p.out_stride[0] : p.out_stride[1];
+  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
     int vi, vp;
     convert_math::scaler_row(s, y, &vi, &vp);
     uint32_t word = 0;
     for (int b = 0; b < n; ++b) {
       const int byte = x + b;
-      const int c = planar ? plane : ((byte & 1) == os.offset[1] ? 1 : 2);
-      const int sx = planar ? byte : byte >> 1;
-      word |= static_cast<uint32_t>(convert_math::scaled_chroma(s, k.in_side, in, c, sx, y, vi, vp))
-              << (8 * b);
+      const bool u = p.planar ? blockIdx.z == 0 : (byte & 1) == p.u_byte;
+      const uint8_t* src = u ? p.in[0] : p.in[1];
+      const size_t stride = u ? p.in_stride[0] : p.in_stride[1];
+      auto at = [&](int sx, int sy) {
+        return static_cast<int>(src[sy * stride + static_cast<size_t>(sx) * p.in_step]);
+      };
+      const int sx = p.planar ? byte : byte >> 1;
+      word |= static_cast<uint32_t>(convert_math::scaled_chroma(s, at, sx, y, vi, vp)) << (8 * b);
     }
-    uint8_t* d = out.planes[plane].data + static_cast<size_t>(y) * out.planes[plane].stride + x;
-    if (n == 4 && aligned) {
+    uint8_t* d = out + static_cast<size_t>(y) * out_stride + x;
+    if (n == 4 && p.aligned) {
       *reinterpret_cast<uint32_t*>(d) = word;
     } else {
       for (int b = 0; b < n; ++b) d[b] = static_cast<uint8_t>(word >> (8 * b));
@@ -1073,18 +1084,30 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   CO_CUDA_CHECK(cudaMemcpy2DAsync(out.planes[0].data, out.planes[0].stride, in.planes[0].data,
                                   in.planes[0].stride, static_cast<size_t>(in.width), in.height,
                                   cudaMemcpyDeviceToDevice, stream));
-  const int chroma_planes = format_info(out.format).n_planes - 1;
-  const int row_bytes = static_cast<int>(plane_row_bytes(out.format, 1, out.width));
-  const int rows = static_cast<int>(plane_rows(out.format, 1, out.height));
-  if (row_bytes == 0 || rows == 0) return;
-  bool aligned = true;
-  for (int p = 1; p <= chroma_planes; ++p) aligned = aligned && aligned_to(out.planes[p], 4);
-  const dim3 grid((row_bytes + 4 * kBlockX - 1) / (4 * kBlockX),
-                  std::min<unsigned>((rows + kBlockY - 1) / kBlockY, kMaxGridY), chroma_planes);
+  const ConvertSide &is = k.in_side, &os = k.out_side;
+  ScaledPlane p{};
+  for (int c = 0; c < 2; ++c) {
+    p.in[c] = in.planes[is.plane[c + 1]].data + is.offset[c + 1];
+    p.in_stride[c] = in.planes[is.plane[c + 1]].stride;
+  }
+  p.in_step = is.step[1];
+  p.planar = os.plane[1] != os.plane[2];
+  const int chroma_planes = p.planar ? 2 : 1;
+  p.aligned = true;
+  for (int c = 0; c < chroma_planes; ++c) {
+    p.out[c] = out.planes[1 + c].data;
+    p.out_stride[c] = out.planes[1 + c].stride;
+    p.aligned = p.aligned && aligned_to(out.planes[1 + c], 4);
+  }
+  p.u_byte = os.offset[1];
+  p.row_bytes = static_cast<int>(plane_row_bytes(out.format, 1, out.width));
+  p.rows = static_cast<int>(plane_rows(out.format, 1, out.height));
+  if (p.row_bytes == 0 || p.rows == 0) return;
+  const dim3 grid((p.row_bytes + 4 * kBlockX - 1) / (4 * kBlockX),
+                  std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY), chroma_planes);
   const convert_math::ChromaScaler s =
       convert_math::chroma_scaler(k, in.width, in.height, out.width, out.height);
-  scale_planes_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, s, in, out, row_bytes, rows,
-                                                                   aligned);
+  scale_planes_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(s, p);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma planes scaled)");
 }
 

@@ -166,11 +166,10 @@ CO_HD void scaler_row(const ChromaScaler& s, int sy, int* i, int* p) {
   if (s.ih >= 2 && s.ih != s.oh) vertical_tap(s.ih, s.oh, sy, i, p);
 }
 
-// Output chroma sample (sx, sy) of `component` scaled from the input's
-// chroma plane; vi, vp: scaler_row(s, sy).
-CO_HD int scaled_chroma(const ChromaScaler& s, const ConvertSide& is, const ImageRef& in,
-                        int component, int sx, int sy, int vi, int vp) {
-  auto at = [&](int x, int y) { return sample_at(is, in, component, x, y); };
+// Output chroma sample (sx, sy) scaled from an input chroma component
+// whose sample (x, y) is at(x, y); vi, vp: scaler_row(s, sy).
+template <typename At>
+CO_HD int scaled_chroma(const ChromaScaler& s, const At& at, int sx, int sy, int vi, int vp) {
   auto h_scaled = [&](int y) {  // row y of the input scaled across
     if (s.iw == s.ow) return at(sx, y);
     if (s.iw == 1) return at(0, y);
@@ -531,8 +530,10 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
         const ChromaScaler s = chroma_scaler(k, in.width, in.height, out.width, out.height);
         int vi, vp;
         scaler_row(s, sy, &vi, &vp);
-        u = scaled_chroma(s, k.in_side, in, 1, sx, sy, vi, vp);
-        v = scaled_chroma(s, k.in_side, in, 2, sx, sy, vi, vp);
+        u = scaled_chroma(
+            s, [&](int x, int y) { return sample_at(k.in_side, in, 1, x, y); }, sx, sy, vi, vp);
+        v = scaled_chroma(
+            s, [&](int x, int y) { return sample_at(k.in_side, in, 2, x, y); }, sx, sy, vi, vp);
       }
       store_sample(os, out, 1, sx, sy, u);
       store_sample(os, out, 2, sx, sy, v);
