@@ -1026,6 +1026,112 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// YUV to YUV of the same subsampling, or grey to grey, where the chroma
+// needs no resampling and the samples no matrix: each output sample is the
+// input's sample at the same place, taken to 16 bits and back
+// (convert_math::unpack16, packed16), which is what the reference's blocks
+// compute there (nearest chroma, averages of equal samples). One launch per
+// output plane; each thread makes 4 samples of each of the plane's
+// components (one, or the two of a semi-planar pair) in one row, stored as
+// a word, two or four where the plane is aligned for them. Packed 4:2:2
+// output, whose one plane holds components of different steps, is not made
+// here.
+struct SamplePlane {
+  int comp[2];        // output components of the plane, by their offset
+  int samples, rows;  // of each component, on both sides
+  bool aligned;       // for the thread's whole store
+};
+
+template <int kComps, int kBytes>
+__global__ void __launch_bounds__(kThreads)
+    repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
+                          const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
+                          const SamplePlane p) {
+  const int sx0 = (blockIdx.x * kBlockX + threadIdx.x) * 4;
+  if (sx0 >= p.samples) return;
+  const int n = min(4, p.samples - sx0);
+  constexpr int kGroup = kComps * kBytes;  // bytes per sample position
+  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
+    uint32_t v[kComps][4];
+    for (int j = 0; j < 4; ++j)
+      for (int c = 0; c < kComps; ++c) {
+        const int sx = min(sx0 + j, p.samples - 1);  // the last thread reads no further
+        v[c][j] = static_cast<uint32_t>(convert_math::packed16(
+            k.out_side, convert_math::unpack16(
+                            k.in_side, convert_math::sample_ptr(k.in_side, in, p.comp[c], sx, y))));
+      }
+    uint32_t w[4];  // the thread's 4 * kGroup bytes, little-endian
+    if constexpr (kComps == 1 && kBytes == 1) {
+      w[0] = v[0][0] | v[0][1] << 8 | v[0][2] << 16 | v[0][3] << 24;
+    } else if constexpr (kComps == 2 && kBytes == 1) {
+      w[0] = v[0][0] | v[1][0] << 8 | v[0][1] << 16 | v[1][1] << 24;
+      w[1] = v[0][2] | v[1][2] << 8 | v[0][3] << 16 | v[1][3] << 24;
+    } else if constexpr (kComps == 1) {
+      w[0] = v[0][0] | v[0][1] << 16;
+      w[1] = v[0][2] | v[0][3] << 16;
+    } else {
+      for (int j = 0; j < 4; ++j) w[j] = v[0][j] | v[1][j] << 16;
+    }
+    uint8_t* d = convert_math::sample_ptr(k.out_side, out, p.comp[0], sx0, y);
+    if (n == 4 && p.aligned) {
+      if constexpr (kGroup == 1)
+        *reinterpret_cast<uint32_t*>(d) = w[0];
+      else if constexpr (kGroup == 2)
+        *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
+      else
+        *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4 * kGroup; ++b)
+        if (b < n * kGroup) d[b] = static_cast<uint8_t>(w[b >> 2] >> (8 * (b & 3)));
+    }
+  }
+}
+
+// Whether repack_samples_cuda makes this pair (see there).
+bool repacks_samples(const ImageRef& out, const ConvertCoefficients& k) {
+  using namespace convert_math;
+  if (k.in_family == kGrey && k.out_family == kGrey) return true;
+  if (k.in_family != kYuv || k.out_family != kYuv) return false;
+  const bool packed422_out = k.out_side.plane[0] == k.out_side.plane[1];
+  return !packed422_out && k.in_side.x_sub == k.out_side.x_sub &&
+         k.in_side.y_sub == k.out_side.y_sub && out.width > 0 && out.height > 0;
+}
+
+void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                         cudaStream_t stream) {
+  const FormatInfo& info = format_info(out.format);
+  const int components = info.is_yuv ? 3 : 1;
+  for (int plane = 0; plane < info.n_planes; ++plane) {
+    SamplePlane p{};
+    int n = 0;
+    for (int c = 0; c < components; ++c)
+      if (info.comp[c].plane == plane) p.comp[n++] = c;
+    if (n == 2 && info.comp[p.comp[1]].offset < info.comp[p.comp[0]].offset) {
+      const int t = p.comp[0];
+      p.comp[0] = p.comp[1];
+      p.comp[1] = t;
+    }
+    const Component& c0 = info.comp[p.comp[0]];
+    p.samples = (out.width + (1 << c0.x_sub) - 1) >> c0.x_sub;
+    p.rows = (out.height + (1 << c0.y_sub) - 1) >> c0.y_sub;
+    const int group = n * info.sample_bytes;
+    p.aligned = aligned_to(out.planes[plane], static_cast<size_t>(4 * group)) && c0.offset == 0;
+    const dim3 grid((p.samples + 4 * kBlockX - 1) / (4 * kBlockX),
+                    std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY));
+    const dim3 block(kBlockX, kBlockY);
+    if (n == 1 && info.sample_bytes == 1)
+      repack_samples_kernel<1, 1><<<grid, block, 0, stream>>>(k, in, out, p);
+    else if (n == 2 && info.sample_bytes == 1)
+      repack_samples_kernel<2, 1><<<grid, block, 0, stream>>>(k, in, out, p);
+    else if (n == 1)
+      repack_samples_kernel<1, 2><<<grid, block, 0, stream>>>(k, in, out, p);
+    else
+      repack_samples_kernel<2, 2><<<grid, block, 0, stream>>>(k, in, out, p);
+    CO_CUDA_CHECK_LAUNCH("the convert kernel (samples repacked)");
+  }
+}
+
 // YUV to YUV through the plane scaler (k.scale_planes; both sides 8-bit,
 // planar or semi-planar): luma is copied by the copy kernel, and each
 // thread makes 4 bytes of a row of an output chroma plane (4 samples of one
@@ -1117,6 +1223,10 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
                       cudaStream_t stream) {
   if (k.scale_planes) {
     scale_planes_cuda(in, out, k, stream);
+    return;
+  }
+  if (repacks_samples(out, k)) {
+    repack_samples_cuda(in, out, k, stream);
     return;
   }
   const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&

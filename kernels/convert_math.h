@@ -218,14 +218,17 @@ CO_HD int unpack16(const ConvertSide& side, const uint8_t* at) {
   return v | v >> 10;
 }
 
+// What a side's sample holds for the 16-bit value v: a byte, or the
+// little-endian word of a deeper sample.
+CO_HD int packed16(const ConvertSide& side, int v) {
+  if (side.sample_bytes == 1) return v >> 8;
+  return side.depth == 16 ? v : (side.shift == 6 ? v & 0xFFC0 : v >> 6);
+}
+
 CO_HD void pack16(const ConvertSide& side, uint8_t* at, int v) {
-  if (side.sample_bytes == 1) {
-    at[0] = static_cast<uint8_t>(v >> 8);
-    return;
-  }
-  const int w = side.depth == 16 ? v : (side.shift == 6 ? v & 0xFFC0 : v >> 6);
+  const int w = packed16(side, v);
   at[0] = static_cast<uint8_t>(w);
-  at[1] = static_cast<uint8_t>(w >> 8);
+  if (side.sample_bytes == 2) at[1] = static_cast<uint8_t>(w >> 8);
 }
 
 CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int component, int sx,
