@@ -72,21 +72,8 @@ std::string BalanceParams::check() const {
 }
 
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
-  switch (format) {
-    case PixelFormat::kBGRA:
-    case PixelFormat::kBGRx:
-      *r = 2, *g = 1, *b = 0;
-      return;
-    case PixelFormat::kARGB:
-      *r = 1, *g = 2, *b = 3;
-      return;
-    case PixelFormat::kABGR:
-      *r = 3, *g = 2, *b = 1;
-      return;
-    default:  // RGBA, RGBx
-      *r = 0, *g = 1, *b = 2;
-      return;
-  }
+  const FormatInfo& info = format_info(format);
+  *r = info.comp[0].offset, *g = info.comp[1].offset, *b = info.comp[2].offset;
 }
 
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params) {

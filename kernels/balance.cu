@@ -28,6 +28,7 @@
 #include "copy.h"
 #include "cuda_check.h"
 #include "operation.h"
+#include "rgb24_words.cuh"
 
 namespace cudaoverlap {
 namespace {
@@ -409,6 +410,44 @@ __global__ void balance_rgb_kernel(const uint8_t* __restrict__ src, size_t src_s
   }
 }
 
+// 3-byte RGB (RGB, BGR): each thread balances 4 pixels of a row, its 12
+// bytes loaded and stored as three words where both planes are 4-byte
+// aligned, through balance_pixel on a word per pixel (rgb_words' layout of
+// the format, whose fourth byte has no coefficient and is dropped again).
+template <bool kWords>
+__global__ void __launch_bounds__(kThreads)
+    balance_rgb24_kernel(const uint8_t* __restrict__ src, size_t src_stride,
+                         uint8_t* __restrict__ dst, size_t dst_stride, int width, int rows,
+                         BalanceArgs a) {
+  __shared__ uint8_t table[256];
+  load_table(a, table);
+  const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (x0 >= width) return;
+  const int n = min(4, width - x0);
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    const uint8_t* s = src + static_cast<size_t>(y) * src_stride + static_cast<size_t>(x0) * 3;
+    uint8_t* d = dst + static_cast<size_t>(y) * dst_stride + static_cast<size_t>(x0) * 3;
+    if (kWords && n == 4) {
+      const uint32_t* s32 = reinterpret_cast<const uint32_t*>(s);
+      const uint32_t q[3] = {s32[0], s32[1], s32[2]};
+      uint32_t px[4];
+      rgb24::unpack(q, px);
+      for (int i = 0; i < 4; ++i) px[i] = balance_pixel(a, table, px[i]);
+      uint32_t r[3];
+      rgb24::pack(px, r);
+      uint32_t* d32 = reinterpret_cast<uint32_t*>(d);
+      d32[0] = r[0], d32[1] = r[1], d32[2] = r[2];
+      continue;
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* sp = s + 3 * i;
+      const uint32_t w = balance_pixel(
+          a, table, sp[0] | static_cast<uint32_t>(sp[1]) << 8 | static_cast<uint32_t>(sp[2]) << 16);
+      for (int c = 0; c < 3; ++c) d[3 * i + c] = static_cast<uint8_t>(w >> (8 * c));
+    }
+  }
+}
+
 dim3 grid_for(size_t items, size_t rows) {
   dim3 grid(static_cast<unsigned>((items + kThreads - 1) / kThreads),
             static_cast<unsigned>(std::min<size_t>(rows, kMaxGridY)));
@@ -605,7 +644,9 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   const bool planar = in.format == PixelFormat::kNV21 || in.format == PixelFormat::kNV16 ||
                       in.format == PixelFormat::kY42B || in.format == PixelFormat::kY444;
   const bool packed422 = in.format == PixelFormat::kYUY2 || in.format == PixelFormat::kUYVY;
-  if (!planar && !packed422 && std::find(nine.begin(), nine.end(), in.format) == nine.end()) {
+  const bool rgb24 = in.format == PixelFormat::kRGB || in.format == PixelFormat::kBGR;
+  if (!planar && !packed422 && !rgb24 &&
+      std::find(nine.begin(), nine.end(), in.format) == nine.end()) {
     balance_any_cuda(in, out, params, chroma_table, stream);
     return;
   }
@@ -631,6 +672,19 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
         static_cast<unsigned>(std::max(1, std::min<int>((in.height + 7) / 8, kMaxGridY))));
     balance_packed422_kernel<<<grid, kThreads, 0, stream>>>(p, a);
     CO_CUDA_CHECK_LAUNCH("the balance kernel (packed 4:2:2)");
+    return;
+  }
+  if (rgb24) {
+    const dim3 grid = grid_for((static_cast<size_t>(in.width) + 3) / 4, in.height);
+    const PlaneRef& s = in.planes[0];
+    const PlaneRef& d = out.planes[0];
+    if (aligned_to(s, 4) && aligned_to(d, 4))
+      balance_rgb24_kernel<true><<<grid, kThreads, 0, stream>>>(s.data, s.stride, d.data, d.stride,
+                                                                in.width, in.height, a);
+    else
+      balance_rgb24_kernel<false><<<grid, kThreads, 0, stream>>>(s.data, s.stride, d.data, d.stride,
+                                                                 in.width, in.height, a);
+    CO_CUDA_CHECK_LAUNCH("the balance kernel (3-byte RGB)");
     return;
   }
   if (!info.is_yuv && in.format != PixelFormat::kGRAY8) {

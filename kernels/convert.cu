@@ -35,6 +35,7 @@
 #include "cuda_check.h"
 #include "debayer_math.h"
 #include "operation.h"
+#include "rgb24_words.cuh"
 
 namespace cudaoverlap {
 namespace {
@@ -169,9 +170,9 @@ __device__ __forceinline__ void store_packed(uint8_t* row, int x0, int width, bo
 
 // Four 3-byte pixels, bytes 0..2 of px[i], as the three words they fill.
 __device__ __forceinline__ void store_rgb24_words(uint32_t* d, const uint32_t px[4]) {
-  d[0] = __byte_perm(px[0], px[1], 0x4210);
-  d[1] = __byte_perm(px[1], px[2], 0x5421);
-  d[2] = __byte_perm(px[2], px[3], 0x6542);
+  uint32_t q[3];
+  rgb24::pack(px, q);
+  d[0] = q[0], d[1] = q[1], d[2] = q[2];
 }
 
 // Four 3-byte pixels: three words where the row is 4-byte aligned (4
