@@ -112,10 +112,14 @@ GstSample* run_element_caps(const std::string& element, GstCaps* caps, GstBuffer
   GError* error = nullptr;
   const std::string description =
       "appsrc name=src format=time ! " + element + " ! appsink name=sink sync=false";
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  if (!pipeline) {
+  // A missing element (the plugin not on GST_PLUGIN_PATH) fails here at
+  // once, rather than as a pipeline that never gives a sample.
+  GstElement* pipeline =
+      gst_parse_launch_full(description.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  if (!pipeline || error) {
     *why = std::string("cannot build '") + description + "': " + (error ? error->message : "?");
     g_clear_error(&error);
+    if (pipeline) gst_object_unref(pipeline);
     return nullptr;
   }
   GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
