@@ -650,10 +650,10 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
     balance_any_cuda(in, out, params, chroma_table, stream);
     return;
   }
-  BalanceArgs a;
+  BalanceArgs a{};
   a.k = balance_constants(params);
-  rgb_words(in.format, &a);
   const FormatInfo& info = format_info(in.format);
+  if (!info.is_yuv && colour_components(in.format) == 3) rgb_words(in.format, &a);
   if (in.width == 0 || in.height == 0) return;
   a.chroma =
       in.format == PixelFormat::kGRAY8 ? nullptr : reinterpret_cast<const uint16_t*>(chroma_table);

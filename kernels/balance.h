@@ -27,7 +27,8 @@ struct BalanceConstants {
 };
 BalanceConstants balance_constants(const BalanceParams& params);
 
-// Byte offsets of R, G and B in a packed RGB pixel of `format` (3 or 4 bytes).
+// Byte offsets of R, G and B in a packed RGB pixel of `format` (3 or 4
+// bytes); `format` must be packed RGB.
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b);
 
 // The workspace holds the chroma table (256 x 256 entries of 2 bytes: the
