@@ -19,7 +19,8 @@ namespace cudaoverlap {
 namespace {
 
 // Launches queued behind one hold: far below the depth of CUDA's launch
-// queue (about a thousand), with several launches per operation (blur on a
+// queue (undocumented; about a thousand is the usual figure), with several
+// launches per operation (blur on a
 // three-plane format makes three). Past that depth a launch would block the
 // host until the held stream drains.
 constexpr int kBatch = 64;
