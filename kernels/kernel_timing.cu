@@ -20,9 +20,8 @@ namespace {
 
 // Launches queued behind one hold: far below the depth of CUDA's launch
 // queue (undocumented; about a thousand is the usual figure), with several
-// launches per operation (blur on a
-// three-plane format makes three). Past that depth a launch would block the
-// host until the held stream drains.
+// launches per operation (blur on a three-plane format makes three). Past
+// that depth a launch would block the host until the held stream drains.
 constexpr int kBatch = 64;
 
 // flag[0]: set by the host once a batch is enqueued; flag[1]: set here when
