@@ -34,42 +34,14 @@ BlurTaps blur_taps(double sigma, int shift) {
 
 namespace {
 
-// One colour component of an image: its samples, read and written through
-// the format table (8-bit bytes, or little-endian 16-bit words holding
-// `depth` bits `shift` bits up).
-struct Samples {
-  const FormatInfo* info;
-  Component k;
-  uint32_t max;
-
-  size_t at(const PlaneRef& plane, int x, int y) const {
-    return static_cast<size_t>(y) * plane.stride + k.offset +
-           static_cast<size_t>(x) * k.pixel_stride;
-  }
-  uint32_t get(const ImageRef& image, int x, int y) const {
-    const uint8_t* s = image.planes[k.plane].data + at(image.planes[k.plane], x, y);
-    if (info->sample_bytes == 1) return *s;
-    return ((s[0] | (uint32_t{s[1]} << 8)) >> k.shift) & max;
-  }
-  // Keeps the bits around a deep sample as they are.
-  void put(const ImageRef& image, int x, int y, uint32_t value) const {
-    uint8_t* d = image.planes[k.plane].data + at(image.planes[k.plane], x, y);
-    if (info->sample_bytes == 1) {
-      *d = static_cast<uint8_t>(value);
-      return;
-    }
-    const uint32_t word = ((d[0] | (uint32_t{d[1]} << 8)) & ~(max << k.shift)) | (value << k.shift);
-    d[0] = static_cast<uint8_t>(word);
-    d[1] = static_cast<uint8_t>(word >> 8);
-  }
-};
-
 // One component, `width` x `height` samples of the picture: the horizontal
 // pass into `rows` with blur_fraction_bits(depth) fractional bits, then the
 // vertical pass rounded once.
-void blur_component(const ImageRef& in, const ImageRef& out, const Samples& s, int width,
-                    int height, const BlurTaps& across, const BlurTaps& down) {
-  const int frac = blur_fraction_bits(s.k.depth);
+void blur_component(const ImageRef& in, const ImageRef& out, int c, int width, int height,
+                    const BlurTaps& across, const BlurTaps& down) {
+  const Component& k = format_info(in.format).comp[c];
+  const uint32_t max = (uint32_t{1} << k.depth) - 1;
+  const int frac = blur_fraction_bits(k.depth);
   const int first_shift = kBlurWeightBits - frac;
   std::vector<uint32_t> rows(static_cast<size_t>(width) * height);
   for (int y = 0; y < height; ++y)
@@ -77,7 +49,7 @@ void blur_component(const ImageRef& in, const ImageRef& out, const Samples& s, i
       int32_t acc = 0;
       for (int d = -across.radius; d <= across.radius; ++d)
         acc += across.weight[std::abs(d)] *
-               static_cast<int32_t>(s.get(in, std::clamp(x + d, 0, width - 1), y));
+               static_cast<int32_t>(read_sample(in, c, std::clamp(x + d, 0, width - 1), y));
       rows[static_cast<size_t>(y) * width + x] =
           static_cast<uint32_t>((acc + (1 << (first_shift - 1))) >> first_shift);
     }
@@ -90,7 +62,7 @@ void blur_component(const ImageRef& in, const ImageRef& out, const Samples& s, i
         acc += static_cast<uint32_t>(down.weight[std::abs(d)]) *
                rows[static_cast<size_t>(sy) * width + x];
       }
-      s.put(out, x, y, std::min<uint32_t>(s.max, (acc + (1u << (shift - 1))) >> shift));
+      write_sample(out, c, x, y, std::min<uint32_t>(max, (acc + (1u << (shift - 1))) >> shift));
     }
 }
 
@@ -103,10 +75,9 @@ void blur_reference(const ImageRef& in, const ImageRef& out, double sigma) {
   const FormatInfo& info = format_info(in.format);
   for (int c = 0; c < colour_components(in.format); ++c) {
     const Component& k = info.comp[c];
-    const Samples s{&info, k, (uint32_t{1} << k.depth) - 1};
     const int width = (in.width + (1 << k.x_sub) - 1) >> k.x_sub;
     const int height = (in.height + (1 << k.y_sub) - 1) >> k.y_sub;
-    blur_component(in, out, s, width, height, blur_taps(sigma, k.x_sub), blur_taps(sigma, k.y_sub));
+    blur_component(in, out, c, width, height, blur_taps(sigma, k.x_sub), blur_taps(sigma, k.y_sub));
   }
 }
 

@@ -17,35 +17,6 @@ uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max) {
   return static_cast<uint32_t>(std::min<int64_t>(s, max));
 }
 
-namespace {
-
-// Sample x of row y of component k (8-bit, or the `depth` bits of a
-// little-endian word), and writing one with the bits around it kept.
-uint32_t get(const ImageRef& image, const FormatInfo& info, const Component& k, int x, int y) {
-  const PlaneRef& p = image.planes[k.plane];
-  const uint8_t* s = p.data + static_cast<size_t>(y) * p.stride + k.offset +
-                     static_cast<size_t>(x) * k.pixel_stride;
-  if (info.sample_bytes == 1) return *s;
-  return ((s[0] | (uint32_t{s[1]} << 8)) >> k.shift) & ((uint32_t{1} << k.depth) - 1);
-}
-
-void put(const ImageRef& image, const FormatInfo& info, const Component& k, int x, int y,
-         uint32_t value) {
-  const PlaneRef& p = image.planes[k.plane];
-  uint8_t* d = p.data + static_cast<size_t>(y) * p.stride + k.offset +
-               static_cast<size_t>(x) * k.pixel_stride;
-  if (info.sample_bytes == 1) {
-    *d = static_cast<uint8_t>(value);
-    return;
-  }
-  const uint32_t mask = ((uint32_t{1} << k.depth) - 1) << k.shift;
-  const uint32_t word = ((d[0] | (uint32_t{d[1]} << 8)) & ~mask) | (value << k.shift);
-  d[0] = static_cast<uint8_t>(word);
-  d[1] = static_cast<uint8_t>(word >> 8);
-}
-
-}  // namespace
-
 void edge_reference(const ImageRef& in, const ImageRef& out) {
   // Alpha, padding, the bits around a 10-bit sample and the second luma of
   // an odd-width YUY2 row's last pair come from here.
@@ -58,10 +29,10 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
       grey[static_cast<size_t>(y) * w + x] =
-          rgb ? (77 * get(in, info, info.comp[0], x, y) + 150 * get(in, info, info.comp[1], x, y) +
-                 29 * get(in, info, info.comp[2], x, y) + 128) >>
+          rgb ? (77 * read_sample(in, 0, x, y) + 150 * read_sample(in, 1, x, y) +
+                 29 * read_sample(in, 2, x, y) + 128) >>
                     8
-              : get(in, info, luma, x, y);
+              : read_sample(in, 0, x, y);
   auto at = [&](int x, int y) {
     return grey[static_cast<size_t>(std::clamp(y, 0, h - 1)) * w + std::clamp(x, 0, w - 1)];
   };
@@ -73,18 +44,16 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
       const int64_t gy = (at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1)) -
                          (at(x - 1, y - 1) + 2 * at(x, y - 1) + at(x + 1, y - 1));
       const uint32_t m = edge_magnitude(gx, gy, max);
-      for (int c = 0; c < (rgb ? 3 : 1); ++c) put(out, info, info.comp[c], x, y, m);
+      for (int c = 0; c < (rgb ? 3 : 1); ++c) write_sample(out, c, x, y, m);
     }
   if (!info.is_yuv) return;
   // Neutral chroma in every sample the chroma rows hold.
   for (int c = 1; c < 3; ++c) {
     const Component& k = info.comp[c];
-    const size_t row_bytes = plane_row_bytes(in.format, k.plane, w);
-    const int samples = static_cast<int>((row_bytes - k.offset + k.pixel_stride - 1) /
-                                         static_cast<size_t>(k.pixel_stride));
+    const int samples = stored_samples(in.format, c, w);
     const int rows = static_cast<int>(plane_rows(in.format, k.plane, h));
     for (int y = 0; y < rows; ++y)
-      for (int x = 0; x < samples; ++x) put(out, info, k, x, y, uint32_t{1} << (k.depth - 1));
+      for (int x = 0; x < samples; ++x) write_sample(out, c, x, y, uint32_t{1} << (k.depth - 1));
   }
 }
 

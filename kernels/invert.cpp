@@ -15,28 +15,12 @@ void invert_reference(const ImageRef& in, const ImageRef& out) {
   for (int c = 0; c < colour_components(in.format); ++c) {
     const Component& k = info.comp[c];
     const uint32_t max = (uint32_t{1} << k.depth) - 1;
-    const size_t row_bytes = plane_row_bytes(in.format, k.plane, in.width);
-    const size_t rows = plane_rows(in.format, k.plane, in.height);
+    const int rows = static_cast<int>(plane_rows(in.format, k.plane, in.height));
     // Every sample the plane's rows hold, the second luma of an odd-width
     // YUY2 row's last pair included (copy carries it too).
-    const size_t samples = (row_bytes - static_cast<size_t>(k.offset) + k.pixel_stride - 1) /
-                           static_cast<size_t>(k.pixel_stride);
-    const PlaneRef& src = in.planes[k.plane];
-    const PlaneRef& dst = out.planes[k.plane];
-    for (size_t y = 0; y < rows; ++y)
-      for (size_t x = 0; x < samples; ++x) {
-        const size_t at = y * src.stride + k.offset + x * k.pixel_stride;
-        uint8_t* d = dst.data + y * dst.stride + k.offset + x * k.pixel_stride;
-        if (info.sample_bytes == 1) {
-          *d = static_cast<uint8_t>(max - src.data[at]);
-          continue;
-        }
-        const uint32_t word = src.data[at] | (uint32_t{src.data[at + 1]} << 8);
-        const uint32_t value = (word >> k.shift) & max;
-        const uint32_t inverted = (word & ~(max << k.shift)) | ((max - value) << k.shift);
-        d[0] = static_cast<uint8_t>(inverted);
-        d[1] = static_cast<uint8_t>(inverted >> 8);
-      }
+    const int samples = stored_samples(in.format, c, in.width);
+    for (int y = 0; y < rows; ++y)
+      for (int x = 0; x < samples; ++x) write_sample(out, c, x, y, max - read_sample(in, c, x, y));
   }
 }
 

@@ -193,4 +193,43 @@ size_t plane_rows(PixelFormat format, int plane, int height) {
   return round_up_shift(height, format_info(format).y_shift[plane]);
 }
 
+int stored_samples(PixelFormat format, int component, int width) {
+  const Component& k = format_info(format).comp[component];
+  const size_t row_bytes = plane_row_bytes(format, k.plane, width);
+  return static_cast<int>((row_bytes - static_cast<size_t>(k.offset) + k.pixel_stride - 1) /
+                          static_cast<size_t>(k.pixel_stride));
+}
+
+namespace {
+
+uint8_t* sample_address(const ImageRef& image, const Component& k, int x, int y) {
+  const PlaneRef& p = image.planes[k.plane];
+  return p.data + static_cast<size_t>(y) * p.stride + k.offset +
+         static_cast<size_t>(x) * k.pixel_stride;
+}
+
+}  // namespace
+
+uint32_t read_sample(const ImageRef& image, int component, int x, int y) {
+  const FormatInfo& info = format_info(image.format);
+  const Component& k = info.comp[component];
+  const uint8_t* s = sample_address(image, k, x, y);
+  if (info.sample_bytes == 1) return *s;
+  return ((s[0] | (uint32_t{s[1]} << 8)) >> k.shift) & ((uint32_t{1} << k.depth) - 1);
+}
+
+void write_sample(const ImageRef& image, int component, int x, int y, uint32_t value) {
+  const FormatInfo& info = format_info(image.format);
+  const Component& k = info.comp[component];
+  uint8_t* d = sample_address(image, k, x, y);
+  if (info.sample_bytes == 1) {
+    *d = static_cast<uint8_t>(value);
+    return;
+  }
+  const uint32_t mask = ((uint32_t{1} << k.depth) - 1) << k.shift;
+  const uint32_t word = ((d[0] | (uint32_t{d[1]} << 8)) & ~mask) | (value << k.shift);
+  d[0] = static_cast<uint8_t>(word);
+  d[1] = static_cast<uint8_t>(word >> 8);
+}
+
 }  // namespace cudaoverlap

@@ -117,4 +117,15 @@ struct ImageRef {
   PlaneRef planes[kMaxPlanes];
 };
 
+// Samples of `component` that a row of a `width`-pixel image of `format`
+// holds: ceil(width / 2^x_sub), and for packed 4:2:2 luma one more where
+// the width is odd (the second luma of the last pair, past the picture).
+int stored_samples(PixelFormat format, int component, int width);
+
+// Sample (x, y) of `component` of `image` at its depth (8 bits, or the
+// `depth` bits of a little-endian word), and writing one there with the
+// other bits of its word kept. Host memory; for the CPU references.
+uint32_t read_sample(const ImageRef& image, int component, int x, int y);
+void write_sample(const ImageRef& image, int component, int x, int y, uint32_t value);
+
 }  // namespace cudaoverlap
