@@ -48,11 +48,6 @@ struct Release {
 
 }  // namespace
 
-double time_operation_cuda(const Operation& op, const ImageRef& in, const ImageRef& out,
-                           int iterations) {
-  return time_operation_cuda(op, std::vector<ImageRef>{in}, std::vector<ImageRef>{out}, iterations);
-}
-
 double time_operation_cuda(const Operation& op, const std::vector<ImageRef>& ins,
                            const std::vector<ImageRef>& outs, int iterations) {
   if (iterations < 1) throw Error("time_operation_cuda: iterations must be at least 1");

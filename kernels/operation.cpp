@@ -82,10 +82,6 @@ bool kernels_have_cuda() { return true; }
 #else
 bool kernels_have_cuda() { return false; }
 
-double time_operation_cuda(const Operation&, const ImageRef&, const ImageRef&, int) {
-  throw_built_without_cuda();
-}
-
 double time_operation_cuda(const Operation&, const std::vector<ImageRef>&,
                            const std::vector<ImageRef>&, int) {
   throw_built_without_cuda();
