@@ -222,6 +222,14 @@ void debayer_reference(const ImageRef& in, const ImageRef& out) {
 
 }  // namespace
 
+bool convert_copies_bytes(const ImageRef& in, const ImageRef& out) {
+  if (in.format != out.format || in.width != out.width || in.height != out.height) return false;
+  const FormatInfo& info = format_info(in.format);
+  const bool deep_changes = info.sample_bytes > 1 && info.comp[0].depth != 16;
+  const bool packed422 = info.is_yuv && info.n_planes == 1;
+  return !deep_changes && !(packed422 && (in.width & 1));
+}
+
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
   if (is_bayer(in.format)) {
     debayer_reference(in, out);
@@ -232,9 +240,11 @@ void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertPar
   for (int by = 0; by < bh; ++by)
     for (int bx = 0; bx < bw; ++bx) {
       if (k.deep)
-        convert_math::convert_block<true>(k, in, out, bx, by);
+        convert_math::convert_block<true>(k, convert_math::ImageAccess{in},
+                                          convert_math::ImageAccess{out}, bx, by);
       else
-        convert_math::convert_block<false>(k, in, out, bx, by);
+        convert_math::convert_block<false>(k, convert_math::ImageAccess{in},
+                                           convert_math::ImageAccess{out}, bx, by);
     }
 }
 

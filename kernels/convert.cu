@@ -76,7 +76,18 @@ struct ConvertLayout {
   // in bytes 0..2 of each pixel word, and store_rgb24 packs 4 pixels into
   // 3 words.
   bool out_rgb24;
+  // 4:2:0 input to 4:2:2 or 4:4:4 YUV (YuvOut, below; kToRgb otherwise),
+  // and for packed 4:2:2 the byte permute from a pair word laid out
+  // Y0 U Y1 V to the output's order.
+  int yuv_out;
+  uint32_t pair_perm;
 };
+
+// What yuv_to_packed_kernel writes: packed RGB, or YUV of 4:2:2 (packed,
+// semi-planar, planar) or 4:4:4 from 4:2:0 input, chroma brought to each
+// pixel as for RGB and averaged across in pairs where the output
+// subsamples (convert_math::block_chroma), luma copied.
+enum YuvOut : int { kToRgb, kToPacked422, kToSemi422, kToPlanar422, kToPlanar444 };
 
 // videoconvert's YUV -> RGB (convert_math::yuv_to_rgb) in as few
 // instructions as the same integers allow. splat(s) of a sample s - 128 is
@@ -504,7 +515,70 @@ __device__ __forceinline__ BlockInput fetch_block(const ConvertLayout& L, const 
   return b;
 }
 
-template <bool kLinear>
+// Row y's 4 pixels from x0 of 4:2:2 or 4:4:4 YUV output (kOut): luma the
+// 4 bytes of `luma`, each pixel's chroma U | V << 16 in c[i]; pixels past
+// the picture's width already carry the last pixel's chroma.
+template <int kOut>
+__device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const ImageRef& out, int y,
+                                              int x0, int width, bool full, uint32_t luma,
+                                              const uint32_t c[4]) {
+  auto row = [&](int p) {
+    return out.planes[p].data + static_cast<size_t>(y) * out.planes[p].stride;
+  };
+  if constexpr (kOut == kToPlanar444) {
+    store_luma(row(0), x0, width, full, L.out_a4[0], luma);
+    const uint32_t u =
+        __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
+    const uint32_t v =
+        __byte_perm(__byte_perm(c[0], c[1], 0x0062), __byte_perm(c[2], c[3], 0x0062), 0x5410);
+    store_luma(row(1), x0, width, full, L.out_a4[1], u);
+    store_luma(row(2), x0, width, full, L.out_a4[2], v);
+    return;
+  }
+  // Pairs averaged across, rounding up, in lanes (sums below 512).
+  const uint32_t a0 = ((c[0] + c[1] + 0x00010001u) >> 1) & 0x00FF00FFu;
+  const uint32_t a1 = ((c[2] + c[3] + 0x00010001u) >> 1) & 0x00FF00FFu;
+  const int c0 = x0 >> 1;
+  const int n = min(2, ((width + 1) >> 1) - c0);  // pairs inside the picture
+  if constexpr (kOut == kToPacked422) {
+    uint32_t w[2] = {__byte_perm(__byte_perm(luma, a0, 0x6140), 0, L.pair_perm),
+                     __byte_perm(__byte_perm(luma, a1, 0x6342), 0, L.pair_perm)};
+    uint8_t* d = row(0) + 4 * c0;
+    if (n == 2 && L.out_a16) {
+      *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
+    } else if (L.out_a4[0]) {
+      for (int j = 0; j < n; ++j) reinterpret_cast<uint32_t*>(d)[j] = w[j];
+    } else {
+      for (int b = 0; b < 4 * n; ++b) d[b] = static_cast<uint8_t>(w[b >> 2] >> (8 * (b & 3)));
+    }
+    return;
+  }
+  store_luma(row(0), x0, width, full, L.out_a4[0], luma);
+  if constexpr (kOut == kToSemi422) {
+    const uint32_t w = __byte_perm(a0, a1, 0x6420);  // U0 V0 U1 V1
+    uint8_t* d = row(1) + 2 * c0;
+    if (n == 2 && L.out_a4[1]) {
+      *reinterpret_cast<uint32_t*>(d) = w;
+    } else {
+      for (int b = 0; b < 2 * n; ++b) d[b] = static_cast<uint8_t>(w >> (8 * b));
+    }
+  } else {
+    const uint32_t u = __byte_perm(a0, a1, 0x0040), v = __byte_perm(a0, a1, 0x0062);
+    uint8_t* du = row(1) + c0;
+    uint8_t* dv = row(2) + c0;
+    if (n == 2 && L.out_a2[1] && L.out_a2[2]) {
+      *reinterpret_cast<uint16_t*>(du) = static_cast<uint16_t>(u);
+      *reinterpret_cast<uint16_t*>(dv) = static_cast<uint16_t>(v);
+    } else {
+      for (int j = 0; j < n; ++j) {
+        du[j] = static_cast<uint8_t>(u >> (8 * j));
+        dv[j] = static_cast<uint8_t>(v >> (8 * j));
+      }
+    }
+  }
+}
+
+template <bool kLinear, int kOut>
 __global__ void __launch_bounds__(kThreads)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
                          int rows) {
@@ -562,6 +636,18 @@ __global__ void __launch_bounds__(kThreads)
       for (int dy = 0; dy < 2; ++dy) {
         const int y = 2 * by + dy;
         if (y >= in.height) continue;  // a clamped row is read, not written
+        if constexpr (kOut != kToRgb) {
+          // Each pixel's chroma, U | V << 16 (uv holds them ^ 0x80 in bytes
+          // 0 and 2). A pixel past an odd width is the last one clamped, as
+          // in the reference: its chroma is the last pixel's, not the next
+          // column's interpolation.
+          uint32_t c[4];
+          for (int i = 0; i < 4; ++i) c[i] = (uv[dy][i] ^ 0x00800080u) & 0x00FF00FFu;
+          if (x0 + 1 >= width) c[1] = c[0];
+          if (x0 + 3 >= width) c[3] = c[2];
+          store_yuv_row<kOut>(L, out, y, x0, width, full, cur.luma[dy], c);
+          continue;
+        }
         const uint32_t ly = cur.luma[dy] ^ 0x80808080u;
         uint32_t w[4];
         for (int i = 0; i < 4; ++i) {
@@ -687,7 +773,7 @@ __global__ void __launch_bounds__(kThreads)
     const int by = ty + threadIdx.y;
     if (bx < blocks_x && by < blocks_y) {
       cm::Block b;
-      cm::load_block<false>(k, in, bx, by, &b);
+      cm::load_block<false>(k, cm::ImageAccess{in}, bx, by, &b);
       CO_UNROLL
       for (int dy = 0; dy < 2; ++dy) {
         uint32_t w[2];
@@ -716,12 +802,14 @@ __global__ void __launch_bounds__(kThreads)
 // registers.
 template <bool kDeep>
 __global__ void __launch_bounds__(kThreads)
-    convert_block_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int blocks_x,
-                         int blocks_y) {
+    convert_block_kernel(const __grid_constant__ ConvertCoefficients k,
+                         const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
+                         int blocks_x, int blocks_y) {
   const int bx = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx >= blocks_x) return;
   for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y; by += gridDim.y * blockDim.y)
-    convert_math::convert_block<kDeep>(k, in, out, bx, by);
+    convert_math::convert_block<kDeep>(k, convert_math::ImageAccess{in},
+                                       convert_math::ImageAccess{out}, bx, by);
 }
 
 // Whether the tile kernel takes `k`'s pair, and its TileOut.
@@ -1280,6 +1368,22 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
 }
 
+// Columns of block rows per thread in yuv_to_packed_kernel: 4 where the
+// picture still gives several waves of thread blocks on a large GPU (4K
+// gives about a thousand), fewer for smaller pictures, down to one.
+int rows_per_thread(int bw, int bh) {
+  return bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+}
+
+template <int kOut>
+void launch_yuv_to(bool linear, dim3 grid, dim3 block, cudaStream_t stream, const ConvertLayout& L,
+                   const ImageRef& in, const ImageRef& out, int bw, int bh, int rows) {
+  if (linear)
+    yuv_to_packed_kernel<true, kOut><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+  else
+    yuv_to_packed_kernel<false, kOut><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+}
+
 template <int kIn>
 void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const ConvertLayout& L,
             const ImageRef& in, const ImageRef& out, int bw, int bh) {
@@ -1287,17 +1391,12 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   switch (out_family) {
     case kPacked:
       if constexpr (kIn == kYuv) {
-        // Columns of block rows per thread: 4 where the picture still gives
-        // several waves of thread blocks on a large GPU (4K gives about a
-        // thousand), fewer for smaller pictures, down to one.
-        const int rows = bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+        const int rows = rows_per_thread(bw, bh);
         if (grid.x != 0)
           grid.y = static_cast<unsigned>(
               std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
-        if (L.k.chroma_x == kUpLinear)
-          yuv_to_packed_kernel<true><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
-        else
-          yuv_to_packed_kernel<false><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+        launch_yuv_to<kToRgb>(L.k.chroma_x == kUpLinear, grid, block, stream, L, in, out, bw, bh,
+                              rows);
       } else {
         convert_kernel<kIn, kPacked><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       }
@@ -1306,10 +1405,55 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
       convert_kernel<kIn, kGrey><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
     default:
+      if constexpr (kIn == kYuv) {
+        if (L.yuv_out != kToRgb) {
+          const int rows = rows_per_thread(bw, bh);
+          if (grid.x != 0)
+            grid.y = static_cast<unsigned>(
+                std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
+          const bool linear = L.k.chroma_x == kUpLinear;
+          switch (L.yuv_out) {
+            case kToPacked422:
+              launch_yuv_to<kToPacked422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
+              break;
+            case kToSemi422:
+              launch_yuv_to<kToSemi422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
+              break;
+            case kToPlanar422:
+              launch_yuv_to<kToPlanar422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
+              break;
+            default:
+              launch_yuv_to<kToPlanar444>(linear, grid, block, stream, L, in, out, bw, bh, rows);
+              break;
+          }
+          break;
+        }
+      }
       convert_kernel<kIn, kYuv><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
   }
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
+}
+
+// What yuv_to_packed_kernel makes of a pair of 8-bit YUV formats: 4:2:0
+// (NV12, NV21, I420) to 4:2:2 or 4:4:4 outside the plane scaler's pairs,
+// or kToRgb where it makes none of them.
+int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
+  using F = PixelFormat;
+  if ((in != F::kNV12 && in != F::kNV21 && in != F::kI420) || k.scale_planes) return kToRgb;
+  switch (out) {
+    case F::kYUY2:
+    case F::kUYVY:
+      return kToPacked422;
+    case F::kNV16:
+      return kToSemi422;
+    case F::kY42B:
+      return kToPlanar422;
+    case F::kY444:
+      return kToPlanar444;
+    default:
+      return kToRgb;
+  }
 }
 
 }  // namespace
@@ -1326,13 +1470,20 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     return f == PixelFormat::kNV21 || std::find(nine.begin(), nine.end(), f) != nine.end();
   };
   const ConvertCoefficients coefficients = convert_coefficients(in.format, out.format, params);
+  if (convert_copies_bytes(in, out)) {  // a format to itself
+    copy_cuda(in, out, stream);
+    return;
+  }
   // 4:2:0 YUV to 3-byte RGB through yuv_to_packed_kernel too.
   const bool rgb24 = (out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR) &&
                      coefficients.in_family == convert_math::kYuv;
+  // 8-bit 4:2:0 YUV to 4:2:2 and 4:4:4 (not through the plane scaler)
+  // through it as well.
+  const int yuv_out = yuv_out_of(in.format, out.format, coefficients);
   // Those kernels run neither of the arithmetics of limited-range RGB
   // (convert_math::matrix8, grey through the matrix).
-  if (!fast(in.format) || !(fast(out.format) || rgb24) || coefficients.rgb_matrix8 ||
-      coefficients.grey_matrix) {
+  if (!fast(in.format) || !(fast(out.format) || rgb24 || yuv_out != kToRgb) ||
+      coefficients.rgb_matrix8 || coefficients.grey_matrix) {
     convert_any_cuda(in, out, coefficients, stream);
     return;
   }
@@ -1341,6 +1492,12 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
   const ConvertCoefficients& k = L.k;
   for (int c = 0; c < 3; ++c) L.in_sel[c] = 0x4440u | static_cast<uint32_t>(k.in_offsets[c]);
   L.out_rgb24 = rgb24;
+  L.yuv_out = yuv_out;
+  if (yuv_out == kToPacked422) {
+    const ConvertSide& os = coefficients.out_side;
+    const int to[4] = {os.offset[0], os.offset[1], os.offset[0] + 2, os.offset[2]};
+    for (int c = 0; c < 4; ++c) L.pair_perm |= static_cast<uint32_t>(c) << (4 * to[c]);
+  }
   for (int c = 0; c < 4; ++c) {
     // 3-byte output has no alpha byte: byte 3 of its pixel words is unused.
     const int to = rgb24 && c == 3 ? 3 : k.out_offsets[c];

@@ -128,6 +128,15 @@ class ConvertOperation final : public Operation {
   ConvertParams params_;
 };
 
+// Whether convert_reference's output is its input, byte for byte, whatever
+// the colorimetry (so a copy makes it): a format to itself with 8-bit
+// samples (RGB to RGB moves the bytes, YUV to YUV of one subsampling copies
+// luma and chroma) or GRAY16_LE (its samples go to 16 bits and back
+// unchanged); not 10-bit formats (the bits beside a sample are cleared),
+// nor packed 4:2:2 of odd width (its last pair's second luma, past the
+// picture, repeats the last pixel).
+bool convert_copies_bytes(const ImageRef& in, const ImageRef& out);
+
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream);

@@ -89,12 +89,42 @@ CO_HD PlaneRef plane_of(const ImageRef& image, int p) {
   return p == 1 ? image.planes[1] : image.planes[2];
 }
 
-// Sample `component` (0 Y, 1 U, 2 V) of a YUV side at sample position
-// (sx, sy) of its own grid.
-CO_HD int sample_at(const ConvertSide& side, const ImageRef& image, int component, int sx, int sy) {
-  const PlaneRef plane = plane_of(image, side.plane[component]);
-  return plane.data[static_cast<size_t>(sy) * plane.stride + side.offset[component] +
-                    static_cast<size_t>(sx) * side.step[component]];
+// Where the block functions below find a side's bytes: at(plane, y,
+// byte) is byte `byte` of row y of a plane, in the picture's coordinates.
+// ImageAccess reads and writes the image itself (the reference, and the
+// device kernels that go straight to memory); convert.cu's staged kernel
+// gives them a tile of the picture held in shared memory instead, so the
+// same arithmetic runs there on 32-bit shared-memory addresses.
+struct ImageAccess {
+  ImageRef image;
+  CO_HD int width() const { return image.width; }
+  CO_HD int height() const { return image.height; }
+  // Strides fit 32 bits (GStreamer's are gint), so a row's offset is one
+  // 32 x 32 -> 64-bit multiply and the byte's a 32-bit add: the device's
+  // per-sample address arithmetic, more than the bytes, bounds the block
+  // kernels.
+  CO_HD uint8_t* at(int plane, int y, int byte) const {
+    const PlaneRef p = plane_of(image, plane);
+    return p.data + (static_cast<int64_t>(y) * static_cast<int32_t>(p.stride) + byte);
+  }
+};
+
+// Where sample (sx, sy) of `component` (0 Y, 1 U, 2 V) of a YUV or grey
+// side is, on its own grid.
+template <typename Access>
+CO_HD uint8_t* sample_ptr(const ConvertSide& side, const Access& image, int component, int sx,
+                          int sy) {
+  return image.at(side.plane[component], sy, side.offset[component] + sx * side.step[component]);
+}
+CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int component, int sx,
+                          int sy) {
+  return sample_ptr(side, ImageAccess{image}, component, sx, sy);
+}
+
+// The 8-bit sample there.
+template <typename Access>
+CO_HD int sample_at(const ConvertSide& side, const Access& image, int component, int sx, int sy) {
+  return *sample_ptr(side, image, component, sx, sy);
 }
 
 // --- videoconvert's planar fast paths between two YUV formats
@@ -195,11 +225,14 @@ CO_HD int scaled_chroma(const ChromaScaler& s, const At& at, int sx, int sy, int
   return (v_scaled(i) * (256 - a) + (a ? v_scaled(i + 1) : 0) * a) >> 8;
 }
 
+template <typename Access>
+CO_HD void store_sample(const ConvertSide& side, const Access& out, int component, int sx, int sy,
+                        int value) {
+  *sample_ptr(side, out, component, sx, sy) = static_cast<uint8_t>(value);
+}
 CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx, int sy,
                         int value) {
-  const PlaneRef plane = plane_of(out, side.plane[component]);
-  plane.data[static_cast<size_t>(sy) * plane.stride + side.offset[component] +
-             static_cast<size_t>(sx) * side.step[component]] = static_cast<uint8_t>(value);
+  store_sample(side, ImageAccess{out}, component, sx, sy, value);
 }
 
 // --- Sides deeper than 8 bits: samples taken to and from 16 bits.
@@ -231,13 +264,6 @@ CO_HD void pack16(const ConvertSide& side, uint8_t* at, int v) {
   if (side.sample_bytes == 2) at[1] = static_cast<uint8_t>(w >> 8);
 }
 
-CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int component, int sx,
-                          int sy) {
-  const PlaneRef plane = plane_of(image, side.plane[component]);
-  return plane.data + static_cast<size_t>(sy) * plane.stride + side.offset[component] +
-         static_cast<size_t>(sx) * side.step[component];
-}
-
 // --- One 2x2 block of the picture (top-left pixel (2 bx, 2 by)), in two
 // stages: its four input pixels (load_*: chroma brought to each pixel),
 // then each pixel taken to the output's space and the block written
@@ -264,29 +290,29 @@ struct Block {
   Pixel px[2][2];
 };
 
-template <bool kDeep>
-CO_HD int fetch(const ConvertSide& side, const ImageRef& image, int component, int sx, int sy) {
+template <bool kDeep, typename Access>
+CO_HD int fetch(const ConvertSide& side, const Access& image, int component, int sx, int sy) {
   if constexpr (kDeep) return unpack16(side, sample_ptr(side, image, component, sx, sy));
   return sample_at(side, image, component, sx, sy);
 }
 
 // read(x, y, &p) for each of the block's pixels, at clamped coordinates.
-template <typename Read>
-CO_HD void each_clamped(const ImageRef& in, int bx, int by, Block* b, const Read& read) {
+template <typename Access, typename Read>
+CO_HD void each_clamped(const Access& in, int bx, int by, Block* b, const Read& read) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     CO_UNROLL
     for (int dx = 0; dx < 2; ++dx)
-      read(clamp_index(2 * bx + dx, in.width), clamp_index(2 * by + dy, in.height), &b->px[dy][dx]);
+      read(clamp_index(2 * bx + dx, in.width()), clamp_index(2 * by + dy, in.height()),
+           &b->px[dy][dx]);
   }
 }
 
-template <bool kDeep>
-CO_HD void load_packed(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+template <bool kDeep, typename Access>
+CO_HD void load_packed(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
   each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
     const int scale = kDeep ? 257 : 1;
-    const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride +
-                       static_cast<size_t>(x) * k.in_side.pixel_stride;
+    const uint8_t* s = in.at(0, y, x * k.in_side.pixel_stride);
     p->c[0] = s[k.in_offsets[0]] * scale;
     p->c[1] = s[k.in_offsets[1]] * scale;
     p->c[2] = s[k.in_offsets[2]] * scale;
@@ -294,13 +320,13 @@ CO_HD void load_packed(const ConvertCoefficients& k, const ImageRef& in, int bx,
   });
 }
 
-template <bool kDeep>
-CO_HD void load_grey(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+template <bool kDeep, typename Access>
+CO_HD void load_grey(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
   each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
     if constexpr (kDeep)
       p->c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
     else
-      p->c[0] = in.planes[0].data[static_cast<size_t>(y) * in.planes[0].stride + x];
+      p->c[0] = *in.at(0, y, x);
     p->c[1] = p->c[2] = kDeep ? 32768 : 128;
     p->a = kDeep ? 65535 : 255;
   });
@@ -311,15 +337,15 @@ CO_HD void load_grey(const ConvertCoefficients& k, const ImageRef& in, int bx, i
 // videoconvert's 3:1 interpolation with the neighbouring one (across, then
 // down, each rounded). The block's pixels share their chroma column (and,
 // for 4:2:0, row), so each neighbour is read once for the four.
-template <int kXs, int kYs, bool kDeep>
-CO_HD void load_yuv(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+template <int kXs, int kYs, bool kDeep, typename Access>
+CO_HD void load_yuv(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
   const ConvertSide& side = k.in_side;
-  const int x0 = 2 * bx, x1 = clamp_index(2 * bx + 1, in.width);
-  const int y0 = 2 * by, y1 = clamp_index(2 * by + 1, in.height);
+  const int x0 = 2 * bx, x1 = clamp_index(2 * bx + 1, in.width());
+  const int y0 = 2 * by, y1 = clamp_index(2 * by + 1, in.height());
   const bool lx = kXs == 1 && k.chroma_x == kUpLinear;
   const bool ly = kYs == 1 && k.chroma_y == kUpLinear;
-  const int cw = (in.width + (1 << kXs) - 1) >> kXs;
-  const int ch = (in.height + (1 << kYs) - 1) >> kYs;
+  const int cw = (in.width() + (1 << kXs) - 1) >> kXs;
+  const int ch = (in.height() + (1 << kYs) - 1) >> kYs;
   b->px[0][0].c[0] = fetch<kDeep>(side, in, 0, x0, y0);
   b->px[0][1].c[0] = fetch<kDeep>(side, in, 0, x1, y0);
   b->px[1][0].c[0] = fetch<kDeep>(side, in, 0, x0, y1);
@@ -384,15 +410,15 @@ CO_HD void load_yuv(const ConvertCoefficients& k, const ImageRef& in, int bx, in
 // 2^kYs down), each the block's per-pixel chroma u_px, v_px ([row][column])
 // averaged in pairs, rounding up, across and then down where the output
 // subsamples; emit(sx, sy, u, v) stores one.
-template <int kXs, int kYs, typename Emit>
-CO_HD void block_chroma(const ImageRef& out, int bx, int by, const int (&u_px)[2][2],
+template <int kXs, int kYs, typename Access, typename Emit>
+CO_HD void block_chroma(const Access& out, int bx, int by, const int (&u_px)[2][2],
                         const int (&v_px)[2][2], const Emit& emit) {
   constexpr int nx = kXs ? 1 : 2, ny = kYs ? 1 : 2;
   CO_UNROLL
   for (int j = 0; j < ny; ++j) CO_UNROLL
   for (int i = 0; i < nx; ++i) {
     const int sx = (2 * bx >> kXs) + i, sy = (2 * by >> kYs) + j;
-    if ((sx << kXs) >= out.width || (sy << kYs) >= out.height) continue;
+    if ((sx << kXs) >= out.width() || (sy << kYs) >= out.height()) continue;
     int u[2], v[2];  // per row
     CO_UNROLL
     for (int r = 0; r < 2; ++r) {
@@ -456,15 +482,15 @@ CO_HD void to_output(const ConvertCoefficients& k, Pixel* p) {
 
 // write(x, y, p) for each of the block's pixels inside the picture, p
 // taken to the output's space.
-template <bool kDeep, typename Write>
-CO_HD void each_inside(const ConvertCoefficients& k, const ImageRef& in, int bx, int by,
+template <bool kDeep, typename Access, typename Write>
+CO_HD void each_inside(const ConvertCoefficients& k, const Access& in, int bx, int by,
                        const Block& b, const Write& write) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
-    if (2 * by + dy >= in.height) continue;
+    if (2 * by + dy >= in.height()) continue;
     CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
-      if (2 * bx + dx >= in.width) continue;
+      if (2 * bx + dx >= in.width()) continue;
       Pixel p = b.px[dy][dx];
       to_output<kDeep>(k, &p);
       write(2 * bx + dx, 2 * by + dy, p);
@@ -472,13 +498,12 @@ CO_HD void each_inside(const ConvertCoefficients& k, const ImageRef& in, int bx,
   }
 }
 
-template <bool kDeep>
-CO_HD void store_packed(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                        int bx, int by, const Block& b) {
+template <bool kDeep, typename In, typename Out>
+CO_HD void store_packed(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
+                        const Block& b) {
   each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
     const int shift = kDeep ? 8 : 0;
-    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                 static_cast<size_t>(x) * k.out_side.pixel_stride;
+    uint8_t* d = out.at(0, y, x * k.out_side.pixel_stride);
     d[k.out_offsets[0]] = static_cast<uint8_t>(p.c[0] >> shift);
     d[k.out_offsets[1]] = static_cast<uint8_t>(p.c[1] >> shift);
     d[k.out_offsets[2]] = static_cast<uint8_t>(p.c[2] >> shift);
@@ -486,21 +511,20 @@ CO_HD void store_packed(const ConvertCoefficients& k, const ImageRef& in, const 
   });
 }
 
-template <bool kDeep>
-CO_HD void store_grey(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out, int bx,
-                      int by, const Block& b) {
+template <bool kDeep, typename In, typename Out>
+CO_HD void store_grey(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
+                      const Block& b) {
   each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
     if constexpr (kDeep)
       pack16(k.out_side, sample_ptr(k.out_side, out, 0, x, y), p.c[0]);
     else
-      out.planes[0].data[static_cast<size_t>(y) * out.planes[0].stride + x] =
-          static_cast<uint8_t>(p.c[0]);
+      *out.at(0, y, x) = static_cast<uint8_t>(p.c[0]);
   });
 }
 
-template <int kXs, int kYs, bool kDeep>
-CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out, int bx,
-                     int by, const Block& b) {
+template <int kXs, int kYs, bool kDeep, typename In, typename Out>
+CO_HD void store_yuv(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
+                     const Block& b) {
   const ConvertSide& os = k.out_side;
   int u_px[2][2], v_px[2][2];
   // A packed 4:2:2 row of odd width ends in a pair whose second luma is
@@ -508,13 +532,13 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
   const bool pair_luma = kXs == 1 && os.plane[0] == os.plane[1];
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
-    const int y = clamp_index(2 * by + dy, in.height);
+    const int y = clamp_index(2 * by + dy, in.height());
     CO_UNROLL
     for (int dx = 0; dx < 2; ++dx) {
       Pixel p = b.px[dy][dx];
       to_output<kDeep>(k, &p);
-      const bool inside = 2 * bx + dx < in.width && 2 * by + dy < in.height;
-      if (inside || (pair_luma && 2 * by + dy < in.height)) {
+      const bool inside = 2 * bx + dx < in.width() && 2 * by + dy < in.height();
+      if (inside || (pair_luma && 2 * by + dy < in.height())) {
         if constexpr (kDeep)
           pack16(os, sample_ptr(os, out, 0, 2 * bx + dx, y), p.c[0]);
         else
@@ -530,7 +554,7 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
       pack16(os, sample_ptr(os, out, 2, sx, sy), v);
     } else {
       if (k.scale_planes) {
-        const ChromaScaler s = chroma_scaler(k, in.width, in.height, out.width, out.height);
+        const ChromaScaler s = chroma_scaler(k, in.width(), in.height(), out.width(), out.height());
         int vi, vp;
         scaler_row(s, sy, &vi, &vp);
         u = scaled_chroma(
@@ -545,8 +569,8 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageRef& in, const Ima
 }
 
 // The block's four pixels, read by the input's kind.
-template <bool kDeep>
-CO_HD void load_block(const ConvertCoefficients& k, const ImageRef& in, int bx, int by, Block* b) {
+template <bool kDeep, typename Access>
+CO_HD void load_block(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
   switch (side_kind(k.in_family, k.in_side)) {
     case kSidePacked:
       load_packed<kDeep>(k, in, bx, by, b);
@@ -568,9 +592,9 @@ CO_HD void load_block(const ConvertCoefficients& k, const ImageRef& in, int bx, 
 
 // The output of block (bx, by); pixels beyond the picture are skipped (odd
 // sizes). kDeep: when k.deep.
-template <bool kDeep>
-CO_HD void convert_block(const ConvertCoefficients& k, const ImageRef& in, const ImageRef& out,
-                         int bx, int by) {
+template <bool kDeep, typename In, typename Out>
+CO_HD void convert_block(const ConvertCoefficients& k, const In& in, const Out& out, int bx,
+                         int by) {
   Block b;
   load_block<kDeep>(k, in, bx, by, &b);
   switch (side_kind(k.out_family, k.out_side)) {

@@ -3,6 +3,8 @@
 #include "operation.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "error.h"
 
@@ -25,6 +27,14 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
   if (std::find(outputs.begin(), outputs.end(), out.format) == outputs.end())
     return kernel + " makes " + format_list(outputs) + " from " + format_info(in.format).name +
            ", not " + format_info(out.format).name;
+  // The kernels address rows with 32-bit strides (GStreamer's own strides
+  // are gint): a wider one would wrap.
+  for (const ImageRef* image : {&in, &out})
+    for (int p = 0; p < format_info(image->format).n_planes; ++p)
+      if (image->planes[p].stride > static_cast<size_t>(INT32_MAX))
+        return kernel + " takes rows at most 2 GiB apart, not " +
+               std::to_string(image->planes[p].stride) + " bytes (plane " + std::to_string(p) +
+               " of the " + (image == &in ? "input" : "output") + ")";
   const int width = swaps_axes() ? in.height : in.width;
   const int height = swaps_axes() ? in.width : in.height;
   if (out.width != width || out.height != height)

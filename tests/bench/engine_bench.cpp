@@ -76,6 +76,9 @@ struct Options {
   int repeats = 40;         // copies and uploads timed per figure in --staging
   int register_runs = 5;    // registrations averaged per size in --staging
   bool pageable = true;     // the pageable-input table after the main one
+  // --pairs FROM:TO,...: only convert between these (format names as
+  // GStreamer spells them), e.g. to profile one pair.
+  std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
 };
 
 struct Size {
@@ -215,7 +218,8 @@ int usage(const char* why) {
       "cudaoverlap-bench: %s\nusage: cudaoverlap-bench [--backend auto|cuda|cpu] "
       "[--frames N] [--warmup N] [--ring N] [--sizes 720p,1080p,4k] [--pcie-gbps G] "
       "[--synthetic-us N] [--no-pageable]\n       cudaoverlap-bench --kernels [--iterations N] "
-      "[--hbm-gbps G] [--all-pairs]\n       cudaoverlap-bench --staging [--backend auto|cuda|cpu] "
+      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,...]\n       cudaoverlap-bench --staging "
+      "[--backend auto|cuda|cpu] "
       "[--repeats N] [--register-runs N]\n",
       why);
   return 2;
@@ -349,6 +353,13 @@ int run_kernel_table(const Options& opt) {
   for (PixelFormat f : all_pixel_formats())
     if (f != PixelFormat::kBGRA && f != PixelFormat::kRGBx && f != PixelFormat::kABGR)
       formats.push_back(f);
+  KernelParams bt709;
+  bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
+  if (!opt.pairs.empty()) {
+    for (const auto& [from, to] : opt.pairs)
+      time_row("convert", "convert", bt709, from, to, opt.iterations, true);
+    return 0;
+  }
   for (const TimedKernel& k : timed_kernels())
     for (PixelFormat format : formats)
       for (PixelFormat made : make_operation(k.kernel, k.params)->output_formats(format))
@@ -367,8 +378,6 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA},
       {PixelFormat::kBayerRGGB, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
       {PixelFormat::kRGBA, PixelFormat::kNV21}};
-  KernelParams bt709;
-  bt709.convert.in = bt709.convert.out = Colorimetry{YuvMatrix::kBT709, false};
   for (const auto& [from, to] : convert_pairs)
     time_row("convert", "convert", bt709, from, to, opt.iterations, true);
   if (!opt.all_pairs) return 0;
@@ -584,6 +593,28 @@ int run_staging_table(const std::shared_ptr<Device>& device, const Options& opt)
   return 0;
 }
 
+std::vector<std::string> split_commas(const std::string& value) {
+  std::vector<std::string> parts;
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t comma = value.find(',', at);
+    parts.push_back(value.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return parts;
+}
+
+// The format GStreamer calls `name` (format_info's names).
+bool format_named(const std::string& name, PixelFormat* format) {
+  for (PixelFormat f : all_pixel_formats())
+    if (name == format_info(f).name) {
+      *format = f;
+      return true;
+    }
+  return false;
+}
+
 int run(int argc, char** argv) {
   Options opt;
   for (int i = 1; i < argc; ++i) {
@@ -627,16 +658,17 @@ int run(int argc, char** argv) {
       opt.repeats = std::atoi(value.c_str());
     } else if (arg == "--register-runs") {
       opt.register_runs = std::atoi(value.c_str());
-    } else if (arg == "--sizes") {
-      opt.sizes.clear();
-      size_t at = 0;
-      while (at <= value.size()) {
-        const size_t comma = value.find(',', at);
-        opt.sizes.push_back(
-            value.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
+    } else if (arg == "--pairs") {
+      for (const std::string& pair : split_commas(value)) {
+        const size_t colon = pair.find(':');
+        PixelFormat from, to;
+        if (colon == std::string::npos || !format_named(pair.substr(0, colon), &from) ||
+            !format_named(pair.substr(colon + 1), &to))
+          return usage(("--pairs takes FROM:TO format names, not " + pair).c_str());
+        opt.pairs.push_back({from, to});
       }
+    } else if (arg == "--sizes") {
+      opt.sizes = split_commas(value);
     } else {
       return usage(("unknown option " + arg).c_str());
     }

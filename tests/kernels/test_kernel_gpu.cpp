@@ -116,16 +116,32 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
   device->make_current();
   const bool big = static_cast<long>(c.width) * c.height > 1920 * 1080;
   const std::pair<PixelFormat, PixelFormat> big_pairs[] = {
-      {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kNV12, PixelFormat::kRGBA},
-      {PixelFormat::kI420, PixelFormat::kBGRx},      {PixelFormat::kBGRA, PixelFormat::kI420},
-      {PixelFormat::kNV12, PixelFormat::kI420},      {PixelFormat::kGRAY8, PixelFormat::kABGR},
-      {PixelFormat::kYUY2, PixelFormat::kRGBA},      {PixelFormat::kRGBA, PixelFormat::kUYVY},
-      {PixelFormat::kNV16, PixelFormat::kRGB},       {PixelFormat::kY444, PixelFormat::kNV21},
-      {PixelFormat::kP010_10LE, PixelFormat::kRGBA}, {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
-      {PixelFormat::kBayerGRBG, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
-      {PixelFormat::kNV21, PixelFormat::kRGBA},      {PixelFormat::kBGRx, PixelFormat::kNV21},
-      {PixelFormat::kNV21, PixelFormat::kI420},      {PixelFormat::kYUY2, PixelFormat::kNV12},
-      {PixelFormat::kUYVY, PixelFormat::kI420}};
+      {PixelFormat::kRGBA, PixelFormat::kNV12},
+      {PixelFormat::kNV12, PixelFormat::kRGBA},
+      {PixelFormat::kI420, PixelFormat::kBGRx},
+      {PixelFormat::kBGRA, PixelFormat::kI420},
+      {PixelFormat::kNV12, PixelFormat::kI420},
+      {PixelFormat::kGRAY8, PixelFormat::kABGR},
+      {PixelFormat::kYUY2, PixelFormat::kRGBA},
+      {PixelFormat::kRGBA, PixelFormat::kUYVY},
+      {PixelFormat::kNV16, PixelFormat::kRGB},
+      {PixelFormat::kY444, PixelFormat::kNV21},
+      {PixelFormat::kP010_10LE, PixelFormat::kRGBA},
+      {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
+      {PixelFormat::kBayerGRBG, PixelFormat::kRGBA},
+      {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
+      {PixelFormat::kNV21, PixelFormat::kRGBA},
+      {PixelFormat::kBGRx, PixelFormat::kNV21},
+      {PixelFormat::kNV21, PixelFormat::kI420},
+      {PixelFormat::kYUY2, PixelFormat::kNV12},
+      {PixelFormat::kUYVY, PixelFormat::kI420},
+      {PixelFormat::kNV12, PixelFormat::kYUY2},
+      {PixelFormat::kI420, PixelFormat::kNV16},
+      {PixelFormat::kNV21, PixelFormat::kY444},
+      {PixelFormat::kI420, PixelFormat::kUYVY},
+      {PixelFormat::kNV12, PixelFormat::kY42B},
+      {PixelFormat::kY42B, PixelFormat::kY42B},
+      {PixelFormat::kGRAY16_LE, PixelFormat::kGRAY16_LE}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));

@@ -3,6 +3,7 @@
 // (Agreement with GStreamer's own elements is test_vs_gstreamer.cpp; GPU
 // against these references is test_kernel_gpu.cpp.)
 #include "blur.h"
+#include "convert.h"
 #include "flip.h"
 #include "kernel_test_util.h"
 
@@ -554,6 +555,29 @@ TEST(ConvertReference, RgbToRgbMovesBytesAndYuvToYuvRepacks) {
   EXPECT_EQ(compare_images(back.image, nv12.image), "");
 }
 
+// The GPU makes these pairs with the copy kernel: the reference must agree,
+// and the pairs it names must be the ones where it does.
+TEST(ConvertReference, AFormatToItselfIsACopyWhereConvertCopiesBytesSaysSo) {
+  int copies = 0;
+  for (PixelFormat f : formats_of("convert")) {
+    if (is_bayer(f)) continue;
+    for (const KernelParams& params : {convert(YuvMatrix::kBT601, false, YuvMatrix::kBT601, false),
+                                       convert(YuvMatrix::kBT709, true, YuvMatrix::kBT709, true)})
+      for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {8, 2}, {13, 3}, {64, 9}}) {
+        OwnedImage in(f, w, h);
+        in.fill_random(static_cast<uint32_t>(w * 5 + h));
+        const OwnedImage out = run_convert(params, in, f);
+        const bool same = compare_images(out.image, in.image).empty();
+        EXPECT_EQ(convert_copies_bytes(in.image, out.image), same)
+            << format_info(f).name << " " << w << "x" << h;
+        copies += same;
+      }
+  }
+  // Every 8-bit format and GRAY16_LE at every size, packed 4:2:2 at even
+  // widths only: 16 formats x 10 cases + 2 x 2 x 2.
+  EXPECT_EQ(copies, 16 * 10 + 8);
+}
+
 TEST(ConvertReference, RefusesWhatItCannotDoAndSaysWhy) {
   OwnedImage i420(PixelFormat::kI420, 4, 4), nv12(PixelFormat::kNV12, 4, 4),
       grey(PixelFormat::kGRAY8, 4, 4), small(PixelFormat::kRGBA, 2, 4);
@@ -568,6 +592,25 @@ TEST(ConvertReference, RefusesWhatItCannotDoAndSaysWhy) {
   EXPECT_THROW(reference("convert", change, i420.image, nv12.image), Error);
   // Any pair of formats at the same size is taken otherwise.
   EXPECT_EQ(check("convert", bt709, i420.image, nv12.image), "");
+}
+
+TEST(OperationCheck, RefusesRowsMoreThan2GiBApart) {
+  // The kernels' row addresses are 32-bit strides times rows: a stride
+  // that does not fit would wrap, so every operation refuses it (only the
+  // stride is read; no such buffer exists).
+  OwnedImage in(PixelFormat::kNV12, 4, 4), out(PixelFormat::kNV12, 4, 4);
+  ImageRef wide_out = out.image;
+  wide_out.planes[1].stride = size_t{1} << 31;
+  const std::string problem = check("copy", {}, in.image, wide_out);
+  EXPECT_NE(problem.find("rows at most 2 GiB apart, not 2147483648 bytes (plane 1 of the output)"),
+            std::string::npos)
+      << problem;
+  ImageRef wide_in = in.image;
+  wide_in.planes[0].stride = size_t{1} << 32;
+  EXPECT_NE(check("convert", {}, wide_in, out.image).find("plane 0 of the input"),
+            std::string::npos);
+  wide_in.planes[0].stride = INT32_MAX;
+  EXPECT_EQ(check("convert", {}, wide_in, out.image), "");
 }
 
 }  // namespace
