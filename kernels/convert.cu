@@ -515,13 +515,20 @@ __device__ __forceinline__ BlockInput fetch_block(const ConvertLayout& L, const 
   return b;
 }
 
+// Two pixels' chroma (U | V << 16, 8 bits each) averaged, rounding up, in
+// lanes (sums below 512), as convert_math::block_chroma averages a pair.
+__device__ __forceinline__ uint32_t pair_average(uint32_t a, uint32_t b) {
+  return ((a + b + 0x00010001u) >> 1) & 0x00FF00FFu;
+}
+
 // Row y's 4 pixels from x0 of 4:2:2 or 4:4:4 YUV output (kOut): luma the
-// 4 bytes of `luma`, each pixel's chroma U | V << 16 in c[i]; pixels past
-// the picture's width already carry the last pixel's chroma.
+// 4 bytes of `luma`; each pixel's chroma U | V << 16 in c[i] (4:4:4), or
+// each pair's average in a0 and a1 (4:2:2); pixels past the picture's
+// width carry the last pixel's chroma.
 template <int kOut>
 __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const ImageRef& out, int y,
                                               int x0, int width, bool full, uint32_t luma,
-                                              const uint32_t c[4]) {
+                                              const uint32_t c[4], uint32_t a0, uint32_t a1) {
   auto row = [&](int p) {
     return out.planes[p].data + static_cast<size_t>(y) * out.planes[p].stride;
   };
@@ -535,9 +542,6 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     store_luma(row(2), x0, width, full, L.out_a4[2], v);
     return;
   }
-  // Pairs averaged across, rounding up, in lanes (sums below 512).
-  const uint32_t a0 = ((c[0] + c[1] + 0x00010001u) >> 1) & 0x00FF00FFu;
-  const uint32_t a1 = ((c[2] + c[3] + 0x00010001u) >> 1) & 0x00FF00FFu;
   const int c0 = x0 >> 1;
   const int n = min(2, ((width + 1) >> 1) - c0);  // pairs inside the picture
   if constexpr (kOut == kToPacked422) {
@@ -547,9 +551,11 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     if (n == 2 && L.out_a16) {
       *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
     } else if (L.out_a4[0]) {
-      for (int j = 0; j < n; ++j) reinterpret_cast<uint32_t*>(d)[j] = w[j];
+      reinterpret_cast<uint32_t*>(d)[0] = w[0];
+      if (n == 2) reinterpret_cast<uint32_t*>(d)[1] = w[1];
     } else {
-      for (int b = 0; b < 4 * n; ++b) d[b] = static_cast<uint8_t>(w[b >> 2] >> (8 * (b & 3)));
+      for (int b = 0; b < 4 * n; ++b)
+        d[b] = static_cast<uint8_t>((b < 4 ? w[0] : w[1]) >> (8 * (b & 3)));
     }
     return;
   }
@@ -645,7 +651,8 @@ __global__ void __launch_bounds__(kThreads)
           for (int i = 0; i < 4; ++i) c[i] = (uv[dy][i] ^ 0x00800080u) & 0x00FF00FFu;
           if (x0 + 1 >= width) c[1] = c[0];
           if (x0 + 3 >= width) c[3] = c[2];
-          store_yuv_row<kOut>(L, out, y, x0, width, full, cur.luma[dy], c);
+          store_yuv_row<kOut>(L, out, y, x0, width, full, cur.luma[dy], c, pair_average(c[0], c[1]),
+                              pair_average(c[2], c[3]));
           continue;
         }
         const uint32_t ly = cur.luma[dy] ^ 0x80808080u;
@@ -1319,6 +1326,151 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma planes scaled)");
 }
 
+// --- 10-bit 4:2:0 input (P010_10LE, I420_10LE) to 8-bit packed RGB or to
+// 8-bit 4:2:2 or 4:4:4 YUV: one thread per 4x2 block of pixels, on the
+// reference's 16-bit samples (convert_math::unpack16, the 3:1 chroma
+// interpolation across and then down, to_output<true>'s matrix, samples
+// taken to 8 bits by >> 8), luma read as one 8-byte word per row where the
+// plane allows, each chroma row's four columns (the block's two and their
+// neighbours) read once and interpolated for the block's 4 pixels.
+
+// Sample at byte `at` of a 10-bit plane, on the 16-bit scale.
+__device__ __forceinline__ int deep_sample(uint32_t w, bool msb) {
+  const int v = msb ? static_cast<int>(w) : static_cast<int>((w << 6) & 0xFFFFu);
+  return v | v >> 10;
+}
+
+__device__ __forceinline__ uint32_t load16(const uint8_t* p, bool a2) {
+  if (a2) return *reinterpret_cast<const uint16_t*>(p);
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
+}
+
+// U and V of chroma row r at columns c0 - 1 .. c0 + 2, clamped to the plane.
+__device__ __forceinline__ void deep_chroma_row(const ConvertLayout& L, const ImageRef& in, int c0,
+                                                int r, int cw, int u[4], int v[4]) {
+  const ConvertSide& is = L.k.in_side;
+  const bool msb = is.shift == 6;
+  CO_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const int c = clamp_index(c0 - 1 + j, cw);
+    if (L.in_semi) {
+      const uint8_t* p = in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + 4 * c;
+      if (L.in_a4[1]) {
+        const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+        u[j] = deep_sample(w & 0xFFFFu, msb);
+        v[j] = deep_sample(w >> 16, msb);
+      } else {
+        u[j] = deep_sample(load16(p, L.in_a2[1]), msb);
+        v[j] = deep_sample(load16(p + 2, L.in_a2[1]), msb);
+      }
+    } else {
+      u[j] = deep_sample(
+          load16(in.planes[1].data + static_cast<size_t>(r) * in.planes[1].stride + 2 * c,
+                 L.in_a2[1]),
+          msb);
+      v[j] = deep_sample(
+          load16(in.planes[2].data + static_cast<size_t>(r) * in.planes[2].stride + 2 * c,
+                 L.in_a2[2]),
+          msb);
+    }
+  }
+}
+
+// The horizontal step for the block's 4 pixels (see horizontal_step).
+__device__ __forceinline__ void deep_across(const int s[4], int h[4]) {
+  h[0] = convert_math::mix31(s[1], s[0]);
+  h[1] = convert_math::mix31(s[1], s[2]);
+  h[2] = convert_math::mix31(s[2], s[1]);
+  h[3] = convert_math::mix31(s[2], s[3]);
+}
+
+template <int kOut>
+__global__ void __launch_bounds__(kThreads)
+    deep420_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
+                   const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
+  using convert_math::clamp16;
+  using convert_math::mix31;
+  const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx4 >= blocks_x) return;
+  const ConvertCoefficients& k = L.k;
+  const bool msb = k.in_side.shift == 6;
+  const int width = in.width, x0 = 4 * bx4;
+  const bool full = x0 + 4 <= width;
+  const int cw = (width + 1) >> 1, ch = (in.height + 1) >> 1, c0 = x0 >> 1;
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
+       by += gridDim.y * blockDim.y) {
+    // Chroma across for the rows above, at and below the block row.
+    int hu[3][4], hv[3][4];
+    CO_UNROLL
+    for (int i = 0; i < 3; ++i) {
+      int u[4], v[4];
+      deep_chroma_row(L, in, c0, clamp_index(by - 1 + i, ch), cw, u, v);
+      deep_across(u, hu[i]);
+      deep_across(v, hv[i]);
+    }
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      const int y = 2 * by + dy;
+      if (y >= in.height) continue;  // a clamped row is read, not written
+      int luma[4];
+      const uint8_t* lrow = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+      if (full && L.in_a16) {
+        const uint2 w = *reinterpret_cast<const uint2*>(lrow + 2 * x0);
+        luma[0] = deep_sample(w.x & 0xFFFFu, msb), luma[1] = deep_sample(w.x >> 16, msb);
+        luma[2] = deep_sample(w.y & 0xFFFFu, msb), luma[3] = deep_sample(w.y >> 16, msb);
+      } else {
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i)
+          luma[i] = deep_sample(load16(lrow + 2 * min(x0 + i, width - 1), L.in_a2[0]), msb);
+      }
+      // Down: even rows with the row above, odd rows with the row below.
+      int u[4], v[4];
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        u[i] = mix31(hu[1][i], hu[2 * dy][i]);
+        v[i] = mix31(hv[1][i], hv[2 * dy][i]);
+      }
+      // A pixel past an odd width is the last one clamped (see
+      // yuv_to_packed_kernel).
+      if (x0 + 1 >= width) u[1] = u[0], v[1] = v[0];
+      if (x0 + 3 >= width) u[3] = u[2], v[3] = v[2];
+      if constexpr (kOut == kToRgb) {
+        uint32_t w[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
+          const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
+          const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
+          const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
+          // High bytes of R, G, B, then 255: the canonical pixel word.
+          w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
+                             static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
+          w[i] = __byte_perm(w[i], 0, L.out_perm);
+        }
+        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+        if (L.out_rgb24)
+          store_rgb24(row, x0, width, full, L.out_a4[0], w);
+        else
+          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+      } else {
+        // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
+        auto lanes = [](int a, int b) {
+          return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
+        };
+        const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
+        uint32_t c[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
+        const uint32_t a0 =
+            lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
+        const uint32_t a1 =
+            lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
+        store_yuv_row<kOut>(L, out, y, x0, width, full, y4, c, a0, a1);
+      }
+    }
+  }
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
   if (k.scale_planes) {
@@ -1435,6 +1587,105 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
 }
 
+// The layout the 4x2-block kernels take: permutes and alignments derived
+// from the formats (rgb24: 3-byte RGB output; yuv_out: YuvOut).
+ConvertLayout layout_of(const ImageRef& in, const ImageRef& out,
+                        const ConvertCoefficients& coefficients, bool rgb24, int yuv_out) {
+  ConvertLayout L{};
+  L.k = coefficients;
+  const ConvertCoefficients& k = L.k;
+  for (int c = 0; c < 3; ++c) L.in_sel[c] = 0x4440u | static_cast<uint32_t>(k.in_offsets[c]);
+  L.out_rgb24 = rgb24;
+  L.yuv_out = yuv_out;
+  if (yuv_out == kToPacked422) {
+    const ConvertSide& os = coefficients.out_side;
+    const int to[4] = {os.offset[0], os.offset[1], os.offset[0] + 2, os.offset[2]};
+    for (int c = 0; c < 4; ++c) L.pair_perm |= static_cast<uint32_t>(c) << (4 * to[c]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    // 3-byte output has no alpha byte: byte 3 of its pixel words is unused.
+    const int to = rgb24 && c == 3 ? 3 : k.out_offsets[c];
+    L.out_perm |= static_cast<uint32_t>(c) << (4 * to);
+    L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * to);
+    L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * to);
+  }
+  const int in_planes = format_info(in.format).n_planes;
+  const int out_planes = format_info(out.format).n_planes;
+  for (int p = 0; p < 3; ++p) {
+    L.in_a4[p] = p < in_planes && aligned_to(in.planes[p], 4);
+    L.in_a2[p] = p < in_planes && aligned_to(in.planes[p], 2);
+    L.out_a4[p] = p < out_planes && aligned_to(out.planes[p], 4);
+    L.out_a2[p] = p < out_planes && aligned_to(out.planes[p], 2);
+  }
+  L.in_a16 = aligned_to(in.planes[0], 16);
+  L.in_semi = in.format == PixelFormat::kNV12 || in.format == PixelFormat::kNV21 ||
+              in.format == PixelFormat::kP010_10LE;
+  L.in_swap = in.format == PixelFormat::kNV21;
+  L.out_semi = out.format == PixelFormat::kNV12 || out.format == PixelFormat::kNV21;
+  L.out_swap = out.format == PixelFormat::kNV21;
+  L.out_a16 = aligned_to(out.planes[0], 16);
+  return L;
+}
+
+// Whether deep420_kernel makes the pair: 10-bit 4:2:0 to 8-bit packed RGB
+// (kToRgb) or 8-bit 4:2:2 and 4:4:4 YUV (*yuv_out), chroma interpolated.
+bool deep420_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, int* yuv_out) {
+  using F = PixelFormat;
+  if ((in != F::kP010_10LE && in != F::kI420_10LE) || k.chroma_x != kUpLinear ||
+      k.chroma_y != kUpLinear || k.scale_planes)
+    return false;
+  if (k.out_family == convert_math::kPacked) {
+    *yuv_out = kToRgb;
+    return true;
+  }
+  switch (out) {
+    case F::kYUY2:
+    case F::kUYVY:
+      *yuv_out = kToPacked422;
+      return true;
+    case F::kNV16:
+      *yuv_out = kToSemi422;
+      return true;
+    case F::kY42B:
+      *yuv_out = kToPlanar422;
+      return true;
+    case F::kY444:
+      *yuv_out = kToPlanar444;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                  int yuv_out, cudaStream_t stream) {
+  const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
+  const ConvertLayout L = layout_of(in, out, k, rgb24, yuv_out);
+  const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;
+  if (bw == 0 || bh == 0) return;
+  const dim3 grid((bw + kBlockX - 1) / kBlockX,
+                  static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
+  const dim3 block(kBlockX, kBlockY);
+  switch (yuv_out) {
+    case kToRgb:
+      deep420_kernel<kToRgb><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      break;
+    case kToPacked422:
+      deep420_kernel<kToPacked422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      break;
+    case kToSemi422:
+      deep420_kernel<kToSemi422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      break;
+    case kToPlanar422:
+      deep420_kernel<kToPlanar422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      break;
+    default:
+      deep420_kernel<kToPlanar444><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+      break;
+  }
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (10-bit 4:2:0)");
+}
+
 // What yuv_to_packed_kernel makes of a pair of 8-bit YUV formats: 4:2:0
 // (NV12, NV21, I420) to 4:2:2 or 4:4:4 outside the plane scaler's pairs,
 // or kToRgb where it makes none of them.
@@ -1474,6 +1725,11 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     copy_cuda(in, out, stream);
     return;
   }
+  int deep_out = kToRgb;
+  if (deep420_takes(in.format, out.format, coefficients, &deep_out)) {
+    deep420_cuda(in, out, coefficients, deep_out, stream);
+    return;
+  }
   // 4:2:0 YUV to 3-byte RGB through yuv_to_packed_kernel too.
   const bool rgb24 = (out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR) &&
                      coefficients.in_family == convert_math::kYuv;
@@ -1487,39 +1743,8 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     convert_any_cuda(in, out, coefficients, stream);
     return;
   }
-  ConvertLayout L{};
-  L.k = coefficients;
+  const ConvertLayout L = layout_of(in, out, coefficients, rgb24, yuv_out);
   const ConvertCoefficients& k = L.k;
-  for (int c = 0; c < 3; ++c) L.in_sel[c] = 0x4440u | static_cast<uint32_t>(k.in_offsets[c]);
-  L.out_rgb24 = rgb24;
-  L.yuv_out = yuv_out;
-  if (yuv_out == kToPacked422) {
-    const ConvertSide& os = coefficients.out_side;
-    const int to[4] = {os.offset[0], os.offset[1], os.offset[0] + 2, os.offset[2]};
-    for (int c = 0; c < 4; ++c) L.pair_perm |= static_cast<uint32_t>(c) << (4 * to[c]);
-  }
-  for (int c = 0; c < 4; ++c) {
-    // 3-byte output has no alpha byte: byte 3 of its pixel words is unused.
-    const int to = rgb24 && c == 3 ? 3 : k.out_offsets[c];
-    L.out_perm |= static_cast<uint32_t>(c) << (4 * to);
-    L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * to);
-    L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * to);
-  }
-  const int in_planes = format_info(in.format).n_planes;
-  const int out_planes = format_info(out.format).n_planes;
-  for (int p = 0; p < 3; ++p) {
-    L.in_a4[p] = p < in_planes && aligned_to(in.planes[p], 4);
-    L.in_a2[p] = p < in_planes && aligned_to(in.planes[p], 2);
-    L.out_a4[p] = p < out_planes && aligned_to(out.planes[p], 4);
-    L.out_a2[p] = p < out_planes && aligned_to(out.planes[p], 2);
-  }
-  L.in_a16 = aligned_to(in.planes[0], 16);
-  L.in_semi = in.format == PixelFormat::kNV12 || in.format == PixelFormat::kNV21;
-  L.in_swap = in.format == PixelFormat::kNV21;
-  L.out_semi = out.format == PixelFormat::kNV12 || out.format == PixelFormat::kNV21;
-  L.out_swap = out.format == PixelFormat::kNV21;
-  L.out_a16 = aligned_to(out.planes[0], 16);
-
   const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;
   if (bw == 0 || bh == 0) return;
   dim3 grid((bw + kBlockX - 1) / kBlockX,

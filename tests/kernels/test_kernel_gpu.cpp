@@ -141,7 +141,10 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
       {PixelFormat::kI420, PixelFormat::kUYVY},
       {PixelFormat::kNV12, PixelFormat::kY42B},
       {PixelFormat::kY42B, PixelFormat::kY42B},
-      {PixelFormat::kGRAY16_LE, PixelFormat::kGRAY16_LE}};
+      {PixelFormat::kGRAY16_LE, PixelFormat::kGRAY16_LE},
+      {PixelFormat::kP010_10LE, PixelFormat::kYUY2},
+      {PixelFormat::kI420_10LE, PixelFormat::kBGR},
+      {PixelFormat::kP010_10LE, PixelFormat::kY444}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   if (big)
     pairs.assign(std::begin(big_pairs), std::end(big_pairs));
