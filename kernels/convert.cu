@@ -1,16 +1,18 @@
 // CUDA implementation of the `convert` kernel (see convert.h). Between the
 // first nine formats (4-byte RGB, NV12, I420, GRAY8) and NV21 (NV12 with
-// its chroma pairs swapped as they are read and written), and from 4:2:0
-// YUV to 3-byte RGB: one thread per 4x2 block of the picture (two chroma
-// samples of 4:2:0 formats), running the arithmetic of convert_math.h that
-// the CPU reference also runs. Bayer input and packed 4:2:2 input have
-// kernels of their own; so have YUV to YUV through videoconvert's plane
-// scaler (luma copied, each chroma plane scaled: scale_planes_kernel) and
-// YUV to YUV of one subsampling with a deeper side (each sample repacked:
-// repack_samples_kernel). Every other pair: one thread per 2x2 block
-// reading it with the reference's own load_* functions, then writing
-// through a shared-memory tile in words (8-bit sides to packed output:
-// convert_tile_kernel) or as the reference writes it
+// its chroma pairs swapped as they are read and written), and from 8-bit
+// 4:2:0 YUV to 3-byte RGB and to 4:2:2 and 4:4:4 YUV: one thread per 4x2
+// block of the picture (two chroma samples of 4:2:0 formats), running the
+// arithmetic of convert_math.h that the CPU reference also runs. 10-bit
+// 4:2:0 to 8-bit RGB, 4:2:2 and 4:4:4 (deep420_kernel), Bayer input and
+// packed 4:2:2 input have kernels of their own; so have YUV to YUV through
+// videoconvert's plane scaler (luma copied, each chroma plane scaled:
+// scale_planes_kernel) and YUV to YUV of one subsampling with a deeper side
+// (each sample repacked: repack_samples_kernel); a format to itself, where
+// the reference is a copy, is the copy kernel. Every other pair: one thread
+// per 2x2 block reading it with the reference's own load_* functions, then
+// writing through a shared-memory tile in words (8-bit sides to packed
+// output: convert_tile_kernel) or as the reference writes it
 // (convert_block_kernel).
 //
 // The reference's unit is the 2x2 block; a 4x2 block lets every plane move
