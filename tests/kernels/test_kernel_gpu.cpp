@@ -105,52 +105,61 @@ INSTANTIATE_TEST_SUITE_P(AllFormatsAndSizes, GpuKernelVsReference, ::testing::Va
 
 // convert changes the format: every pair of formats, BT.601 limited and
 // BT.709 full range on the YUV sides (and BT.709 limited with limited-range
-// RGB), at every size up to 1080p; a few pairs at 4K.
+// RGB), at every size up to 1080p; a few pairs at 4K. A case per size and
+// input format (c.format), so that shards share the references' minutes
+// (every pair at 1080p in one case took 219 s of one core).
 class GpuConvertVsReference : public ::testing::TestWithParam<GpuCase> {};
 
+// The pairs timed at 4K, where a reference takes seconds.
+const std::pair<PixelFormat, PixelFormat> kBigConvertPairs[] = {
+    {PixelFormat::kRGBA, PixelFormat::kNV12},
+    {PixelFormat::kNV12, PixelFormat::kRGBA},
+    {PixelFormat::kI420, PixelFormat::kBGRx},
+    {PixelFormat::kBGRA, PixelFormat::kI420},
+    {PixelFormat::kNV12, PixelFormat::kI420},
+    {PixelFormat::kGRAY8, PixelFormat::kABGR},
+    {PixelFormat::kYUY2, PixelFormat::kRGBA},
+    {PixelFormat::kRGBA, PixelFormat::kUYVY},
+    {PixelFormat::kNV16, PixelFormat::kRGB},
+    {PixelFormat::kY444, PixelFormat::kNV21},
+    {PixelFormat::kP010_10LE, PixelFormat::kRGBA},
+    {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
+    {PixelFormat::kBayerGRBG, PixelFormat::kRGBA},
+    {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
+    {PixelFormat::kNV21, PixelFormat::kRGBA},
+    {PixelFormat::kBGRx, PixelFormat::kNV21},
+    {PixelFormat::kNV21, PixelFormat::kI420},
+    {PixelFormat::kYUY2, PixelFormat::kNV12},
+    {PixelFormat::kUYVY, PixelFormat::kI420},
+    {PixelFormat::kNV12, PixelFormat::kYUY2},
+    {PixelFormat::kI420, PixelFormat::kNV16},
+    {PixelFormat::kNV21, PixelFormat::kY444},
+    {PixelFormat::kI420, PixelFormat::kUYVY},
+    {PixelFormat::kNV12, PixelFormat::kY42B},
+    {PixelFormat::kY42B, PixelFormat::kY42B},
+    {PixelFormat::kGRAY16_LE, PixelFormat::kGRAY16_LE},
+    {PixelFormat::kP010_10LE, PixelFormat::kYUY2},
+    {PixelFormat::kI420_10LE, PixelFormat::kBGR},
+    {PixelFormat::kP010_10LE, PixelFormat::kY444}};
+
+bool big_convert_case(const GpuCase& c) {
+  return static_cast<long>(c.width) * c.height > 1920 * 1080;
+}
+
 TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
-  const GpuCase& c = GetParam();  // format unused: every pair is run
+  const GpuCase& c = GetParam();
   std::string why;
   if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
   auto device = make_cuda_device(0);
   device->make_current();
-  const bool big = static_cast<long>(c.width) * c.height > 1920 * 1080;
-  const std::pair<PixelFormat, PixelFormat> big_pairs[] = {
-      {PixelFormat::kRGBA, PixelFormat::kNV12},
-      {PixelFormat::kNV12, PixelFormat::kRGBA},
-      {PixelFormat::kI420, PixelFormat::kBGRx},
-      {PixelFormat::kBGRA, PixelFormat::kI420},
-      {PixelFormat::kNV12, PixelFormat::kI420},
-      {PixelFormat::kGRAY8, PixelFormat::kABGR},
-      {PixelFormat::kYUY2, PixelFormat::kRGBA},
-      {PixelFormat::kRGBA, PixelFormat::kUYVY},
-      {PixelFormat::kNV16, PixelFormat::kRGB},
-      {PixelFormat::kY444, PixelFormat::kNV21},
-      {PixelFormat::kP010_10LE, PixelFormat::kRGBA},
-      {PixelFormat::kRGBA, PixelFormat::kI420_10LE},
-      {PixelFormat::kBayerGRBG, PixelFormat::kRGBA},
-      {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
-      {PixelFormat::kNV21, PixelFormat::kRGBA},
-      {PixelFormat::kBGRx, PixelFormat::kNV21},
-      {PixelFormat::kNV21, PixelFormat::kI420},
-      {PixelFormat::kYUY2, PixelFormat::kNV12},
-      {PixelFormat::kUYVY, PixelFormat::kI420},
-      {PixelFormat::kNV12, PixelFormat::kYUY2},
-      {PixelFormat::kI420, PixelFormat::kNV16},
-      {PixelFormat::kNV21, PixelFormat::kY444},
-      {PixelFormat::kI420, PixelFormat::kUYVY},
-      {PixelFormat::kNV12, PixelFormat::kY42B},
-      {PixelFormat::kY42B, PixelFormat::kY42B},
-      {PixelFormat::kGRAY16_LE, PixelFormat::kGRAY16_LE},
-      {PixelFormat::kP010_10LE, PixelFormat::kYUY2},
-      {PixelFormat::kI420_10LE, PixelFormat::kBGR},
-      {PixelFormat::kP010_10LE, PixelFormat::kY444}};
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
-  if (big)
-    pairs.assign(std::begin(big_pairs), std::end(big_pairs));
-  else
-    for (PixelFormat a : formats_of("convert"))
-      for (PixelFormat b : formats_of("convert")) pairs.push_back({a, b});
+  if (big_convert_case(c)) {
+    for (const auto& pair : kBigConvertPairs)
+      if (pair.first == c.format) pairs.push_back(pair);
+  } else {
+    for (PixelFormat b : formats_of("convert")) pairs.push_back({c.format, b});
+  }
+  ASSERT_FALSE(pairs.empty());
   // The third: RGB sides on 16..235 (convert_math::matrix8 and grey
   // through the matrix), 8-bit pairs only.
   for (const Colorimetry colour :
@@ -186,14 +195,20 @@ std::vector<GpuCase> convert_cases() {
                       {641, 479},
                       {1920, 1080},
                       {4096, 2160}})
-    cases.push_back({PixelFormat::kRGBA, w, h});
+    for (PixelFormat from : formats_of("convert")) {
+      const GpuCase c{from, w, h};
+      const bool any = std::any_of(std::begin(kBigConvertPairs), std::end(kBigConvertPairs),
+                                   [from](const auto& pair) { return pair.first == from; });
+      if (!big_convert_case(c) || any) cases.push_back(c);
+    }
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFormatPair, GpuConvertVsReference,
                          ::testing::ValuesIn(convert_cases()), [](const auto& info) {
                            return std::to_string(info.param.width) + "x" +
-                                  std::to_string(info.param.height);
+                                  std::to_string(info.param.height) + "_" +
+                                  format_info(info.param.format).name;
                          });
 
 // The edge kernel's magnitude (FP32 and an approximate square root on the
