@@ -1604,11 +1604,15 @@ ConvertLayout layout_of(const ImageRef& in, const ImageRef& out,
     const int to[4] = {os.offset[0], os.offset[1], os.offset[0] + 2, os.offset[2]};
     for (int c = 0; c < 4; ++c) L.pair_perm |= static_cast<uint32_t>(c) << (4 * to[c]);
   }
-  for (int c = 0; c < 4; ++c) {
+  // Packed RGB output only (grey and YUV output have no pixel words, and
+  // their offsets of alpha are -1).
+  for (int c = 0; c < 4 && k.out_family == convert_math::kPacked; ++c) {
     // 3-byte output has no alpha byte: byte 3 of its pixel words is unused.
     const int to = rgb24 && c == 3 ? 3 : k.out_offsets[c];
     L.out_perm |= static_cast<uint32_t>(c) << (4 * to);
-    L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * to);
+    // From packed input only; 3-byte input has no alpha byte (-1).
+    if (k.in_family == convert_math::kPacked && k.in_offsets[c] >= 0)
+      L.repack_perm |= static_cast<uint32_t>(k.in_offsets[c]) << (4 * to);
     L.yuv_perm |= static_cast<uint32_t>(c == 1 ? 4 : c == 2 ? 2 : 2 * c) << (4 * to);
   }
   const int in_planes = format_info(in.format).n_planes;

@@ -91,10 +91,9 @@ CO_HD PlaneRef plane_of(const ImageRef& image, int p) {
 
 // Where the block functions below find a side's bytes: at(plane, y,
 // byte) is byte `byte` of row y of a plane, in the picture's coordinates.
-// ImageAccess reads and writes the image itself (the reference, and the
-// device kernels that go straight to memory); convert.cu's staged kernel
-// gives them a tile of the picture held in shared memory instead, so the
-// same arithmetic runs there on 32-bit shared-memory addresses.
+// ImageAccess reads and writes the image itself, for the reference and for
+// convert.cu's kernels alike; the functions take the accessor as a template
+// argument, so another view of the bytes gets the same arithmetic.
 struct ImageAccess {
   ImageRef image;
   CO_HD int width() const { return image.width; }

@@ -28,13 +28,20 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
     return kernel + " makes " + format_list(outputs) + " from " + format_info(in.format).name +
            ", not " + format_info(out.format).name;
   // The kernels address rows with 32-bit strides (GStreamer's own strides
-  // are gint): a wider one would wrap.
+  // are gint). The element asks with the geometry alone (strides 0), so a
+  // row's bytes count as its stride, with room for the engine's alignment
+  // of device rows: a row that could not be addressed is refused at caps
+  // time, not wrapped at run time.
+  constexpr size_t kMaxRowBytes = static_cast<size_t>(INT32_MAX) - 4095;
   for (const ImageRef* image : {&in, &out})
-    for (int p = 0; p < format_info(image->format).n_planes; ++p)
-      if (image->planes[p].stride > static_cast<size_t>(INT32_MAX))
-        return kernel + " takes rows at most 2 GiB apart, not " +
-               std::to_string(image->planes[p].stride) + " bytes (plane " + std::to_string(p) +
-               " of the " + (image == &in ? "input" : "output") + ")";
+    for (int p = 0; p < format_info(image->format).n_planes; ++p) {
+      const size_t stride =
+          std::max(image->planes[p].stride, plane_row_bytes(image->format, p, image->width));
+      if (stride > kMaxRowBytes)
+        return kernel + " takes rows of at most 2 GiB, not " + std::to_string(stride) +
+               " bytes (plane " + std::to_string(p) + " of the " +
+               (image == &in ? "input" : "output") + ")";
+    }
   const int width = swaps_axes() ? in.height : in.width;
   const int height = swaps_axes() ? in.width : in.height;
   if (out.width != width || out.height != height)

@@ -594,7 +594,7 @@ TEST(ConvertReference, RefusesWhatItCannotDoAndSaysWhy) {
   EXPECT_EQ(check("convert", bt709, i420.image, nv12.image), "");
 }
 
-TEST(OperationCheck, RefusesRowsMoreThan2GiBApart) {
+TEST(OperationCheck, RefusesRowsOfMoreThan2GiB) {
   // The kernels' row addresses are 32-bit strides times rows: a stride
   // that does not fit would wrap, so every operation refuses it (only the
   // stride is read; no such buffer exists).
@@ -602,15 +602,24 @@ TEST(OperationCheck, RefusesRowsMoreThan2GiBApart) {
   ImageRef wide_out = out.image;
   wide_out.planes[1].stride = size_t{1} << 31;
   const std::string problem = check("copy", {}, in.image, wide_out);
-  EXPECT_NE(problem.find("rows at most 2 GiB apart, not 2147483648 bytes (plane 1 of the output)"),
+  EXPECT_NE(problem.find("rows of at most 2 GiB, not 2147483648 bytes (plane 1 of the output)"),
             std::string::npos)
       << problem;
   ImageRef wide_in = in.image;
   wide_in.planes[0].stride = size_t{1} << 32;
   EXPECT_NE(check("convert", {}, wide_in, out.image).find("plane 0 of the input"),
             std::string::npos);
-  wide_in.planes[0].stride = INT32_MAX;
+  wide_in.planes[0].stride = INT32_MAX - 4095;
   EXPECT_EQ(check("convert", {}, wide_in, out.image), "");
+  // The element asks with the geometry alone (no planes yet): a row of
+  // 600 million RGBA pixels (2.4 GB) is refused from its width.
+  ImageRef geometry_in{PixelFormat::kRGBA, 600'000'000, 2, {}};
+  ImageRef geometry_out = geometry_in;
+  EXPECT_NE(check("copy", {}, geometry_in, geometry_out)
+                .find("not 2400000000 bytes (plane 0 of the input)"),
+            std::string::npos);
+  geometry_in.width = geometry_out.width = 500'000'000;  // 2.0 GB: addressable
+  EXPECT_EQ(check("copy", {}, geometry_in, geometry_out), "");
 }
 
 }  // namespace
