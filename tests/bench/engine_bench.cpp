@@ -421,7 +421,13 @@ int run_kernel_table(const Options& opt) {
     std::printf("\n");
   }
   std::sort(ratios.rbegin(), ratios.rend());
-  std::printf("\n%zu pairs; furthest from the bound:", ratios.size());
+  const auto beyond = [&ratios](double x) {
+    return std::count_if(ratios.begin(), ratios.end(), [x](const auto& r) { return r.first > x; });
+  };
+  std::printf("\n%zu pairs: %zu within 2x, %zu within 2-4x, %zu beyond 4x of the bound\n",
+              ratios.size(), ratios.size() - static_cast<size_t>(beyond(2.0)),
+              static_cast<size_t>(beyond(2.0) - beyond(4.0)), static_cast<size_t>(beyond(4.0)));
+  std::printf("furthest from the bound:");
   for (size_t i = 0; i < ratios.size() && i < 12; ++i)
     std::printf("%s %s %.2fx", i ? "," : "", ratios[i].second.c_str(), ratios[i].first);
   std::printf("\n");
