@@ -1633,6 +1633,24 @@ ConvertLayout layout_of(const ImageRef& in, const ImageRef& out,
   return L;
 }
 
+// The YuvOut that writes `out` when it is 8-bit 4:2:2 or 4:4:4 YUV; kToRgb
+// for every other format.
+int yuv_out_to(PixelFormat out) {
+  switch (out) {
+    case PixelFormat::kYUY2:
+    case PixelFormat::kUYVY:
+      return kToPacked422;
+    case PixelFormat::kNV16:
+      return kToSemi422;
+    case PixelFormat::kY42B:
+      return kToPlanar422;
+    case PixelFormat::kY444:
+      return kToPlanar444;
+    default:
+      return kToRgb;
+  }
+}
+
 // Whether deep420_kernel makes the pair: 10-bit 4:2:0 to 8-bit packed RGB
 // (kToRgb) or 8-bit 4:2:2 and 4:4:4 YUV (*yuv_out), chroma interpolated.
 bool deep420_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, int* yuv_out) {
@@ -1640,27 +1658,8 @@ bool deep420_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k
   if ((in != F::kP010_10LE && in != F::kI420_10LE) || k.chroma_x != kUpLinear ||
       k.chroma_y != kUpLinear || k.scale_planes)
     return false;
-  if (k.out_family == convert_math::kPacked) {
-    *yuv_out = kToRgb;
-    return true;
-  }
-  switch (out) {
-    case F::kYUY2:
-    case F::kUYVY:
-      *yuv_out = kToPacked422;
-      return true;
-    case F::kNV16:
-      *yuv_out = kToSemi422;
-      return true;
-    case F::kY42B:
-      *yuv_out = kToPlanar422;
-      return true;
-    case F::kY444:
-      *yuv_out = kToPlanar444;
-      return true;
-    default:
-      return false;
-  }
+  *yuv_out = yuv_out_to(out);
+  return k.out_family == convert_math::kPacked || *yuv_out != kToRgb;
 }
 
 void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
@@ -1698,19 +1697,7 @@ void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoeffici
 int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
   using F = PixelFormat;
   if ((in != F::kNV12 && in != F::kNV21 && in != F::kI420) || k.scale_planes) return kToRgb;
-  switch (out) {
-    case F::kYUY2:
-    case F::kUYVY:
-      return kToPacked422;
-    case F::kNV16:
-      return kToSemi422;
-    case F::kY42B:
-      return kToPlanar422;
-    case F::kY444:
-      return kToPlanar444;
-    default:
-      return kToRgb;
-  }
+  return yuv_out_to(out);
 }
 
 }  // namespace
