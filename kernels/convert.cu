@@ -1336,7 +1336,9 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
 // plane allows, each chroma row's four columns (the block's two and their
 // neighbours) read once and interpolated for the block's 4 pixels.
 
-// Sample at byte `at` of a 10-bit plane, on the 16-bit scale.
+// A 10-bit sample's little-endian word w on the 16-bit scale, as
+// convert_math::unpack16 takes it: P010's bits from bit 6 (msb), I420_10LE's
+// from bit 0, the top bits repeated below.
 __device__ __forceinline__ int deep_sample(uint32_t w, bool msb) {
   const int v = msb ? static_cast<int>(w) : static_cast<int>((w << 6) & 0xFFFFu);
   return v | v >> 10;
