@@ -89,11 +89,10 @@ CO_HD PlaneRef plane_of(const ImageRef& image, int p) {
   return p == 1 ? image.planes[1] : image.planes[2];
 }
 
-// Where the block functions below find a side's bytes: at(plane, y,
-// byte) is byte `byte` of row y of a plane, in the picture's coordinates.
-// ImageAccess reads and writes the image itself, for the reference and for
-// convert.cu's kernels alike; the functions take the accessor as a template
-// argument, so another view of the bytes gets the same arithmetic.
+// How the block functions below reach an image's bytes, for the reference
+// and for convert.cu's kernels alike: at(plane, y, byte) is byte `byte` of
+// row y of a plane. Held by value, so a kernel's parameters are read into
+// registers once.
 struct ImageAccess {
   ImageRef image;
   CO_HD int width() const { return image.width; }
@@ -110,8 +109,7 @@ struct ImageAccess {
 
 // Where sample (sx, sy) of `component` (0 Y, 1 U, 2 V) of a YUV or grey
 // side is, on its own grid.
-template <typename Access>
-CO_HD uint8_t* sample_ptr(const ConvertSide& side, const Access& image, int component, int sx,
+CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageAccess& image, int component, int sx,
                           int sy) {
   return image.at(side.plane[component], sy, side.offset[component] + sx * side.step[component]);
 }
@@ -121,8 +119,8 @@ CO_HD uint8_t* sample_ptr(const ConvertSide& side, const ImageRef& image, int co
 }
 
 // The 8-bit sample there.
-template <typename Access>
-CO_HD int sample_at(const ConvertSide& side, const Access& image, int component, int sx, int sy) {
+CO_HD int sample_at(const ConvertSide& side, const ImageAccess& image, int component, int sx,
+                    int sy) {
   return *sample_ptr(side, image, component, sx, sy);
 }
 
@@ -224,9 +222,8 @@ CO_HD int scaled_chroma(const ChromaScaler& s, const At& at, int sx, int sy, int
   return (v_scaled(i) * (256 - a) + (a ? v_scaled(i + 1) : 0) * a) >> 8;
 }
 
-template <typename Access>
-CO_HD void store_sample(const ConvertSide& side, const Access& out, int component, int sx, int sy,
-                        int value) {
+CO_HD void store_sample(const ConvertSide& side, const ImageAccess& out, int component, int sx,
+                        int sy, int value) {
   *sample_ptr(side, out, component, sx, sy) = static_cast<uint8_t>(value);
 }
 CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int component, int sx, int sy,
@@ -289,15 +286,15 @@ struct Block {
   Pixel px[2][2];
 };
 
-template <bool kDeep, typename Access>
-CO_HD int fetch(const ConvertSide& side, const Access& image, int component, int sx, int sy) {
+template <bool kDeep>
+CO_HD int fetch(const ConvertSide& side, const ImageAccess& image, int component, int sx, int sy) {
   if constexpr (kDeep) return unpack16(side, sample_ptr(side, image, component, sx, sy));
   return sample_at(side, image, component, sx, sy);
 }
 
 // read(x, y, &p) for each of the block's pixels, at clamped coordinates.
-template <typename Access, typename Read>
-CO_HD void each_clamped(const Access& in, int bx, int by, Block* b, const Read& read) {
+template <typename Read>
+CO_HD void each_clamped(const ImageAccess& in, int bx, int by, Block* b, const Read& read) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
     CO_UNROLL
@@ -307,8 +304,9 @@ CO_HD void each_clamped(const Access& in, int bx, int by, Block* b, const Read& 
   }
 }
 
-template <bool kDeep, typename Access>
-CO_HD void load_packed(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
+template <bool kDeep>
+CO_HD void load_packed(const ConvertCoefficients& k, const ImageAccess& in, int bx, int by,
+                       Block* b) {
   each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
     const int scale = kDeep ? 257 : 1;
     const uint8_t* s = in.at(0, y, x * k.in_side.pixel_stride);
@@ -319,8 +317,9 @@ CO_HD void load_packed(const ConvertCoefficients& k, const Access& in, int bx, i
   });
 }
 
-template <bool kDeep, typename Access>
-CO_HD void load_grey(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
+template <bool kDeep>
+CO_HD void load_grey(const ConvertCoefficients& k, const ImageAccess& in, int bx, int by,
+                     Block* b) {
   each_clamped(in, bx, by, b, [&](int x, int y, Pixel* p) {
     if constexpr (kDeep)
       p->c[0] = unpack16(k.in_side, sample_ptr(k.in_side, in, 0, x, y));
@@ -336,8 +335,8 @@ CO_HD void load_grey(const ConvertCoefficients& k, const Access& in, int bx, int
 // videoconvert's 3:1 interpolation with the neighbouring one (across, then
 // down, each rounded). The block's pixels share their chroma column (and,
 // for 4:2:0, row), so each neighbour is read once for the four.
-template <int kXs, int kYs, bool kDeep, typename Access>
-CO_HD void load_yuv(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
+template <int kXs, int kYs, bool kDeep>
+CO_HD void load_yuv(const ConvertCoefficients& k, const ImageAccess& in, int bx, int by, Block* b) {
   const ConvertSide& side = k.in_side;
   const int x0 = 2 * bx, x1 = clamp_index(2 * bx + 1, in.width());
   const int y0 = 2 * by, y1 = clamp_index(2 * by + 1, in.height());
@@ -409,8 +408,8 @@ CO_HD void load_yuv(const ConvertCoefficients& k, const Access& in, int bx, int 
 // 2^kYs down), each the block's per-pixel chroma u_px, v_px ([row][column])
 // averaged in pairs, rounding up, across and then down where the output
 // subsamples; emit(sx, sy, u, v) stores one.
-template <int kXs, int kYs, typename Access, typename Emit>
-CO_HD void block_chroma(const Access& out, int bx, int by, const int (&u_px)[2][2],
+template <int kXs, int kYs, typename Emit>
+CO_HD void block_chroma(const ImageAccess& out, int bx, int by, const int (&u_px)[2][2],
                         const int (&v_px)[2][2], const Emit& emit) {
   constexpr int nx = kXs ? 1 : 2, ny = kYs ? 1 : 2;
   CO_UNROLL
@@ -481,8 +480,8 @@ CO_HD void to_output(const ConvertCoefficients& k, Pixel* p) {
 
 // write(x, y, p) for each of the block's pixels inside the picture, p
 // taken to the output's space.
-template <bool kDeep, typename Access, typename Write>
-CO_HD void each_inside(const ConvertCoefficients& k, const Access& in, int bx, int by,
+template <bool kDeep, typename Write>
+CO_HD void each_inside(const ConvertCoefficients& k, const ImageAccess& in, int bx, int by,
                        const Block& b, const Write& write) {
   CO_UNROLL
   for (int dy = 0; dy < 2; ++dy) {
@@ -497,9 +496,9 @@ CO_HD void each_inside(const ConvertCoefficients& k, const Access& in, int bx, i
   }
 }
 
-template <bool kDeep, typename In, typename Out>
-CO_HD void store_packed(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
-                        const Block& b) {
+template <bool kDeep>
+CO_HD void store_packed(const ConvertCoefficients& k, const ImageAccess& in, const ImageAccess& out,
+                        int bx, int by, const Block& b) {
   each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
     const int shift = kDeep ? 8 : 0;
     uint8_t* d = out.at(0, y, x * k.out_side.pixel_stride);
@@ -510,9 +509,9 @@ CO_HD void store_packed(const ConvertCoefficients& k, const In& in, const Out& o
   });
 }
 
-template <bool kDeep, typename In, typename Out>
-CO_HD void store_grey(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
-                      const Block& b) {
+template <bool kDeep>
+CO_HD void store_grey(const ConvertCoefficients& k, const ImageAccess& in, const ImageAccess& out,
+                      int bx, int by, const Block& b) {
   each_inside<kDeep>(k, in, bx, by, b, [&](int x, int y, const Pixel& p) {
     if constexpr (kDeep)
       pack16(k.out_side, sample_ptr(k.out_side, out, 0, x, y), p.c[0]);
@@ -521,9 +520,9 @@ CO_HD void store_grey(const ConvertCoefficients& k, const In& in, const Out& out
   });
 }
 
-template <int kXs, int kYs, bool kDeep, typename In, typename Out>
-CO_HD void store_yuv(const ConvertCoefficients& k, const In& in, const Out& out, int bx, int by,
-                     const Block& b) {
+template <int kXs, int kYs, bool kDeep>
+CO_HD void store_yuv(const ConvertCoefficients& k, const ImageAccess& in, const ImageAccess& out,
+                     int bx, int by, const Block& b) {
   const ConvertSide& os = k.out_side;
   int u_px[2][2], v_px[2][2];
   // A packed 4:2:2 row of odd width ends in a pair whose second luma is
@@ -568,8 +567,9 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const In& in, const Out& out,
 }
 
 // The block's four pixels, read by the input's kind.
-template <bool kDeep, typename Access>
-CO_HD void load_block(const ConvertCoefficients& k, const Access& in, int bx, int by, Block* b) {
+template <bool kDeep>
+CO_HD void load_block(const ConvertCoefficients& k, const ImageAccess& in, int bx, int by,
+                      Block* b) {
   switch (side_kind(k.in_family, k.in_side)) {
     case kSidePacked:
       load_packed<kDeep>(k, in, bx, by, b);
@@ -591,9 +591,9 @@ CO_HD void load_block(const ConvertCoefficients& k, const Access& in, int bx, in
 
 // The output of block (bx, by); pixels beyond the picture are skipped (odd
 // sizes). kDeep: when k.deep.
-template <bool kDeep, typename In, typename Out>
-CO_HD void convert_block(const ConvertCoefficients& k, const In& in, const Out& out, int bx,
-                         int by) {
+template <bool kDeep>
+CO_HD void convert_block(const ConvertCoefficients& k, const ImageAccess& in,
+                         const ImageAccess& out, int bx, int by) {
   Block b;
   load_block<kDeep>(k, in, bx, by, &b);
   switch (side_kind(k.out_family, k.out_side)) {
