@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "convert.h"
 #include "convert_math.h"
@@ -1524,67 +1525,65 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
 }
 
-// Columns of block rows per thread in yuv_to_packed_kernel: 4 where the
-// picture still gives several waves of thread blocks on a large GPU (4K
-// gives about a thousand), fewer for smaller pictures, down to one.
-int rows_per_thread(int bw, int bh) {
-  return bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
-}
-
-template <int kOut>
-void launch_yuv_to(bool linear, dim3 grid, dim3 block, cudaStream_t stream, const ConvertLayout& L,
-                   const ImageRef& in, const ImageRef& out, int bw, int bh, int rows) {
-  if (linear)
-    yuv_to_packed_kernel<true, kOut><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
-  else
-    yuv_to_packed_kernel<false, kOut><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+// f(std::integral_constant<int, K>{}) for the YuvOut K that yuv_out names:
+// one switch from the run-time choice to the kernels' template argument.
+template <typename F>
+void with_yuv_out(int yuv_out, const F& f) {
+  switch (yuv_out) {
+    case kToPacked422:
+      f(std::integral_constant<int, kToPacked422>{});
+      break;
+    case kToSemi422:
+      f(std::integral_constant<int, kToSemi422>{});
+      break;
+    case kToPlanar422:
+      f(std::integral_constant<int, kToPlanar422>{});
+      break;
+    case kToPlanar444:
+      f(std::integral_constant<int, kToPlanar444>{});
+      break;
+    default:
+      f(std::integral_constant<int, kToRgb>{});
+      break;
+  }
 }
 
 template <int kIn>
 void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const ConvertLayout& L,
             const ImageRef& in, const ImageRef& out, int bw, int bh) {
   using namespace convert_math;
+  if constexpr (kIn == kYuv) {
+    // 4:2:0 input to packed RGB, 4:2:2 or 4:4:4: yuv_to_packed_kernel.
+    if (out_family == kPacked || L.yuv_out != kToRgb) {
+      // Columns of block rows per thread: 4 where the picture still gives
+      // several waves of thread blocks on a large GPU (4K gives about a
+      // thousand), fewer for smaller pictures, down to one.
+      const int rows = bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+      if (grid.x != 0)
+        grid.y = static_cast<unsigned>(
+            std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
+      const bool linear = L.k.chroma_x == kUpLinear;
+      with_yuv_out(L.yuv_out, [&](auto kind) {
+        if (linear)
+          yuv_to_packed_kernel<true, decltype(kind)::value>
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+        else
+          yuv_to_packed_kernel<false, decltype(kind)::value>
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+      });
+      CO_CUDA_CHECK_LAUNCH("the convert kernel");
+      return;
+    }
+  }
   switch (out_family) {
     case kPacked:
-      if constexpr (kIn == kYuv) {
-        const int rows = rows_per_thread(bw, bh);
-        if (grid.x != 0)
-          grid.y = static_cast<unsigned>(
-              std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
-        launch_yuv_to<kToRgb>(L.k.chroma_x == kUpLinear, grid, block, stream, L, in, out, bw, bh,
-                              rows);
-      } else {
+      if constexpr (kIn != kYuv)  // 4:2:0 input: above
         convert_kernel<kIn, kPacked><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      }
       break;
     case kGrey:
       convert_kernel<kIn, kGrey><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
     default:
-      if constexpr (kIn == kYuv) {
-        if (L.yuv_out != kToRgb) {
-          const int rows = rows_per_thread(bw, bh);
-          if (grid.x != 0)
-            grid.y = static_cast<unsigned>(
-                std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
-          const bool linear = L.k.chroma_x == kUpLinear;
-          switch (L.yuv_out) {
-            case kToPacked422:
-              launch_yuv_to<kToPacked422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
-              break;
-            case kToSemi422:
-              launch_yuv_to<kToSemi422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
-              break;
-            case kToPlanar422:
-              launch_yuv_to<kToPlanar422>(linear, grid, block, stream, L, in, out, bw, bh, rows);
-              break;
-            default:
-              launch_yuv_to<kToPlanar444>(linear, grid, block, stream, L, in, out, bw, bh, rows);
-              break;
-          }
-          break;
-        }
-      }
       convert_kernel<kIn, kYuv><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
       break;
   }
@@ -1673,23 +1672,9 @@ void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoeffici
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
   const dim3 block(kBlockX, kBlockY);
-  switch (yuv_out) {
-    case kToRgb:
-      deep420_kernel<kToRgb><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      break;
-    case kToPacked422:
-      deep420_kernel<kToPacked422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      break;
-    case kToSemi422:
-      deep420_kernel<kToSemi422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      break;
-    case kToPlanar422:
-      deep420_kernel<kToPlanar422><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      break;
-    default:
-      deep420_kernel<kToPlanar444><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
-      break;
-  }
+  with_yuv_out(yuv_out, [&](auto kind) {
+    deep420_kernel<decltype(kind)::value><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+  });
   CO_CUDA_CHECK_LAUNCH("the convert kernel (10-bit 4:2:0)");
 }
 
