@@ -84,6 +84,11 @@ struct ConvertLayout {
   // Y0 U Y1 V to the output's order.
   int yuv_out;
   uint32_t pair_perm;
+  // Packed 4:2:2 input (yuv422_kernel): byte permutes from two consecutive
+  // pair words to their 4 luma samples (pair_luma_sel) and to U0 V0 U1 V1
+  // (pair_uv_sel), and from one pair word to its U, V in bytes 0 and 1
+  // (pair_one_uv_sel).
+  uint32_t pair_luma_sel, pair_uv_sel, pair_one_uv_sel;
 };
 
 // What yuv_to_packed_kernel writes: packed RGB, or YUV of 4:2:2 (packed,
@@ -91,6 +96,10 @@ struct ConvertLayout {
 // pixel as for RGB and averaged across in pairs where the output
 // subsamples (convert_math::block_chroma), luma copied.
 enum YuvOut : int { kToRgb, kToPacked422, kToSemi422, kToPlanar422, kToPlanar444 };
+// 4:2:0 output, from 4:2:2 input only (yuv422_kernel): chroma pairs
+// averaged across, then down; 8-bit, or 10-bit from the 16-bit arithmetic
+// (P010_10LE, I420_10LE).
+enum : int { kToSemi420 = kToPlanar444 + 1, kToPlanar420, kToP010, kToI420_10 };
 
 // videoconvert's YUV -> RGB (convert_math::yuv_to_rgb) in as few
 // instructions as the same integers allow. splat(s) of a sample s - 128 is
@@ -524,6 +533,38 @@ __device__ __forceinline__ uint32_t pair_average(uint32_t a, uint32_t b) {
   return ((a + b + 0x00010001u) >> 1) & 0x00FF00FFu;
 }
 
+// Chroma samples c0 and c0 + 1 (U | V << 16 in a0 and a1; the first n of
+// them inside the plane) of chroma row r of a subsampled output: a
+// semi-planar plane of (U, V) pairs (kSemi; (V, U) for NV21) or planes U
+// and V.
+template <bool kSemi>
+__device__ __forceinline__ void store_chroma_pairs(const ConvertLayout& L, const ImageRef& out,
+                                                   int r, int c0, int n, uint32_t a0, uint32_t a1) {
+  if constexpr (kSemi) {
+    // U0 V0 U1 V1, or V0 U0 V1 U1
+    const uint32_t w = __byte_perm(a0, a1, L.out_swap ? 0x4602 : 0x6420);
+    uint8_t* d = out.planes[1].data + static_cast<size_t>(r) * out.planes[1].stride + 2 * c0;
+    if (n == 2 && L.out_a4[1]) {
+      *reinterpret_cast<uint32_t*>(d) = w;
+    } else {
+      for (int b = 0; b < 2 * n; ++b) d[b] = static_cast<uint8_t>(w >> (8 * b));
+    }
+  } else {
+    const uint32_t u = __byte_perm(a0, a1, 0x0040), v = __byte_perm(a0, a1, 0x0062);
+    uint8_t* du = out.planes[1].data + static_cast<size_t>(r) * out.planes[1].stride + c0;
+    uint8_t* dv = out.planes[2].data + static_cast<size_t>(r) * out.planes[2].stride + c0;
+    if (n == 2 && L.out_a2[1] && L.out_a2[2]) {
+      *reinterpret_cast<uint16_t*>(du) = static_cast<uint16_t>(u);
+      *reinterpret_cast<uint16_t*>(dv) = static_cast<uint16_t>(v);
+    } else {
+      for (int j = 0; j < n; ++j) {
+        du[j] = static_cast<uint8_t>(u >> (8 * j));
+        dv[j] = static_cast<uint8_t>(v >> (8 * j));
+      }
+    }
+  }
+}
+
 // Row y's 4 pixels from x0 of 4:2:2 or 4:4:4 YUV output (kOut): luma the
 // 4 bytes of `luma`; each pixel's chroma U | V << 16 in c[i] (4:4:4), or
 // each pair's average in a0 and a1 (4:2:2); pixels past the picture's
@@ -563,28 +604,7 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     return;
   }
   store_luma(row(0), x0, width, full, L.out_a4[0], luma);
-  if constexpr (kOut == kToSemi422) {
-    const uint32_t w = __byte_perm(a0, a1, 0x6420);  // U0 V0 U1 V1
-    uint8_t* d = row(1) + 2 * c0;
-    if (n == 2 && L.out_a4[1]) {
-      *reinterpret_cast<uint32_t*>(d) = w;
-    } else {
-      for (int b = 0; b < 2 * n; ++b) d[b] = static_cast<uint8_t>(w >> (8 * b));
-    }
-  } else {
-    const uint32_t u = __byte_perm(a0, a1, 0x0040), v = __byte_perm(a0, a1, 0x0062);
-    uint8_t* du = row(1) + c0;
-    uint8_t* dv = row(2) + c0;
-    if (n == 2 && L.out_a2[1] && L.out_a2[2]) {
-      *reinterpret_cast<uint16_t*>(du) = static_cast<uint16_t>(u);
-      *reinterpret_cast<uint16_t*>(dv) = static_cast<uint16_t>(v);
-    } else {
-      for (int j = 0; j < n; ++j) {
-        du[j] = static_cast<uint8_t>(u >> (8 * j));
-        dv[j] = static_cast<uint8_t>(v >> (8 * j));
-      }
-    }
-  }
+  store_chroma_pairs<kOut == kToSemi422>(L, out, y, c0, n, a0, a1);
 }
 
 template <bool kLinear, int kOut>
@@ -1476,6 +1496,244 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// --- 8-bit 4:2:2 input (NV16, Y42B, YUY2, UYVY) to packed RGB, 4:2:0,
+// 4:4:4 and the other 4:2:2 layouts: one thread per 4x2 block, as
+// yuv_to_packed_kernel, but chroma rows are luma rows, so each row's
+// chroma is only brought across (horizontal_step, or the nearest sample)
+// and no row is shared between blocks. 4:2:0 output averages each row's
+// pairs, then the two rows (convert_math::block_chroma's order).
+
+// Row y's luma samples x0 .. x0 + 3 (clamped to the picture, as the
+// reference's pixels are) and the chroma around them (see ChromaRow).
+struct Row422 {
+  uint32_t luma;
+  ChromaRow chroma;
+};
+
+template <bool kPackedIn, bool kLinear>
+__device__ __forceinline__ Row422 fetch422_row(const ConvertLayout& L, const ImageRef& in, int y,
+                                               int x0, bool full, int cw) {
+  const int width = in.width, c0 = x0 >> 1;
+  Row422 r{};
+  if constexpr (!kPackedIn) {
+    r.luma = load_luma(in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride, x0, width,
+                       full, L.in_a4[0]);
+    r.chroma = fetch_chroma_row<kLinear>(L, in, L.in_semi, c0, y, cw);
+    return r;
+  }
+  // Pair words c0 - 1 .. c0 + 2 (w[0] .. w[3]), clamped to the row.
+  const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+  auto word = [&](int pair) {
+    const uint8_t* p = row + 4 * static_cast<size_t>(pair);
+    if (L.in_a4[0]) return *reinterpret_cast<const uint32_t*>(p);
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+           static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+  };
+  uint32_t w[4];
+  if (c0 + 1 < cw && L.in_a16) {
+    const uint2 m = *reinterpret_cast<const uint2*>(row + 4 * static_cast<size_t>(c0));
+    w[1] = m.x, w[2] = m.y;
+  } else {
+    w[1] = word(c0);
+    w[2] = word(min(c0 + 1, cw - 1));
+  }
+  if (kLinear) {
+    w[0] = word(max(c0 - 1, 0));
+    w[3] = word(min(c0 + 2, cw - 1));
+  }
+  r.luma = __byte_perm(w[1], w[2], L.pair_luma_sel);
+  if (!full) {
+    // Pixels past the width repeat the last one (an odd width's last pair
+    // holds a second luma the reference does not read).
+    const int last = width - 1 - x0;
+    uint32_t sel = 0;
+    for (int i = 0; i < 4; ++i) sel |= static_cast<uint32_t>(min(i, last)) << (4 * i);
+    r.luma = __byte_perm(r.luma, 0, sel);
+  }
+  r.chroma.mid = __byte_perm(w[1], w[2], L.pair_uv_sel);
+  if (kLinear) {
+    r.chroma.left = __byte_perm(w[0], 0, L.pair_one_uv_sel);
+    r.chroma.right = __byte_perm(w[3], 0, L.pair_one_uv_sel);
+  }
+  return r;
+}
+
+// 10-bit 4:2:0 output of 8-bit 4:2:2 input (kToP010, kToI420_10): row
+// y's 4 luma samples (bytes of `luma`) and the chroma samples c0 and
+// c0 + 1 (the first n inside the plane) of chroma row `by`, U and V on the
+// 16-bit scale, each packed as convert_math::packed16 packs it.
+template <int kOut>
+__device__ __forceinline__ void store_deep420_luma(const ConvertLayout& L, const ImageRef& out,
+                                                   int y, int x0, int width, bool full,
+                                                   uint32_t luma) {
+  uint32_t w[4];
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t v = ((luma >> (8 * i)) & 0xFFu) * 257u;
+    w[i] = kOut == kToP010 ? v & 0xFFC0u : v >> 6;
+  }
+  uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride + 2 * x0;
+  if (full && L.out_a16) {
+    *reinterpret_cast<uint2*>(d) = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+    return;
+  }
+  for (int i = 0; i < 4 && x0 + i < width; ++i) {
+    if (L.out_a2[0]) {
+      reinterpret_cast<uint16_t*>(d)[i] = static_cast<uint16_t>(w[i]);
+    } else {
+      d[2 * i] = static_cast<uint8_t>(w[i]);
+      d[2 * i + 1] = static_cast<uint8_t>(w[i] >> 8);
+    }
+  }
+}
+
+template <int kOut>
+__device__ __forceinline__ void store_deep420_chroma(const ConvertLayout& L, const ImageRef& out,
+                                                     int by, int c0, int n, const int (&u)[2],
+                                                     const int (&v)[2]) {
+  auto pack = [](int s) {
+    return kOut == kToP010 ? static_cast<uint32_t>(s) & 0xFFC0u : static_cast<uint32_t>(s) >> 6;
+  };
+  auto store16 = [](uint8_t* d, uint32_t w, bool a2) {
+    if (a2) {
+      *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(w);
+    } else {
+      d[0] = static_cast<uint8_t>(w);
+      d[1] = static_cast<uint8_t>(w >> 8);
+    }
+  };
+  if constexpr (kOut == kToP010) {
+    uint8_t* d = out.planes[1].data + static_cast<size_t>(by) * out.planes[1].stride + 4 * c0;
+    for (int j = 0; j < n; ++j) {
+      const uint32_t w = pack(u[j]) | pack(v[j]) << 16;  // (U, V) words
+      if (L.out_a4[1]) {
+        reinterpret_cast<uint32_t*>(d)[j] = w;
+      } else {
+        store16(d + 4 * j, w, false);
+        store16(d + 4 * j + 2, w >> 16, false);
+      }
+    }
+  } else {
+    uint8_t* du = out.planes[1].data + static_cast<size_t>(by) * out.planes[1].stride + 2 * c0;
+    uint8_t* dv = out.planes[2].data + static_cast<size_t>(by) * out.planes[2].stride + 2 * c0;
+    if (n == 2 && L.out_a4[1] && L.out_a4[2]) {
+      *reinterpret_cast<uint32_t*>(du) = pack(u[0]) | pack(u[1]) << 16;
+      *reinterpret_cast<uint32_t*>(dv) = pack(v[0]) | pack(v[1]) << 16;
+    } else {
+      for (int j = 0; j < n; ++j) {
+        store16(du + 2 * j, pack(u[j]), L.out_a2[1]);
+        store16(dv + 2 * j, pack(v[j]), L.out_a2[2]);
+      }
+    }
+  }
+}
+
+// The 16-bit chroma (convert_math's kDeep arithmetic: samples * 257, 3:1
+// across, pairs averaged) of a 4:2:2 row's two output pairs, U in u[j] and
+// V in v[j]; the pixel past an odd width is the last one.
+template <bool kLinear>
+__device__ __forceinline__ void deep422_pairs(const ChromaRow& row, int x0, int width, int (&u)[2],
+                                              int (&v)[2]) {
+  using convert_math::average;
+  using convert_math::mix31;
+  auto at = [](uint32_t w, int b) { return static_cast<int>((w >> (8 * b)) & 0xFFu) * 257; };
+  const int su[4] = {at(row.left, 0), at(row.mid, 0), at(row.mid, 2), at(row.right, 0)};
+  const int sv[4] = {at(row.left, 1), at(row.mid, 1), at(row.mid, 3), at(row.right, 1)};
+  int hu[4], hv[4];
+  if (kLinear) {
+    deep_across(su, hu);
+    deep_across(sv, hv);
+  } else {
+    hu[0] = hu[1] = su[1], hu[2] = hu[3] = su[2];
+    hv[0] = hv[1] = sv[1], hv[2] = hv[3] = sv[2];
+  }
+  if (x0 + 1 >= width) hu[1] = hu[0], hv[1] = hv[0];
+  if (x0 + 3 >= width) hu[3] = hu[2], hv[3] = hv[2];
+  u[0] = average(hu[0], hu[1]), u[1] = average(hu[2], hu[3]);
+  v[0] = average(hv[0], hv[1]), v[1] = average(hv[2], hv[3]);
+}
+
+template <bool kPackedIn, bool kLinear, int kOut>
+__global__ void __launch_bounds__(kThreads)
+    yuv422_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
+                  const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
+  constexpr bool k420 = kOut == kToSemi420 || kOut == kToPlanar420;
+  constexpr bool kDeep = kOut == kToP010 || kOut == kToI420_10;
+  const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx4 >= blocks_x) return;
+  const ConvertCoefficients& k = L.k;
+  const int width = in.width, x0 = 4 * bx4, c0 = x0 >> 1;
+  const bool full = x0 + 4 <= width;
+  const int cw = (width + 1) >> 1;
+  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
+       by += gridDim.y * blockDim.y) {
+    uint32_t avg[2][2];      // 4:2:0 output: each row's two pair averages
+    int du[2][2], dv[2][2];  // the same on the 16-bit scale (kDeep)
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      const int y = 2 * by + dy;
+      if (y >= in.height) {  // odd height: the clamped row repeats the last
+        avg[1][0] = avg[0][0], avg[1][1] = avg[0][1];
+        du[1][0] = du[0][0], du[1][1] = du[0][1];
+        dv[1][0] = dv[0][0], dv[1][1] = dv[0][1];
+        continue;
+      }
+      const Row422 r = fetch422_row<kPackedIn, kLinear>(L, in, y, x0, full, cw);
+      if constexpr (kDeep) {
+        store_deep420_luma<kOut>(L, out, y, x0, width, full, r.luma);
+        deep422_pairs<kLinear>(r.chroma, x0, width, du[dy], dv[dy]);
+        continue;
+      }
+      // Each pixel's chroma, U | V << 16.
+      uint32_t c[4];
+      if (kLinear) {
+        horizontal_step(r.chroma, c);
+      } else {
+        c[0] = c[1] = __byte_perm(r.chroma.mid, 0, 0x4140);
+        c[2] = c[3] = __byte_perm(r.chroma.mid, 0, 0x4342);
+      }
+      // A pixel past an odd width is the last one clamped (see
+      // yuv_to_packed_kernel).
+      if (x0 + 1 >= width) c[1] = c[0];
+      if (x0 + 3 >= width) c[3] = c[2];
+      if constexpr (kOut == kToRgb) {
+        const uint32_t ly = r.luma ^ 0x80808080u;
+        uint32_t px[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t uv = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
+          const ChromaTerms t = chroma_terms(k, static_cast<int>(__byte_perm(uv, 0, splat_sel(0))),
+                                             static_cast<int>(__byte_perm(uv, 0, splat_sel(2))));
+          px[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
+        }
+        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+        if (L.out_rgb24)
+          store_rgb24(row, x0, width, full, L.out_a4[0], px);
+        else
+          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], px);
+      } else if constexpr (k420) {
+        store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
+                   full, L.out_a4[0], r.luma);
+        avg[dy][0] = pair_average(c[0], c[1]);
+        avg[dy][1] = pair_average(c[2], c[3]);
+      } else {
+        store_yuv_row<kOut>(L, out, y, x0, width, full, r.luma, c, pair_average(c[0], c[1]),
+                            pair_average(c[2], c[3]));
+      }
+    }
+    if constexpr (k420)
+      store_chroma_pairs<kOut == kToSemi420>(L, out, by, c0, min(2, cw - c0),
+                                             pair_average(avg[0][0], avg[1][0]),
+                                             pair_average(avg[0][1], avg[1][1]));
+    if constexpr (kDeep) {
+      using convert_math::average;
+      const int u[2] = {average(du[0][0], du[1][0]), average(du[0][1], du[1][1])};
+      const int v[2] = {average(dv[0][0], dv[1][0]), average(dv[0][1], dv[1][1])};
+      store_deep420_chroma<kOut>(L, out, by, c0, min(2, cw - c0), u, v);
+    }
+  }
+}
+
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                       cudaStream_t stream) {
   if (k.scale_planes) {
@@ -1527,8 +1785,15 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
 
 // f(std::integral_constant<int, K>{}) for the YuvOut K that yuv_out names:
 // one switch from the run-time choice to the kernels' template argument.
-template <typename F>
+// k420: the 4:2:0 outputs are among the choices (yuv422_kernel's).
+template <bool k420 = false, typename F>
 void with_yuv_out(int yuv_out, const F& f) {
+  if constexpr (k420) {
+    if (yuv_out == kToSemi420) return f(std::integral_constant<int, kToSemi420>{});
+    if (yuv_out == kToPlanar420) return f(std::integral_constant<int, kToPlanar420>{});
+    if (yuv_out == kToP010) return f(std::integral_constant<int, kToP010>{});
+    if (yuv_out == kToI420_10) return f(std::integral_constant<int, kToI420_10>{});
+  }
   switch (yuv_out) {
     case kToPacked422:
       f(std::integral_constant<int, kToPacked422>{});
@@ -1626,7 +1891,15 @@ ConvertLayout layout_of(const ImageRef& in, const ImageRef& out,
   }
   L.in_a16 = aligned_to(in.planes[0], 16);
   L.in_semi = in.format == PixelFormat::kNV12 || in.format == PixelFormat::kNV21 ||
-              in.format == PixelFormat::kP010_10LE;
+              in.format == PixelFormat::kP010_10LE || in.format == PixelFormat::kNV16;
+  const ConvertSide& is = coefficients.in_side;
+  if (coefficients.in_family == convert_math::kYuv && is.plane[0] == is.plane[1]) {
+    // packed 4:2:2: Y at offset[0] and offset[0] + 2 of each pair word
+    const uint32_t y = is.offset[0], u = is.offset[1], v = is.offset[2];
+    L.pair_luma_sel = y | (y + 2) << 4 | (y + 4) << 8 | (y + 6) << 12;
+    L.pair_uv_sel = u | v << 4 | (u + 4) << 8 | (v + 4) << 12;
+    L.pair_one_uv_sel = u | v << 4 | 0x4400u;
+  }
   L.in_swap = in.format == PixelFormat::kNV21;
   L.out_semi = out.format == PixelFormat::kNV12 || out.format == PixelFormat::kNV21;
   L.out_swap = out.format == PixelFormat::kNV21;
@@ -1687,6 +1960,72 @@ int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
   return yuv_out_to(out);
 }
 
+// What yuv422_kernel makes of a pair: 8-bit 4:2:2 input (NV16, Y42B,
+// YUY2, UYVY) to 8-bit packed RGB (kToRgb), 8- and 10-bit 4:2:0 YUV, 4:4:4
+// YUV and the other 4:2:2 layouts, outside the plane scaler's pairs; -1
+// where it makes none of them.
+int yuv422_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
+  using F = PixelFormat;
+  if ((in != F::kNV16 && in != F::kY42B && in != F::kYUY2 && in != F::kUYVY) || k.scale_planes ||
+      k.rgb_matrix8 || k.grey_matrix)
+    return -1;
+  if (out == F::kP010_10LE) return kToP010;
+  if (out == F::kI420_10LE) return kToI420_10;
+  if (k.deep) return -1;
+  if (k.out_family == convert_math::kPacked) return kToRgb;
+  switch (out) {
+    case F::kNV12:
+    case F::kNV21:
+      return kToSemi420;
+    case F::kI420:
+      return kToPlanar420;
+    default:
+      return yuv_out_to(out) == kToRgb ? -1 : yuv_out_to(out);
+  }
+}
+
+// Whether it launched a kernel (false for a pair no instance below makes:
+// the caller converts it on the generic path).
+bool yuv422_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k, int yuv_out,
+                 cudaStream_t stream) {
+  const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
+  const ConvertLayout L = layout_of(in, out, k, rgb24, yuv_out);
+  const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;
+  if (bw == 0 || bh == 0) return true;
+  const dim3 grid((bw + kBlockX - 1) / kBlockX,
+                  static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
+  const dim3 block(kBlockX, kBlockY);
+  const bool packed = in.format == PixelFormat::kYUY2 || in.format == PixelFormat::kUYVY;
+  const bool linear = k.chroma_x == kUpLinear;
+  bool ran = false;
+  auto run = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+    ran = true;
+  };
+  with_yuv_out<true>(yuv_out, [&](auto kind) {
+    constexpr int kOut = decltype(kind)::value;
+    // Only the kernels some pair runs are built (see chroma_path): chroma
+    // is taken from the nearest sample between equal subsamplings, and
+    // from packed 4:2:2 to I420 and Y444; interpolated everywhere else.
+    constexpr bool k422 = kOut == kToPacked422 || kOut == kToSemi422 || kOut == kToPlanar422;
+    constexpr bool kPackedNearest = k422 || kOut == kToPlanar420 || kOut == kToPlanar444;
+    if constexpr (!k422) {
+      if (linear && packed)
+        run(yuv422_kernel<true, true, kOut>);
+      else if (linear)
+        run(yuv422_kernel<false, true, kOut>);
+    }
+    if constexpr (kPackedNearest) {
+      if (!linear && packed) run(yuv422_kernel<true, false, kOut>);
+    }
+    if constexpr (k422) {
+      if (!linear && !packed) run(yuv422_kernel<false, false, kOut>);
+    }
+  });
+  if (ran) CO_CUDA_CHECK_LAUNCH("the convert kernel (8-bit 4:2:2)");
+  return ran;
+}
+
 }  // namespace
 
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
@@ -1705,6 +2044,8 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     copy_cuda(in, out, stream);
     return;
   }
+  const int out422 = yuv422_out_of(in.format, out.format, coefficients);
+  if (out422 >= 0 && yuv422_cuda(in, out, coefficients, out422, stream)) return;
   int deep_out = kToRgb;
   if (deep420_takes(in.format, out.format, coefficients, &deep_out)) {
     deep420_cuda(in, out, coefficients, deep_out, stream);

@@ -15,7 +15,7 @@ set -u
 out=${1:?usage: gpu-observe.sh OUTDIR}
 cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
 mkdir -p "$out"
-[ -d .gpu/bin ] || tar xzf .gpu/bin.tgz -C .gpu
+[ -d .gpu/bin ] || tar xJf .gpu/bin.txz -C .gpu
 [ -d .gpu/gst ] || tar xzf .gpu/gst.tgz -C .gpu
 . .gpu/gst/env.sh
 
