@@ -84,7 +84,7 @@ struct ConvertLayout {
   // Y0 U Y1 V to the output's order.
   int yuv_out;
   uint32_t pair_perm;
-  // Packed 4:2:2 input (yuv422_kernel): byte permutes from two consecutive
+  // Packed 4:2:2 input (rows_kernel): byte permutes from two consecutive
   // pair words to their 4 luma samples (pair_luma_sel) and to U0 V0 U1 V1
   // (pair_uv_sel), and from one pair word to its U, V in bytes 0 and 1
   // (pair_one_uv_sel).
@@ -96,7 +96,7 @@ struct ConvertLayout {
 // pixel as for RGB and averaged across in pairs where the output
 // subsamples (convert_math::block_chroma), luma copied.
 enum YuvOut : int { kToRgb, kToPacked422, kToSemi422, kToPlanar422, kToPlanar444 };
-// 4:2:0 output, from 4:2:2 input only (yuv422_kernel): chroma pairs
+// 4:2:0 output, from rows_kernel only: chroma pairs
 // averaged across, then down; 8-bit, or 10-bit from the 16-bit arithmetic
 // (P010_10LE, I420_10LE).
 enum : int { kToSemi420 = kToPlanar444 + 1, kToPlanar420, kToP010, kToI420_10 };
@@ -534,16 +534,17 @@ __device__ __forceinline__ uint32_t pair_average(uint32_t a, uint32_t b) {
 }
 
 // Chroma samples c0 and c0 + 1 (U | V << 16 in a0 and a1; the first n of
-// them inside the plane) of chroma row r of a subsampled output: a
-// semi-planar plane of (U, V) pairs (kSemi; (V, U) for NV21) or planes U
-// and V.
+// them inside the plane) of one chroma row of a subsampled output, whose
+// rows in planes 1 and 2 start at r1 and r2: a semi-planar plane of pairs
+// (kSemi; pair_sel the byte permute that orders them: 0x6420 for (U, V),
+// 0x4602 for NV21's (V, U)) or planes U and V.
 template <bool kSemi>
-__device__ __forceinline__ void store_chroma_pairs(const ConvertLayout& L, const ImageRef& out,
-                                                   int r, int c0, int n, uint32_t a0, uint32_t a1) {
+__device__ __forceinline__ void store_chroma_pairs(const ConvertLayout& L, uint8_t* r1, uint8_t* r2,
+                                                   uint32_t pair_sel, int c0, int n, uint32_t a0,
+                                                   uint32_t a1) {
   if constexpr (kSemi) {
-    // U0 V0 U1 V1, or V0 U0 V1 U1
-    const uint32_t w = __byte_perm(a0, a1, L.out_swap ? 0x4602 : 0x6420);
-    uint8_t* d = out.planes[1].data + static_cast<size_t>(r) * out.planes[1].stride + 2 * c0;
+    const uint32_t w = __byte_perm(a0, a1, pair_sel);
+    uint8_t* d = r1 + 2 * c0;
     if (n == 2 && L.out_a4[1]) {
       *reinterpret_cast<uint32_t*>(d) = w;
     } else {
@@ -551,8 +552,8 @@ __device__ __forceinline__ void store_chroma_pairs(const ConvertLayout& L, const
     }
   } else {
     const uint32_t u = __byte_perm(a0, a1, 0x0040), v = __byte_perm(a0, a1, 0x0062);
-    uint8_t* du = out.planes[1].data + static_cast<size_t>(r) * out.planes[1].stride + c0;
-    uint8_t* dv = out.planes[2].data + static_cast<size_t>(r) * out.planes[2].stride + c0;
+    uint8_t* du = r1 + c0;
+    uint8_t* dv = r2 + c0;
     if (n == 2 && L.out_a2[1] && L.out_a2[2]) {
       *reinterpret_cast<uint16_t*>(du) = static_cast<uint16_t>(u);
       *reinterpret_cast<uint16_t*>(dv) = static_cast<uint16_t>(v);
@@ -604,7 +605,7 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     return;
   }
   store_luma(row(0), x0, width, full, L.out_a4[0], luma);
-  store_chroma_pairs<kOut == kToSemi422>(L, out, y, c0, n, a0, a1);
+  store_chroma_pairs<kOut == kToSemi422>(L, row(1), row(2), 0x6420, c0, n, a0, a1);
 }
 
 template <bool kLinear, int kOut>
@@ -1496,12 +1497,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// --- 8-bit 4:2:2 input (NV16, Y42B, YUY2, UYVY) to packed RGB, 4:2:0,
-// 4:4:4 and the other 4:2:2 layouts: one thread per 4x2 block, as
-// yuv_to_packed_kernel, but chroma rows are luma rows, so each row's
-// chroma is only brought across (horizontal_step, or the nearest sample)
-// and no row is shared between blocks. 4:2:0 output averages each row's
-// pairs, then the two rows (convert_math::block_chroma's order).
+// --- Row-wise conversions: one thread per 4x2 block, as
+// yuv_to_packed_kernel, for inputs whose chroma rows are luma rows (8-bit
+// 4:2:2: NV16, Y42B, YUY2, UYVY; 4:4:4: Y444) or that have no chroma (8-bit
+// packed RGB, 4- and 3-byte), to packed RGB (YUV input), 4:2:0 (8- and
+// 10-bit), 4:4:4 and 4:2:2 YUV. Each row gives its 4 luma samples and each
+// pixel's chroma: 4:2:2 chroma brought across only (horizontal_step, or
+// the nearest sample), 4:4:4 as stored, RGB through the matrix; no row is
+// shared between blocks. 4:2:0 output averages each row's pairs, then the
+// two rows (convert_math::block_chroma's order).
+
+// Where rows_kernel's rows come from.
+enum RowSource : int { kFromPacked422, kFromPlanes422, kFrom444, kFromRgb32, kFromRgb24 };
 
 // Row y's luma samples x0 .. x0 + 3 (clamped to the picture, as the
 // reference's pixels are) and the chroma around them (see ChromaRow).
@@ -1653,10 +1660,100 @@ __device__ __forceinline__ void deep422_pairs(const ChromaRow& row, int x0, int 
   v[0] = average(hv[0], hv[1]), v[1] = average(hv[2], hv[3]);
 }
 
-template <bool kPackedIn, bool kLinear, int kOut>
+// Row y's 4 pixels from x0 for rows_kernel: luma in the bytes of `luma`,
+// each pixel's chroma U | V << 16 (8 bits each) in c[i]; a pixel past the
+// width repeats the last one, as the reference's clamped pixels do.
+struct RowPixels {
+  uint32_t luma, c[4];
+};
+
+template <int kSrc, bool kLinear>
+__device__ __forceinline__ RowPixels fetch_row_pixels(const ConvertLayout& L, const ImageRef& in,
+                                                      int y, int x0, bool full, int cw) {
+  const int width = in.width;
+  RowPixels r;
+  if constexpr (kSrc == kFromPacked422 || kSrc == kFromPlanes422) {
+    const Row422 s = fetch422_row<kSrc == kFromPacked422, kLinear>(L, in, y, x0, full, cw);
+    r.luma = s.luma;
+    if (kLinear) {
+      horizontal_step(s.chroma, r.c);
+    } else {
+      r.c[0] = r.c[1] = __byte_perm(s.chroma.mid, 0, 0x4140);
+      r.c[2] = r.c[3] = __byte_perm(s.chroma.mid, 0, 0x4342);
+    }
+    // A pixel past an odd width is the last one clamped (see
+    // yuv_to_packed_kernel).
+    if (x0 + 1 >= width) r.c[1] = r.c[0];
+    if (x0 + 3 >= width) r.c[3] = r.c[2];
+  } else if constexpr (kSrc == kFrom444) {
+    auto plane = [&](int p) {
+      return load_luma(in.planes[p].data + static_cast<size_t>(y) * in.planes[p].stride, x0, width,
+                       full, L.in_a4[p]);
+    };
+    r.luma = plane(0);
+    const uint32_t u = plane(1), v = plane(2);
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i)
+      r.c[i] = __byte_perm(u, v, 0x0400u + static_cast<uint32_t>(i * 0x0101)) & 0x00FF00FFu;
+  } else {
+    const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+    uint32_t px[4];
+    if constexpr (kSrc == kFromRgb32) {
+      load_packed(row, x0, width, full, L.in_a16, L.in_a4[0], px);
+    } else if (full && L.in_a4[0]) {
+      const uint32_t* q = reinterpret_cast<const uint32_t*>(row + static_cast<size_t>(x0) * 3);
+      const uint32_t w[3] = {q[0], q[1], q[2]};
+      rgb24::unpack(w, px);
+    } else {
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t* p = row + static_cast<size_t>(min(x0 + i, width - 1)) * 3;
+        px[i] = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                static_cast<uint32_t>(p[2]) << 16;
+      }
+    }
+    const ConvertCoefficients& k = L.k;
+    r.luma = 0;
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int cr = byte_of(px[i], L.in_sel[0]), cg = byte_of(px[i], L.in_sel[1]),
+                cb = byte_of(px[i], L.in_sel[2]);
+      r.luma |= static_cast<uint32_t>(convert_math::rgb_to(k.to_yuv[0], cr, cg, cb)) << (8 * i);
+      r.c[i] = static_cast<uint32_t>(convert_math::rgb_to(k.to_yuv[1], cr, cg, cb)) |
+               static_cast<uint32_t>(convert_math::rgb_to(k.to_yuv[2], cr, cg, cb)) << 16;
+    }
+  }
+  return r;
+}
+
+// Row y's luma (bytes of *luma) and its two output pairs' chroma on the
+// 16-bit scale (u[j], v[j]) for 10-bit 4:2:0 output from 8-bit YUV input:
+// samples * 257, 4:2:2 chroma 3:1 across on that scale, pairs averaged.
+template <int kSrc, bool kLinear>
+__device__ __forceinline__ void fetch_deep_row(const ConvertLayout& L, const ImageRef& in, int y,
+                                               int x0, bool full, int cw, uint32_t* luma,
+                                               int (&u)[2], int (&v)[2]) {
+  if constexpr (kSrc == kFrom444) {
+    using convert_math::average;
+    const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
+    *luma = r.luma;
+    auto at = [](uint32_t w, int b) { return static_cast<int>((w >> (8 * b)) & 0xFFu) * 257; };
+    CO_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      u[j] = average(at(r.c[2 * j], 0), at(r.c[2 * j + 1], 0));
+      v[j] = average(at(r.c[2 * j], 2), at(r.c[2 * j + 1], 2));
+    }
+  } else {
+    const Row422 r = fetch422_row<kSrc == kFromPacked422, kLinear>(L, in, y, x0, full, cw);
+    *luma = r.luma;
+    deep422_pairs<kLinear>(r.chroma, x0, in.width, u, v);
+  }
+}
+
+template <int kSrc, bool kLinear, int kOut>
 __global__ void __launch_bounds__(kThreads)
-    yuv422_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
-                  const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
+    rows_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
+                const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
   constexpr bool k420 = kOut == kToSemi420 || kOut == kToPlanar420;
   constexpr bool kDeep = kOut == kToP010 || kOut == kToI420_10;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1678,24 +1775,14 @@ __global__ void __launch_bounds__(kThreads)
         dv[1][0] = dv[0][0], dv[1][1] = dv[0][1];
         continue;
       }
-      const Row422 r = fetch422_row<kPackedIn, kLinear>(L, in, y, x0, full, cw);
       if constexpr (kDeep) {
-        store_deep420_luma<kOut>(L, out, y, x0, width, full, r.luma);
-        deep422_pairs<kLinear>(r.chroma, x0, width, du[dy], dv[dy]);
+        uint32_t luma;
+        fetch_deep_row<kSrc, kLinear>(L, in, y, x0, full, cw, &luma, du[dy], dv[dy]);
+        store_deep420_luma<kOut>(L, out, y, x0, width, full, luma);
         continue;
       }
-      // Each pixel's chroma, U | V << 16.
-      uint32_t c[4];
-      if (kLinear) {
-        horizontal_step(r.chroma, c);
-      } else {
-        c[0] = c[1] = __byte_perm(r.chroma.mid, 0, 0x4140);
-        c[2] = c[3] = __byte_perm(r.chroma.mid, 0, 0x4342);
-      }
-      // A pixel past an odd width is the last one clamped (see
-      // yuv_to_packed_kernel).
-      if (x0 + 1 >= width) c[1] = c[0];
-      if (x0 + 3 >= width) c[3] = c[2];
+      const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
+      const uint32_t(&c)[4] = r.c;
       if constexpr (kOut == kToRgb) {
         const uint32_t ly = r.luma ^ 0x80808080u;
         uint32_t px[4];
@@ -1722,9 +1809,11 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if constexpr (k420)
-      store_chroma_pairs<kOut == kToSemi420>(L, out, by, c0, min(2, cw - c0),
-                                             pair_average(avg[0][0], avg[1][0]),
-                                             pair_average(avg[0][1], avg[1][1]));
+      store_chroma_pairs<kOut == kToSemi420>(
+          L, out.planes[1].data + static_cast<size_t>(by) * out.planes[1].stride,
+          out.planes[2].data + static_cast<size_t>(by) * out.planes[2].stride,
+          L.out_swap ? 0x4602 : 0x6420, c0, min(2, cw - c0), pair_average(avg[0][0], avg[1][0]),
+          pair_average(avg[0][1], avg[1][1]));
     if constexpr (kDeep) {
       using convert_math::average;
       const int u[2] = {average(du[0][0], du[1][0]), average(du[0][1], du[1][1])};
@@ -1785,7 +1874,7 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
 
 // f(std::integral_constant<int, K>{}) for the YuvOut K that yuv_out names:
 // one switch from the run-time choice to the kernels' template argument.
-// k420: the 4:2:0 outputs are among the choices (yuv422_kernel's).
+// k420: the 4:2:0 outputs are among the choices (rows_kernel's).
 template <bool k420 = false, typename F>
 void with_yuv_out(int yuv_out, const F& f) {
   if constexpr (k420) {
@@ -1960,34 +2049,57 @@ int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
   return yuv_out_to(out);
 }
 
-// What yuv422_kernel makes of a pair: 8-bit 4:2:2 input (NV16, Y42B,
-// YUY2, UYVY) to 8-bit packed RGB (kToRgb), 8- and 10-bit 4:2:0 YUV, 4:4:4
-// YUV and the other 4:2:2 layouts, outside the plane scaler's pairs; -1
-// where it makes none of them.
-int yuv422_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
+// What rows_kernel makes of a pair: its source (RowSource) and output
+// (YuvOut and the 4:2:0 kinds above), or false where it makes none of
+// them. 8-bit 4:2:2 input to 8-bit packed RGB, 8- and 10-bit 4:2:0, 4:4:4
+// and the other 4:2:2 layouts; Y444 to the same but its plane scaler's
+// pairs (I420, Y42B); 8-bit packed RGB to 4:2:2 and 4:4:4, and 3-byte RGB
+// to 8-bit 4:2:0 too (4-byte RGB has convert_kernel there). Limited-range
+// RGB (convert_math::matrix8) and grey stay on the generic path.
+bool rows_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, int* source,
+                int* yuv_out) {
   using F = PixelFormat;
-  if ((in != F::kNV16 && in != F::kY42B && in != F::kYUY2 && in != F::kUYVY) || k.scale_planes ||
-      k.rgb_matrix8 || k.grey_matrix)
-    return -1;
-  if (out == F::kP010_10LE) return kToP010;
-  if (out == F::kI420_10LE) return kToI420_10;
-  if (k.deep) return -1;
-  if (k.out_family == convert_math::kPacked) return kToRgb;
+  if (k.scale_planes || k.rgb_matrix8 || k.grey_matrix) return false;
+  const FormatInfo& i = format_info(in);
+  const bool yuv_in =
+      in == F::kNV16 || in == F::kY42B || in == F::kYUY2 || in == F::kUYVY || in == F::kY444;
+  const bool rgb_in = k.in_family == convert_math::kPacked && i.sample_bytes == 1 && !is_bayer(in);
+  if (!yuv_in && !rgb_in) return false;
+  *source = in == F::kYUY2 || in == F::kUYVY ? kFromPacked422
+            : in == F::kY444                 ? kFrom444
+            : yuv_in                         ? kFromPlanes422
+            : i.comp[0].pixel_stride == 3    ? kFromRgb24
+                                             : kFromRgb32;
   switch (out) {
+    case F::kP010_10LE:
+      *yuv_out = kToP010;
+      return yuv_in;
+    case F::kI420_10LE:
+      *yuv_out = kToI420_10;
+      return yuv_in;
     case F::kNV12:
     case F::kNV21:
-      return kToSemi420;
+      *yuv_out = kToSemi420;
+      return *source != kFromRgb32;
     case F::kI420:
-      return kToPlanar420;
+      *yuv_out = kToPlanar420;
+      return *source != kFromRgb32;
     default:
-      return yuv_out_to(out) == kToRgb ? -1 : yuv_out_to(out);
+      break;
   }
+  if (k.deep) return false;
+  if (k.out_family == convert_math::kPacked) {
+    *yuv_out = kToRgb;
+    return yuv_in;
+  }
+  *yuv_out = yuv_out_to(out);
+  return *yuv_out != kToRgb;
 }
 
 // Whether it launched a kernel (false for a pair no instance below makes:
 // the caller converts it on the generic path).
-bool yuv422_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k, int yuv_out,
-                 cudaStream_t stream) {
+bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k, int source,
+               int yuv_out, cudaStream_t stream) {
   const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
   const ConvertLayout L = layout_of(in, out, k, rgb24, yuv_out);
   const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;
@@ -1995,7 +2107,6 @@ bool yuv422_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficie
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
   const dim3 block(kBlockX, kBlockY);
-  const bool packed = in.format == PixelFormat::kYUY2 || in.format == PixelFormat::kUYVY;
   const bool linear = k.chroma_x == kUpLinear;
   bool ran = false;
   auto run = [&](auto kernel) {
@@ -2004,25 +2115,35 @@ bool yuv422_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficie
   };
   with_yuv_out<true>(yuv_out, [&](auto kind) {
     constexpr int kOut = decltype(kind)::value;
-    // Only the kernels some pair runs are built (see chroma_path): chroma
-    // is taken from the nearest sample between equal subsamplings, and
-    // from packed 4:2:2 to I420 and Y444; interpolated everywhere else.
+    // Only the kernels some pair runs are built (see chroma_path and
+    // rows_takes): 4:2:2 chroma is taken from the nearest sample between
+    // equal subsamplings, and from packed 4:2:2 to I420 and Y444;
+    // interpolated everywhere else.
     constexpr bool k422 = kOut == kToPacked422 || kOut == kToSemi422 || kOut == kToPlanar422;
-    constexpr bool kPackedNearest = k422 || kOut == kToPlanar420 || kOut == kToPlanar444;
+    constexpr bool k8bitYuv = kOut != kToRgb && kOut != kToP010 && kOut != kToI420_10;
     if constexpr (!k422) {
-      if (linear && packed)
-        run(yuv422_kernel<true, true, kOut>);
-      else if (linear)
-        run(yuv422_kernel<false, true, kOut>);
+      if (linear && source == kFromPacked422)
+        run(rows_kernel<kFromPacked422, true, kOut>);
+      else if (linear && source == kFromPlanes422)
+        run(rows_kernel<kFromPlanes422, true, kOut>);
     }
-    if constexpr (kPackedNearest) {
-      if (!linear && packed) run(yuv422_kernel<true, false, kOut>);
+    if constexpr (k422 || kOut == kToPlanar420 || kOut == kToPlanar444) {
+      if (!linear && source == kFromPacked422) run(rows_kernel<kFromPacked422, false, kOut>);
     }
     if constexpr (k422) {
-      if (!linear && !packed) run(yuv422_kernel<false, false, kOut>);
+      if (!linear && source == kFromPlanes422) run(rows_kernel<kFromPlanes422, false, kOut>);
+    }
+    if constexpr (kOut != kToPlanar420 && kOut != kToPlanar422 && kOut != kToPlanar444) {
+      if (source == kFrom444) run(rows_kernel<kFrom444, false, kOut>);
+    }
+    if constexpr (k8bitYuv && kOut != kToSemi420 && kOut != kToPlanar420) {
+      if (source == kFromRgb32) run(rows_kernel<kFromRgb32, false, kOut>);
+    }
+    if constexpr (k8bitYuv) {
+      if (source == kFromRgb24) run(rows_kernel<kFromRgb24, false, kOut>);
     }
   });
-  if (ran) CO_CUDA_CHECK_LAUNCH("the convert kernel (8-bit 4:2:2)");
+  if (ran) CO_CUDA_CHECK_LAUNCH("the convert kernel (by rows)");
   return ran;
 }
 
@@ -2044,8 +2165,10 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     copy_cuda(in, out, stream);
     return;
   }
-  const int out422 = yuv422_out_of(in.format, out.format, coefficients);
-  if (out422 >= 0 && yuv422_cuda(in, out, coefficients, out422, stream)) return;
+  int source = 0, rows_out = 0;
+  if (rows_takes(in.format, out.format, coefficients, &source, &rows_out) &&
+      rows_cuda(in, out, coefficients, source, rows_out, stream))
+    return;
   int deep_out = kToRgb;
   if (deep420_takes(in.format, out.format, coefficients, &deep_out)) {
     deep420_cuda(in, out, coefficients, deep_out, stream);
