@@ -1565,18 +1565,18 @@ __device__ __forceinline__ Row422 fetch422_row(const ConvertLayout& L, const Ima
   return r;
 }
 
-// 10-bit 4:2:0 output of 8-bit 4:2:2 input (kToP010, kToI420_10): row
-// y's 4 luma samples (bytes of `luma`) and the chroma samples c0 and
-// c0 + 1 (the first n inside the plane) of chroma row `by`, U and V on the
-// 16-bit scale, each packed as convert_math::packed16 packs it.
+// 10-bit 4:2:0 output (kToP010, kToI420_10): row y's 4 luma samples and
+// the chroma samples c0 and c0 + 1 (the first n inside the plane) of
+// chroma row `by`, U and V, all on the 16-bit scale, each packed as
+// convert_math::packed16 packs it.
 template <int kOut>
 __device__ __forceinline__ void store_deep420_luma(const ConvertLayout& L, const ImageRef& out,
                                                    int y, int x0, int width, bool full,
-                                                   uint32_t luma) {
+                                                   const int (&luma)[4]) {
   uint32_t w[4];
   CO_UNROLL
   for (int i = 0; i < 4; ++i) {
-    const uint32_t v = ((luma >> (8 * i)) & 0xFFu) * 257u;
+    const uint32_t v = static_cast<uint32_t>(luma[i]);
     w[i] = kOut == kToP010 ? v & 0xFFC0u : v >> 6;
   }
   uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride + 2 * x0;
@@ -1667,6 +1667,29 @@ struct RowPixels {
   uint32_t luma, c[4];
 };
 
+// Row y's 4 packed RGB pixels from x0 (3-byte: kRgb24), each a word with
+// the pixel's bytes from byte 0; past the width the last one repeats.
+template <bool kRgb24>
+__device__ __forceinline__ void load_rgb_pixels(const ConvertLayout& L, const ImageRef& in, int y,
+                                                int x0, bool full, uint32_t px[4]) {
+  const int width = in.width;
+  const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+  if constexpr (!kRgb24) {
+    load_packed(row, x0, width, full, L.in_a16, L.in_a4[0], px);
+  } else if (full && L.in_a4[0]) {
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(row + static_cast<size_t>(x0) * 3);
+    const uint32_t w[3] = {q[0], q[1], q[2]};
+    rgb24::unpack(w, px);
+  } else {
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* p = row + static_cast<size_t>(min(x0 + i, width - 1)) * 3;
+      px[i] = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+              static_cast<uint32_t>(p[2]) << 16;
+    }
+  }
+}
+
 template <int kSrc, bool kLinear>
 __device__ __forceinline__ RowPixels fetch_row_pixels(const ConvertLayout& L, const ImageRef& in,
                                                       int y, int x0, bool full, int cw) {
@@ -1696,22 +1719,8 @@ __device__ __forceinline__ RowPixels fetch_row_pixels(const ConvertLayout& L, co
     for (int i = 0; i < 4; ++i)
       r.c[i] = __byte_perm(u, v, 0x0400u + static_cast<uint32_t>(i * 0x0101)) & 0x00FF00FFu;
   } else {
-    const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
     uint32_t px[4];
-    if constexpr (kSrc == kFromRgb32) {
-      load_packed(row, x0, width, full, L.in_a16, L.in_a4[0], px);
-    } else if (full && L.in_a4[0]) {
-      const uint32_t* q = reinterpret_cast<const uint32_t*>(row + static_cast<size_t>(x0) * 3);
-      const uint32_t w[3] = {q[0], q[1], q[2]};
-      rgb24::unpack(w, px);
-    } else {
-      CO_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t* p = row + static_cast<size_t>(min(x0 + i, width - 1)) * 3;
-        px[i] = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                static_cast<uint32_t>(p[2]) << 16;
-      }
-    }
+    load_rgb_pixels<kSrc == kFromRgb24>(L, in, y, x0, full, px);
     const ConvertCoefficients& k = L.k;
     r.luma = 0;
     CO_UNROLL
@@ -1726,17 +1735,40 @@ __device__ __forceinline__ RowPixels fetch_row_pixels(const ConvertLayout& L, co
   return r;
 }
 
-// Row y's luma (bytes of *luma) and its two output pairs' chroma on the
-// 16-bit scale (u[j], v[j]) for 10-bit 4:2:0 output from 8-bit YUV input:
-// samples * 257, 4:2:2 chroma 3:1 across on that scale, pairs averaged.
+// Row y's 4 luma samples (l[i]) and its two output pairs' chroma (u[j],
+// v[j]) on the 16-bit scale, for 10-bit 4:2:0 output (convert_math's
+// kDeep arithmetic): 8-bit YUV samples * 257, 4:2:2 chroma 3:1 across on
+// that scale; RGB through to_output<true>; pairs averaged.
 template <int kSrc, bool kLinear>
 __device__ __forceinline__ void fetch_deep_row(const ConvertLayout& L, const ImageRef& in, int y,
-                                               int x0, bool full, int cw, uint32_t* luma,
-                                               int (&u)[2], int (&v)[2]) {
+                                               int x0, bool full, int cw, int (&l)[4], int (&u)[2],
+                                               int (&v)[2]) {
+  using convert_math::average;
+  if constexpr (kSrc == kFromRgb32 || kSrc == kFromRgb24) {
+    uint32_t px[4];
+    load_rgb_pixels<kSrc == kFromRgb24>(L, in, y, x0, full, px);
+    int cu[4], cv[4];
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      convert_math::Pixel p;
+      p.c[0] = byte_of(px[i], L.in_sel[0]) * 257;
+      p.c[1] = byte_of(px[i], L.in_sel[1]) * 257;
+      p.c[2] = byte_of(px[i], L.in_sel[2]) * 257;
+      p.a = 65535;
+      convert_math::to_output<true>(L.k, &p);
+      l[i] = p.c[0], cu[i] = p.c[1], cv[i] = p.c[2];
+    }
+    CO_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      u[j] = average(cu[2 * j], cu[2 * j + 1]);
+      v[j] = average(cv[2 * j], cv[2 * j + 1]);
+    }
+    return;
+  }
+  uint32_t luma;
   if constexpr (kSrc == kFrom444) {
-    using convert_math::average;
     const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
-    *luma = r.luma;
+    luma = r.luma;
     auto at = [](uint32_t w, int b) { return static_cast<int>((w >> (8 * b)) & 0xFFu) * 257; };
     CO_UNROLL
     for (int j = 0; j < 2; ++j) {
@@ -1745,9 +1777,11 @@ __device__ __forceinline__ void fetch_deep_row(const ConvertLayout& L, const Ima
     }
   } else {
     const Row422 r = fetch422_row<kSrc == kFromPacked422, kLinear>(L, in, y, x0, full, cw);
-    *luma = r.luma;
+    luma = r.luma;
     deep422_pairs<kLinear>(r.chroma, x0, in.width, u, v);
   }
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) l[i] = static_cast<int>((luma >> (8 * i)) & 0xFFu) * 257;
 }
 
 template <int kSrc, bool kLinear, int kOut>
@@ -1776,8 +1810,8 @@ __global__ void __launch_bounds__(kThreads)
         continue;
       }
       if constexpr (kDeep) {
-        uint32_t luma;
-        fetch_deep_row<kSrc, kLinear>(L, in, y, x0, full, cw, &luma, du[dy], dv[dy]);
+        int luma[4];
+        fetch_deep_row<kSrc, kLinear>(L, in, y, x0, full, cw, luma, du[dy], dv[dy]);
         store_deep420_luma<kOut>(L, out, y, x0, width, full, luma);
         continue;
       }
@@ -2053,8 +2087,8 @@ int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
 // (YuvOut and the 4:2:0 kinds above), or false where it makes none of
 // them. 8-bit 4:2:2 input to 8-bit packed RGB, 8- and 10-bit 4:2:0, 4:4:4
 // and the other 4:2:2 layouts; Y444 to the same but its plane scaler's
-// pairs (I420, Y42B); 8-bit packed RGB to 4:2:2 and 4:4:4, and 3-byte RGB
-// to 8-bit 4:2:0 too (4-byte RGB has convert_kernel there). Limited-range
+// pairs (I420, Y42B); 8-bit packed RGB to 4:2:2, 4:4:4 and 10-bit 4:2:0,
+// and 3-byte RGB to 8-bit 4:2:0 too (4-byte RGB has convert_kernel there). Limited-range
 // RGB (convert_math::matrix8) and grey stay on the generic path.
 bool rows_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, int* source,
                 int* yuv_out) {
@@ -2073,10 +2107,10 @@ bool rows_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, i
   switch (out) {
     case F::kP010_10LE:
       *yuv_out = kToP010;
-      return yuv_in;
+      return true;
     case F::kI420_10LE:
       *yuv_out = kToI420_10;
-      return yuv_in;
+      return true;
     case F::kNV12:
     case F::kNV21:
       *yuv_out = kToSemi420;
@@ -2120,7 +2154,6 @@ bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficient
     // equal subsamplings, and from packed 4:2:2 to I420 and Y444;
     // interpolated everywhere else.
     constexpr bool k422 = kOut == kToPacked422 || kOut == kToSemi422 || kOut == kToPlanar422;
-    constexpr bool k8bitYuv = kOut != kToRgb && kOut != kToP010 && kOut != kToI420_10;
     if constexpr (!k422) {
       if (linear && source == kFromPacked422)
         run(rows_kernel<kFromPacked422, true, kOut>);
@@ -2136,10 +2169,10 @@ bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficient
     if constexpr (kOut != kToPlanar420 && kOut != kToPlanar422 && kOut != kToPlanar444) {
       if (source == kFrom444) run(rows_kernel<kFrom444, false, kOut>);
     }
-    if constexpr (k8bitYuv && kOut != kToSemi420 && kOut != kToPlanar420) {
+    if constexpr (kOut != kToRgb && kOut != kToSemi420 && kOut != kToPlanar420) {
       if (source == kFromRgb32) run(rows_kernel<kFromRgb32, false, kOut>);
     }
-    if constexpr (k8bitYuv) {
+    if constexpr (kOut != kToRgb) {
       if (source == kFromRgb24) run(rows_kernel<kFromRgb24, false, kOut>);
     }
   });

@@ -482,11 +482,97 @@ __global__ void flip_y422_kernel(const ImageRef in, const ImageRef out, FlipDire
     flip_math::flip_y422_pair(in, out, direction, y_off, u_off, v_off, 2 * pair, y);
 }
 
+// Packed 4:2:2 turned (90R, 90L, ul-lr, ur-ll): the output pair (x, y)
+// takes two input rows (x and x + 1 counted from the top or the bottom) at
+// one input column (y counted from the left or the right), so a thread per
+// output pair gathers bytes from rows a stride apart. Instead each block
+// copies the input words its output tile needs into shared memory, rows
+// and words along them coalesced, and makes the tile's output pairs from
+// there, flip_math::flip_y422_pair's rule, a word per pair, a warp on one
+// output row. Output tile: kTurnPairs pairs x kTurnRows rows, from
+// 2 kTurnPairs input rows of kTurnWords pair words (one more than
+// kTurnRows / 2: a tile counted from the right may start at an odd column).
+constexpr int kTurnPairs = 32, kTurnRows = 64, kTurnWords = kTurnRows / 2 + 1;
+
+__global__ void __launch_bounds__(256)
+    turn_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction, int y_off,
+                     int u_off, int v_off, bool in_a4, bool out_a4) {
+  __shared__ uint32_t tile[2 * kTurnPairs][kTurnWords];
+  const int sw = in.width, sh = in.height, dw = out.width, dh = out.height;
+  const int p0 = blockIdx.x * kTurnPairs, y0 = blockIdx.y * kTurnRows;
+  // Rows counted from the bottom for 90R and ur-ll, columns from the right
+  // for 90L and ur-ll (flip_y422_pair).
+  const bool rows_up = direction == FlipDirection::k90R || direction == FlipDirection::kUrLl;
+  const bool cols_left = direction == FlipDirection::k90L || direction == FlipDirection::kUrLl;
+  // Input row of output pixel x: x or sh - 1 - x; tile row = that - r0.
+  const int r0 = rows_up ? sh - 2 * kTurnPairs - 2 * p0 : 2 * p0;
+  // Input column of output row y: y or sw - 1 - y; tile word = col / 2 - w0.
+  const int w0 = cols_left ? max(sw - kTurnRows - y0, 0) >> 1 : y0 >> 1;
+  const int in_pairs = (sw + 1) >> 1;
+  const int t = threadIdx.x;
+  for (int i = t; i < 2 * kTurnPairs * kTurnWords; i += blockDim.x) {
+    const int r = i / kTurnWords, w = i % kTurnWords;
+    const int row = r0 + r, word = w0 + w;
+    uint32_t v = 0;
+    if (row >= 0 && row < sh && word < in_pairs) {
+      const uint8_t* p = in.planes[0].data + static_cast<size_t>(row) * in.planes[0].stride +
+                         static_cast<size_t>(word) * 4;
+      v = in_a4 ? *reinterpret_cast<const uint32_t*>(p)
+                : static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                      static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+    }
+    tile[r][w] = v;
+  }
+  __syncthreads();
+  for (int i = t; i < kTurnPairs * kTurnRows; i += blockDim.x) {
+    const int p = p0 + i % kTurnPairs, y = y0 + i / kTurnPairs;
+    const int x = 2 * p;
+    if (x >= dw || y >= dh) continue;
+    const bool second = x + 1 < dw;
+    const int lr0 = (rows_up ? sh - 1 - x : x) - r0;
+    const int lr1 = rows_up ? lr0 - 1 : lr0 + 1;
+    const int col = cols_left ? sw - 1 - y : y;
+    const int lw = (col >> 1) - w0;
+    const uint32_t a = tile[lr0][lw], b = second ? tile[lr1][lw] : a;
+    auto byte = [](uint32_t w, int at) { return (w >> (8 * at)) & 0xFFu; };
+    const int luma = (col & 1) * 2 + y_off;
+    uint32_t u = byte(a, u_off), v = byte(a, v_off);
+    if (second) {
+      u = (u + byte(b, u_off)) >> 1;
+      v = (v + byte(b, v_off)) >> 1;
+    }
+    const uint32_t word = byte(a, luma) << (8 * y_off) | byte(b, luma) << (8 * y_off + 16) |
+                          u << (8 * u_off) | v << (8 * v_off);
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
+                 static_cast<size_t>(p) * 4;
+    if (out_a4) {
+      *reinterpret_cast<uint32_t*>(d) = word;
+    } else {
+      for (int k = 0; k < 4; ++k) d[k] = static_cast<uint8_t>(word >> (8 * k));
+    }
+  }
+}
+
 }  // namespace
 
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
+  if (is_packed422(in.format) && flip_swaps_size(direction)) {
+    const int pairs = (out.width + 1) / 2;
+    if (pairs == 0 || out.height == 0) return;
+    auto aligned4 = [](const PlaneRef& p) {
+      return reinterpret_cast<uintptr_t>(p.data) % 4 == 0 && p.stride % 4 == 0;
+    };
+    const dim3 grid((pairs + kTurnPairs - 1) / kTurnPairs,
+                    static_cast<unsigned>((out.height + kTurnRows - 1) / kTurnRows));
+    if (grid.y > 65535) throw Error("flip: a packed 4:2:2 picture too wide to turn");
+    turn_y422_kernel<<<grid, 256, 0, stream>>>(in, out, direction, info.comp[0].offset,
+                                               info.comp[1].offset, info.comp[2].offset,
+                                               aligned4(in.planes[0]), aligned4(out.planes[0]));
+    CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2 turned)");
+    return;
+  }
   if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
     const int pairs = (out.width + 1) / 2;
     if (pairs == 0 || out.height == 0) return;
