@@ -4,9 +4,11 @@
 // 4:2:0 YUV to 3-byte RGB and to 4:2:2 and 4:4:4 YUV: one thread per 4x2
 // block of the picture (two chroma samples of 4:2:0 formats), running the
 // arithmetic of convert_math.h that the CPU reference also runs. 10-bit
-// 4:2:0 to 8-bit RGB, 4:2:2 and 4:4:4 (deep420_kernel), Bayer input and
-// packed 4:2:2 input have kernels of their own; so have YUV to YUV through
-// videoconvert's plane scaler (luma copied, each chroma plane scaled:
+// 4:2:0 to 8-bit RGB, 4:2:2 and 4:4:4 (deep420_kernel) and Bayer input
+// have kernels of their own; so have inputs whose chroma rows are their
+// luma rows or which have no chroma (8-bit 4:2:2 and 4:4:4 YUV, 8-bit
+// packed RGB) to the outputs rows_kernel makes (rows_takes), YUV to YUV
+// through videoconvert's plane scaler (luma copied, each chroma plane scaled:
 // scale_planes_kernel) and YUV to YUV of one subsampling with a deeper side
 // (each sample repacked: repack_samples_kernel); a format to itself, where
 // the reference is a copy, is the copy kernel. Every other pair: one thread
@@ -861,55 +863,6 @@ bool tile_out(const ConvertCoefficients& k, TileOut* o) {
   return true;
 }
 
-// --- Packed 4:2:2 (YUY2, UYVY) to 4-byte RGB, a USB camera's path: one
-// thread per pair of pixels (one 4-byte word in, two pixels out), the
-// neighbouring pairs' words read for the 3:1 chroma interpolation; the
-// same arithmetic as convert_math's generic path.
-__global__ void __launch_bounds__(kThreads)
-    packed422_to_rgb32_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int pairs,
-                              bool aligned) {
-  const int pair = blockIdx.x * blockDim.x + threadIdx.x;
-  if (pair >= pairs) return;
-  const ConvertSide& is = k.in_side;
-  for (int y = blockIdx.y; y < in.height; y += gridDim.y) {
-    const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
-    auto word = [&](int p) {
-      const uint8_t* w = row + static_cast<size_t>(p) * 4;
-      if (aligned) return __ldg(reinterpret_cast<const uint32_t*>(w));
-      return static_cast<uint32_t>(__ldg(w)) | static_cast<uint32_t>(__ldg(w + 1)) << 8 |
-             static_cast<uint32_t>(__ldg(w + 2)) << 16 | static_cast<uint32_t>(__ldg(w + 3)) << 24;
-    };
-    const uint32_t mid = word(pair);
-    const uint32_t left = pair > 0 ? word(pair - 1) : mid;
-    const uint32_t right = pair + 1 < pairs ? word(pair + 1) : mid;
-    auto byte = [](uint32_t w, int at) { return static_cast<int>((w >> (8 * at)) & 0xFF); };
-    const int u = byte(mid, is.offset[1]), v = byte(mid, is.offset[2]);
-    int rgb[2][3];
-    for (int i = 0; i < 2; ++i) {
-      const uint32_t other = i == 0 ? left : right;
-      const int cu = convert_math::mix31(u, byte(other, is.offset[1]));
-      const int cv = convert_math::mix31(v, byte(other, is.offset[2]));
-      convert_math::yuv_to_rgb(k, byte(mid, is.offset[0] + 2 * i), cu, cv, &rgb[i][0], &rgb[i][1],
-                               &rgb[i][2]);
-    }
-    uint32_t px[2];
-    for (int i = 0; i < 2; ++i) {
-      px[i] = 255u << (8 * k.out_offsets[3]);
-      for (int c = 0; c < 3; ++c)
-        px[i] |= static_cast<uint32_t>(rgb[i][c]) << (8 * k.out_offsets[c]);
-    }
-    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                 static_cast<size_t>(pair) * 8;
-    const bool second = 2 * pair + 1 < in.width;
-    if (second && (reinterpret_cast<uintptr_t>(d) & 7) == 0) {
-      *reinterpret_cast<uint2*>(d) = make_uint2(px[0], px[1]);
-    } else {
-      for (int i = 0; i < (second ? 2 : 1); ++i)
-        for (int b = 0; b < 4; ++b) d[4 * i + b] = static_cast<uint8_t>(px[i] >> (8 * b));
-    }
-  }
-}
-
 // Bayer mosaic -> 4- or 3-byte RGB (debayer_math.h): one thread per 4
 // pixels of 4 rows, so the six source rows around them are read once.
 //
@@ -1090,65 +1043,6 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   else
     debayer_kernel<3, kRows, 1><<<grid, block, 0, stream>>>(in, out, A);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (Bayer to RGB)");
-}
-
-// --- Packed 4:2:2 (YUY2, UYVY) to 8-bit 4:2:0 (NV12, NV21, I420), a USB
-// camera's path to an encoder: one thread per 2x2 block (one pair word in
-// each of two rows, one output chroma sample), the neighbouring pairs'
-// words read where chroma is interpolated 3:1; convert_block's arithmetic
-// for these formats (per-pixel chroma, averaged across, then down).
-__global__ void __launch_bounds__(kThreads)
-    packed422_to_420_kernel(ConvertCoefficients k, ImageRef in, ImageRef out, int blocks_x,
-                            int blocks_y, bool aligned) {
-  const int bx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (bx >= blocks_x) return;
-  const ConvertSide &is = k.in_side, &os = k.out_side;
-  const int pairs = (in.width + 1) / 2;
-  const bool linear = k.chroma_x == kUpLinear;
-  auto byte = [](uint32_t w, int at) { return static_cast<int>((w >> (8 * at)) & 0xFF); };
-  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
-       by += gridDim.y * blockDim.y) {
-    int u[2], v[2];
-    CO_UNROLL
-    for (int dy = 0; dy < 2; ++dy) {
-      const int y = clamp_index(2 * by + dy, in.height);
-      const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
-      auto word = [&](int pair) {
-        const uint8_t* w = row + static_cast<size_t>(pair) * 4;
-        if (aligned) return __ldg(reinterpret_cast<const uint32_t*>(w));
-        return static_cast<uint32_t>(__ldg(w)) | static_cast<uint32_t>(__ldg(w + 1)) << 8 |
-               static_cast<uint32_t>(__ldg(w + 2)) << 16 |
-               static_cast<uint32_t>(__ldg(w + 3)) << 24;
-      };
-      const uint32_t mid = word(bx);
-      // The pixels of the block: columns 2 bx and 2 bx + 1, the second
-      // clamped to the picture (an odd width's last block has one).
-      const bool two = 2 * bx + 1 < in.width;
-      int cu[2], cv[2];
-      const int u0 = byte(mid, is.offset[1]), v0 = byte(mid, is.offset[2]);
-      if (linear) {
-        const uint32_t left = word(max(bx - 1, 0));
-        const uint32_t right = word(min(bx + 1, pairs - 1));
-        cu[0] = convert_math::mix31(u0, byte(left, is.offset[1]));
-        cv[0] = convert_math::mix31(v0, byte(left, is.offset[2]));
-        cu[1] = two ? convert_math::mix31(u0, byte(right, is.offset[1])) : cu[0];
-        cv[1] = two ? convert_math::mix31(v0, byte(right, is.offset[2])) : cv[0];
-      } else {
-        cu[0] = cu[1] = u0;
-        cv[0] = cv[1] = v0;
-      }
-      u[dy] = convert_math::average(cu[0], cu[1]);
-      v[dy] = convert_math::average(cv[0], cv[1]);
-      if (2 * by + dy < in.height) {
-        uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                     static_cast<size_t>(2 * bx);
-        d[0] = static_cast<uint8_t>(byte(mid, is.offset[0]));
-        if (two) d[1] = static_cast<uint8_t>(byte(mid, is.offset[0] + 2));
-      }
-    }
-    convert_math::store_sample(os, out, 1, bx, by, convert_math::average(u[0], u[1]));
-    convert_math::store_sample(os, out, 2, bx, by, convert_math::average(v[0], v[1]));
-  }
 }
 
 // YUV to YUV of the same subsampling, or grey to grey, where the chroma
@@ -1867,30 +1761,10 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
     repack_samples_cuda(in, out, k, stream);
     return;
   }
-  const bool packed422_in = k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 &&
-                            k.in_side.y_sub == 0 && k.in_side.plane[1] == 0;
-  if (packed422_in && k.out_family == convert_math::kPacked && k.out_side.pixel_stride == 4 &&
-      k.chroma_x == kUpLinear) {
-    const int pairs = (in.width + 1) / 2;
-    const dim3 grid((pairs + kThreads - 1) / kThreads,
-                    static_cast<unsigned>(std::min<int>(in.height, kMaxGridY)));
-    packed422_to_rgb32_kernel<<<grid, kThreads, 0, stream>>>(k, in, out, pairs,
-                                                             aligned_to(in.planes[0], 4));
-    CO_CUDA_CHECK_LAUNCH("the convert kernel (packed 4:2:2 to RGB)");
-    return;
-  }
   const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
   if (bw == 0 || bh == 0) return;
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
-  const bool to_420 = k.out_family == convert_math::kYuv && k.out_side.x_sub == 1 &&
-                      k.out_side.y_sub == 1 && k.out_side.plane[0] == 0 && !k.scale_planes;
-  if (packed422_in && to_420 && !k.deep && !k.rgb_matrix8) {
-    packed422_to_420_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
-        k, in, out, bw, bh, aligned_to(in.planes[0], 4));
-    CO_CUDA_CHECK_LAUNCH("the convert kernel (packed 4:2:2 to 4:2:0)");
-    return;
-  }
   // The tile kernel where it measured faster (4K, H100: 8-bit sides to
   // packed RGB or packed 4:2:2 without interpolated chroma, e.g. RGB ->
   // RGBA 2.4x -> 1.7x of the memory bound, I420 -> YUY2 5.7x -> 4.0x); a
