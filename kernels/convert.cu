@@ -610,13 +610,34 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
   store_chroma_pairs<kOut == kToSemi422>(L, row(1), row(2), 0x6420, c0, n, a0, a1);
 }
 
+// Row y's 4 pixels from x0 of packed RGB output (3- or 4-byte), from the
+// luma samples (bytes of `luma`) and each pixel's chroma splats (U ^ 0x80
+// and V ^ 0x80 in bytes 0 and 2 of uv[i]).
+__device__ __forceinline__ void store_rgb_row(const ConvertLayout& L, const ImageRef& out, int y,
+                                              int x0, int width, bool full, uint32_t luma,
+                                              const uint32_t uv[4]) {
+  const ConvertCoefficients& k = L.k;
+  const uint32_t ly = luma ^ 0x80808080u;
+  uint32_t w[4];
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const ChromaTerms t = chroma_terms(k, static_cast<int>(__byte_perm(uv[i], 0, splat_sel(0))),
+                                       static_cast<int>(__byte_perm(uv[i], 0, splat_sel(2))));
+    w[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
+  }
+  uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+  if (L.out_rgb24)
+    store_rgb24(row, x0, width, full, L.out_a4[0], w);
+  else
+    store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+}
+
 template <bool kLinear, int kOut>
 __global__ void __launch_bounds__(kThreads)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
                          int rows) {
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx4 >= blocks_x) return;
-  const ConvertCoefficients& k = L.k;
   const bool nv12 = L.in_semi;
   const int width = in.width;
   const int cw = (width + 1) >> 1, ch = (in.height + 1) >> 1;
@@ -681,21 +702,9 @@ __global__ void __launch_bounds__(kThreads)
                               pair_average(c[2], c[3]));
           continue;
         }
-        const uint32_t ly = cur.luma[dy] ^ 0x80808080u;
-        uint32_t w[4];
-        for (int i = 0; i < 4; ++i) {
-          // Nearest chroma: pixels 1 and 3 share pixels 0 and 2's terms,
-          // which the compiler computes once.
-          const ChromaTerms t =
-              chroma_terms(k, static_cast<int>(__byte_perm(uv[dy][i], 0, splat_sel(0))),
-                           static_cast<int>(__byte_perm(uv[dy][i], 0, splat_sel(2))));
-          w[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
-        }
-        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
-        if (L.out_rgb24)
-          store_rgb24(row, x0, width, full, L.out_a4[0], w);
-        else
-          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+        // Nearest chroma: pixels 1 and 3 share pixels 0 and 2's terms,
+        // which the compiler computes once.
+        store_rgb_row(L, out, y, x0, width, full, cur.luma[dy], uv[dy]);
       }
       cur = next;
     }
@@ -1686,7 +1695,6 @@ __global__ void __launch_bounds__(kThreads)
   constexpr bool kDeep = kOut == kToP010 || kOut == kToI420_10;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx4 >= blocks_x) return;
-  const ConvertCoefficients& k = L.k;
   const int width = in.width, x0 = 4 * bx4, c0 = x0 >> 1;
   const bool full = x0 + 4 <= width;
   const int cw = (width + 1) >> 1;
@@ -1712,20 +1720,10 @@ __global__ void __launch_bounds__(kThreads)
       const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
       const uint32_t(&c)[4] = r.c;
       if constexpr (kOut == kToRgb) {
-        const uint32_t ly = r.luma ^ 0x80808080u;
-        uint32_t px[4];
+        uint32_t uv[4];
         CO_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const uint32_t uv = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
-          const ChromaTerms t = chroma_terms(k, static_cast<int>(__byte_perm(uv, 0, splat_sel(0))),
-                                             static_cast<int>(__byte_perm(uv, 0, splat_sel(2))));
-          px[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
-        }
-        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
-        if (L.out_rgb24)
-          store_rgb24(row, x0, width, full, L.out_a4[0], px);
-        else
-          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], px);
+        for (int i = 0; i < 4; ++i) uv[i] = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
+        store_rgb_row(L, out, y, x0, width, full, r.luma, uv);
       } else if constexpr (k420) {
         store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
                    full, L.out_a4[0], r.luma);
