@@ -1,6 +1,7 @@
 // CUDA implementation of the `flip` kernel (see flip.h).
 //
-// Two kernels share the work:
+// Two kernels share most of the work (packed 4:2:2, whose mirrored and
+// turned pairs mix two pixels' chroma, has two of its own at the end):
 //
 // - flip_word_kernel does the planes of YUV and GRAY8 (1-byte samples, and
 //   NV12's 2-byte UV pairs). All planes of an image go in one launch: a
