@@ -1458,7 +1458,7 @@ __device__ __forceinline__ void deep_across(const int s[4], int h[4]) {
 template <int kOut>
 __global__ void __launch_bounds__(kThreads)
     deep420_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
-                   const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
+                   const __grid_constant__ ImageRef out, int blocks_x, int blocks_y, int rows) {
   using convert_math::clamp16;
   using convert_math::mix31;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1468,75 +1468,89 @@ __global__ void __launch_bounds__(kThreads)
   const int width = in.width, x0 = 4 * bx4;
   const bool full = x0 + 4 <= width;
   const int cw = (width + 1) >> 1, ch = (in.height + 1) >> 1, c0 = x0 >> 1;
-  for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
-       by += gridDim.y * blockDim.y) {
+  // A column of `rows` block rows per thread, top to bottom, as in
+  // yuv_to_packed_kernel: each chroma row is read and brought across once
+  // for the three block rows that take it.
+  auto across_row = [&](int r, int(&hu)[4], int(&hv)[4]) {
+    int u[4], v[4];
+    deep_chroma_row(L, in, c0, clamp_index(r, ch), cw, u, v);
+    deep_across(u, hu);
+    deep_across(v, hv);
+  };
+  const int stride_rows = gridDim.y * blockDim.y * rows;
+  for (int first = (blockIdx.y * blockDim.y + threadIdx.y) * rows; first < blocks_y;
+       first += stride_rows) {
     // Chroma across for the rows above, at and below the block row.
     int hu[3][4], hv[3][4];
-    CO_UNROLL
-    for (int i = 0; i < 3; ++i) {
-      int u[4], v[4];
-      deep_chroma_row(L, in, c0, clamp_index(by - 1 + i, ch), cw, u, v);
-      deep_across(u, hu[i]);
-      deep_across(v, hv[i]);
-    }
-    CO_UNROLL
-    for (int dy = 0; dy < 2; ++dy) {
-      const int y = 2 * by + dy;
-      if (y >= in.height) continue;  // a clamped row is read, not written
-      int luma[4];
-      const uint8_t* lrow = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
-      if (full && L.in_a16) {
-        const uint2 w = *reinterpret_cast<const uint2*>(lrow + 2 * x0);
-        luma[0] = deep_sample(w.x & 0xFFFFu, msb), luma[1] = deep_sample(w.x >> 16, msb);
-        luma[2] = deep_sample(w.y & 0xFFFFu, msb), luma[3] = deep_sample(w.y >> 16, msb);
-      } else {
-        CO_UNROLL
-        for (int i = 0; i < 4; ++i)
-          luma[i] = deep_sample(load16(lrow + 2 * min(x0 + i, width - 1), L.in_a2[0]), msb);
-      }
-      // Down: even rows with the row above, odd rows with the row below.
-      int u[4], v[4];
+    across_row(first - 1, hu[0], hv[0]);
+    across_row(first, hu[1], hv[1]);
+    const int last = min(first + rows, blocks_y);
+    for (int by = first; by < last; ++by) {
+      across_row(by + 1, hu[2], hv[2]);
       CO_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        u[i] = mix31(hu[1][i], hu[2 * dy][i]);
-        v[i] = mix31(hv[1][i], hv[2 * dy][i]);
-      }
-      // A pixel past an odd width is the last one clamped (see
-      // yuv_to_packed_kernel).
-      if (x0 + 1 >= width) u[1] = u[0], v[1] = v[0];
-      if (x0 + 3 >= width) u[3] = u[2], v[3] = v[2];
-      if constexpr (kOut == kToRgb) {
-        uint32_t w[4];
+      for (int dy = 0; dy < 2; ++dy) {
+        const int y = 2 * by + dy;
+        if (y >= in.height) continue;  // a clamped row is read, not written
+        int luma[4];
+        const uint8_t* lrow = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+        if (full && L.in_a16) {
+          const uint2 w = *reinterpret_cast<const uint2*>(lrow + 2 * x0);
+          luma[0] = deep_sample(w.x & 0xFFFFu, msb), luma[1] = deep_sample(w.x >> 16, msb);
+          luma[2] = deep_sample(w.y & 0xFFFFu, msb), luma[3] = deep_sample(w.y >> 16, msb);
+        } else {
+          CO_UNROLL
+          for (int i = 0; i < 4; ++i)
+            luma[i] = deep_sample(load16(lrow + 2 * min(x0 + i, width - 1), L.in_a2[0]), msb);
+        }
+        // Down: even rows with the row above, odd rows with the row below.
+        int u[4], v[4];
         CO_UNROLL
         for (int i = 0; i < 4; ++i) {
-          const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
-          const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
-          const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
-          const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
-          // High bytes of R, G, B, then 255: the canonical pixel word.
-          w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
-                             static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
-          w[i] = __byte_perm(w[i], 0, L.out_perm);
+          u[i] = mix31(hu[1][i], hu[2 * dy][i]);
+          v[i] = mix31(hv[1][i], hv[2 * dy][i]);
         }
-        uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
-        if (L.out_rgb24)
-          store_rgb24(row, x0, width, full, L.out_a4[0], w);
-        else
-          store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
-      } else {
-        // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
-        auto lanes = [](int a, int b) {
-          return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
-        };
-        const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
-        uint32_t c[4];
-        CO_UNROLL
-        for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
-        const uint32_t a0 =
-            lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
-        const uint32_t a1 =
-            lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
-        store_yuv_row<kOut>(L, out, y, x0, width, full, y4, c, a0, a1);
+        // A pixel past an odd width is the last one clamped (see
+        // yuv_to_packed_kernel).
+        if (x0 + 1 >= width) u[1] = u[0], v[1] = v[0];
+        if (x0 + 3 >= width) u[3] = u[2], v[3] = v[2];
+        if constexpr (kOut == kToRgb) {
+          uint32_t w[4];
+          CO_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
+            const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
+            const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
+            const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
+            // High bytes of R, G, B, then 255: the canonical pixel word.
+            w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
+                               static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
+            w[i] = __byte_perm(w[i], 0, L.out_perm);
+          }
+          uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+          if (L.out_rgb24)
+            store_rgb24(row, x0, width, full, L.out_a4[0], w);
+          else
+            store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
+        } else {
+          // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
+          auto lanes = [](int a, int b) {
+            return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
+          };
+          const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
+          uint32_t c[4];
+          CO_UNROLL
+          for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
+          const uint32_t a0 =
+              lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
+          const uint32_t a1 =
+              lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
+          store_yuv_row<kOut>(L, out, y, x0, width, full, y4, c, a0, a1);
+        }
+      }
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        hu[0][i] = hu[1][i], hu[1][i] = hu[2][i];
+        hv[0][i] = hv[1][i], hv[1][i] = hv[2][i];
       }
     }
   }
@@ -1920,6 +1934,14 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   CO_CUDA_CHECK_LAUNCH("the convert kernel");
 }
 
+// Block rows per thread of the kernels that go down a column of 4x2 blocks
+// (yuv_to_packed_kernel, deep420_kernel): 4 where the picture still gives
+// several waves of thread blocks on a large GPU (4K gives about a
+// thousand), fewer for smaller pictures, down to one.
+int rows_per_thread(int bw, int bh) {
+  return bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+}
+
 // f(std::integral_constant<int, K>{}) for the YuvOut K that yuv_out names:
 // one switch from the run-time choice to the kernels' template argument.
 // k420: the 4:2:0 outputs are among the choices (rows_kernel's).
@@ -1957,10 +1979,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   if constexpr (kIn == kYuv) {
     // 4:2:0 input to packed RGB, 4:2:2 or 4:4:4: yuv_to_packed_kernel.
     if (out_family == kPacked || L.yuv_out != kToRgb) {
-      // Columns of block rows per thread: 4 where the picture still gives
-      // several waves of thread blocks on a large GPU (4K gives about a
-      // thousand), fewer for smaller pictures, down to one.
-      const int rows = bw * bh >= (1 << 19) ? 4 : bw * bh >= (1 << 17) ? 2 : 1;
+      const int rows = rows_per_thread(bw, bh);
       if (grid.x != 0)
         grid.y = static_cast<unsigned>(
             std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
@@ -2079,11 +2098,13 @@ void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoeffici
   const ConvertLayout L = layout_of(in, out, k, rgb24, yuv_out);
   const int bw = (in.width + 3) / 4, bh = (in.height + 1) / 2;
   if (bw == 0 || bh == 0) return;
+  const int rows = rows_per_thread(bw, bh);
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
-                  static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
+                  static_cast<unsigned>(
+                      std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY)));
   const dim3 block(kBlockX, kBlockY);
   with_yuv_out(yuv_out, [&](auto kind) {
-    deep420_kernel<decltype(kind)::value><<<grid, block, 0, stream>>>(L, in, out, bw, bh);
+    deep420_kernel<decltype(kind)::value><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
   });
   CO_CUDA_CHECK_LAUNCH("the convert kernel (10-bit 4:2:0)");
 }
