@@ -1185,6 +1185,10 @@ struct ScaledPlane {
   int u_byte;
   int row_bytes, rows;
   bool aligned;  // 4-byte stores
+  // For scale_window_kernel: input bytes per row (the window's columns),
+  // and whether the input planes' pointers and strides are 4-byte words.
+  int in_cols;
+  bool in_a4;
 };
 
 __global__ void __launch_bounds__(kThreads)
@@ -1230,17 +1234,9 @@ __global__ void __launch_bounds__(kThreads)
 // scaled) had made I420 -> Y444 9.4x the memory bound.
 enum ScaleAxis : int { kAxisKeep, kAxisHalf, kAxisTaps };
 
-struct WindowPlanes {
-  const uint8_t* in[2];
-  size_t in_stride[2];
-  int in_cols;  // input bytes per row (columns of the window)
-  bool in_a4;   // input planes' pointers and strides: 4-byte words
-};
-
 template <int kH, int kV, bool kVFirst>
 __global__ void __launch_bounds__(kThreads)
-    scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p,
-                        const WindowPlanes w) {
+    scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
   using convert_math::average;
   constexpr int kCols = kH == kAxisKeep ? 4 : kH == kAxisHalf ? 8 : 5;
   constexpr int kRows = kV == kAxisKeep ? 1 : 2;
@@ -1250,8 +1246,8 @@ __global__ void __launch_bounds__(kThreads)
   const bool z = blockIdx.z != 0;
   uint8_t* const out = z ? p.out[1] : p.out[0];
   const size_t out_stride = z ? p.out_stride[1] : p.out_stride[0];
-  const uint8_t* const src = z ? w.in[1] : w.in[0];
-  const size_t in_stride = z ? w.in_stride[1] : w.in_stride[0];
+  const uint8_t* const src = z ? p.in[1] : p.in[0];
+  const size_t in_stride = z ? p.in_stride[1] : p.in_stride[0];
   // The window's first column, and each output's tap (kAxisTaps across).
   int c0 = kH == kAxisHalf ? 2 * x : x;
   int d[4] = {}, a[4] = {};
@@ -1264,7 +1260,7 @@ __global__ void __launch_bounds__(kThreads)
       a[k] = (t >> 8) & 255;
     }
   }
-  const bool words = w.in_a4 && kH != kAxisTaps && c0 + kCols <= w.in_cols;
+  const bool words = p.in_a4 && kH != kAxisTaps && c0 + kCols <= p.in_cols;
   for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
     int r0 = y, vp = 0;
     if constexpr (kV == kAxisHalf) r0 = 2 * y;
@@ -1284,7 +1280,7 @@ __global__ void __launch_bounds__(kThreads)
         // Columns past the row are clamped: they reach an output only with
         // a weight of 0, or for samples past the output row.
         CO_UNROLL
-        for (int j = 0; j < kCols; ++j) win[r][j] = row[min(c0 + j, w.in_cols - 1)];
+        for (int j = 0; j < kCols; ++j) win[r][j] = row[min(c0 + j, p.in_cols - 1)];
       }
     }
     auto down = [&](int j) {  // column j of the window scaled down
@@ -1355,27 +1351,22 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   int h = s.iw == s.ow ? kAxisKeep : s.ih == s.oh && s.hh ? kAxisHalf : kAxisTaps;
   int v = s.ih == s.oh ? kAxisKeep : s.iw == s.ow && s.vh ? kAxisHalf : kAxisTaps;
   if (s.hh && s.vh && s.iw != s.ow && s.ih != s.oh) h = v = kAxisHalf;  // down, then across
-  WindowPlanes w{};
   // Semi-planar: U, V bytes where the output has them, scaled down only.
   const bool same_bytes = is.step[1] == 1 || (h == kAxisKeep && is.offset[2] == is.offset[1] + 1 &&
                                               p.u_byte == 0 && is.plane[1] == is.plane[2]);
-  bool window = same_bytes && (h != kAxisTaps || (s.iw >= 2 && s.inc < 65536)) &&
-                (v != kAxisTaps || s.ih >= 2);
-  for (int c = 0; c < chroma_planes; ++c) {
-    w.in[c] = p.in[c];
-    w.in_stride[c] = p.in_stride[c];
-  }
-  w.in_cols = p.planar ? s.iw : 2 * s.iw;
-  w.in_a4 = true;
+  const bool window = same_bytes && (h != kAxisTaps || (s.iw >= 2 && s.inc < 65536)) &&
+                      (v != kAxisTaps || s.ih >= 2);
+  p.in_cols = p.planar ? s.iw : 2 * s.iw;
+  p.in_a4 = true;
   for (int c = 0; c < chroma_planes; ++c)
-    w.in_a4 = w.in_a4 && reinterpret_cast<uintptr_t>(w.in[c]) % 4 == 0 && w.in_stride[c] % 4 == 0;
+    p.in_a4 = p.in_a4 && reinterpret_cast<uintptr_t>(p.in[c]) % 4 == 0 && p.in_stride[c] % 4 == 0;
   const dim3 block(kBlockX, kBlockY);
+  bool ran = false;
   auto run = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(s, p, w);
-    window = true;
+    kernel<<<grid, block, 0, stream>>>(s, p);
+    ran = true;
   };
   if (window) {
-    window = false;
     if (h == kAxisHalf && v == kAxisHalf)
       run(scale_window_kernel<kAxisHalf, kAxisHalf, true>);
     else if (h == kAxisKeep && v == kAxisTaps)
@@ -1391,7 +1382,7 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
     else if (h == kAxisTaps && v == kAxisTaps)
       run(scale_window_kernel<kAxisTaps, kAxisTaps, true>);
   }
-  if (!window) scale_planes_kernel<<<grid, block, 0, stream>>>(s, p);
+  if (!ran) scale_planes_kernel<<<grid, block, 0, stream>>>(s, p);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma planes scaled)");
 }
 
