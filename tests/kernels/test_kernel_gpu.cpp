@@ -239,5 +239,66 @@ TEST(GpuEdge, MagnitudeOfEveryGradientEqualsTheReference) {
 #endif
 }
 
+// The same for 16-bit samples' gradients (up to 4 * 65535 a side), whose
+// root the kernel takes in single precision and corrects on exact 32-bit
+// squares below the sum where the result saturates: every gradient of
+// 10-bit samples with |gy| <= 64; over the whole range, the gradients next
+// to a perfect square (gx = gy^2 / 2 and its neighbours make gx^2 + gy^2
+// one of (gx + 1)^2 - 1, (gx + 1)^2 and (gx + 1)^2 + 1 or near them), with
+// both signs; those around 65535^2 and 2^32, where the kernel's 32-bit
+// arithmetic stops; and a million drawn at random; against the reference's
+// integer root, clamped to 1023 and to 65535.
+TEST(GpuEdge, DeepMagnitudeEqualsTheReference) {
+#ifdef CUDAOVERLAP_HAVE_CUDA
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  std::vector<std::pair<int, int>> gradients;
+  for (int gy = -64; gy <= 64; ++gy)
+    for (int gx = -4092; gx <= 4092; ++gx) gradients.emplace_back(gx, gy);
+  constexpr int kMax = 4 * 65535;
+  for (int gy = 1; gy * gy / 2 + 2 <= kMax; ++gy)
+    for (int d = -2; d <= 2; ++d) {
+      const int gx = gy * gy / 2 + d;
+      for (int sx : {1, -1})
+        for (int sy : {1, -1}) {
+          gradients.emplace_back(sx * gx, sy * gy);
+          gradients.emplace_back(sy * gy, sx * gx);
+        }
+    }
+  for (int g = kMax - 300; g <= kMax; ++g) gradients.emplace_back(g, kMax - g % 7);
+  for (int d = -600; d <= 600; ++d) {
+    gradients.emplace_back(65535, d);
+    gradients.emplace_back(65536, d);
+    gradients.emplace_back(46341 + d / 16, 46340 + d % 16);
+  }
+  uint32_t seed = 12345;
+  auto draw = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<int>(seed >> 8) % (2 * kMax + 1) - kMax;
+  };
+  for (int i = 0; i < 1000000; ++i) {
+    const int gx = draw();
+    gradients.emplace_back(gx, draw() >> (i % 12));
+  }
+  for (uint32_t max : {1023u, 65535u}) {
+    const std::vector<uint32_t> got = edge_deep_magnitudes_cuda(gradients, max);
+    ASSERT_EQ(got.size(), gradients.size());
+    int wrong = 0;
+    for (size_t i = 0; i < gradients.size(); ++i) {
+      const auto [gx, gy] = gradients[i];
+      const uint32_t want = edge_magnitude(gx, gy, max);
+      if (got[i] != want && ++wrong <= 5)
+        ADD_FAILURE() << "gx " << gx << " gy " << gy << " max " << max << ": want " << want
+                      << ", got " << got[i];
+    }
+    EXPECT_EQ(wrong, 0) << "of " << gradients.size();
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 }  // namespace
 }  // namespace cudaoverlap::test
