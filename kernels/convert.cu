@@ -102,6 +102,9 @@ enum YuvOut : int { kToRgb, kToPacked422, kToSemi422, kToPlanar422, kToPlanar444
 // averaged across, then down; 8-bit, or 10-bit from the 16-bit arithmetic
 // (P010_10LE, I420_10LE).
 enum : int { kToSemi420 = kToPlanar444 + 1, kToPlanar420, kToP010, kToI420_10 };
+// Grey output, from rows_kernel's RGB sources only: luma alone, 8-bit or
+// on the 16-bit scale (GRAY16_LE stores all 16 bits).
+enum : int { kToGrey8 = kToI420_10 + 1, kToGrey16 };
 
 // videoconvert's YUV -> RGB (convert_math::yuv_to_rgb) in as few
 // instructions as the same integers allow. splat(s) of a sample s - 128 is
@@ -1615,10 +1618,10 @@ __device__ __forceinline__ Row422 fetch422_row(const ConvertLayout& L, const Ima
   return r;
 }
 
-// 10-bit 4:2:0 output (kToP010, kToI420_10): row y's 4 luma samples and
-// the chroma samples c0 and c0 + 1 (the first n inside the plane) of
-// chroma row `by`, U and V, all on the 16-bit scale, each packed as
-// convert_math::packed16 packs it.
+// 10-bit 4:2:0 output (kToP010, kToI420_10) and GRAY16_LE (kToGrey16):
+// row y's 4 luma samples and the chroma samples c0 and c0 + 1 (the first n
+// inside the plane) of chroma row `by`, U and V, all on the 16-bit scale,
+// each packed as convert_math::packed16 packs it.
 template <int kOut>
 __device__ __forceinline__ void store_deep420_luma(const ConvertLayout& L, const ImageRef& out,
                                                    int y, int x0, int width, bool full,
@@ -1627,7 +1630,7 @@ __device__ __forceinline__ void store_deep420_luma(const ConvertLayout& L, const
   CO_UNROLL
   for (int i = 0; i < 4; ++i) {
     const uint32_t v = static_cast<uint32_t>(luma[i]);
-    w[i] = kOut == kToP010 ? v & 0xFFC0u : v >> 6;
+    w[i] = kOut == kToP010 ? v & 0xFFC0u : (kOut == kToGrey16 ? v : v >> 6);
   }
   uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride + 2 * x0;
   if (full && L.out_a16) {
@@ -1797,16 +1800,16 @@ __device__ __forceinline__ void fetch_deep_row(const ConvertLayout& L, const Ima
   if constexpr (kSrc == kFromRgb32 || kSrc == kFromRgb24) {
     uint32_t px[4];
     load_rgb_pixels<kSrc == kFromRgb24>(L, in, y, x0, full, px);
+    // to_output<true>'s matrix on the samples times 257, in 32 bits.
+    const ConvertCoefficients& k = L.k;
     int cu[4], cv[4];
     CO_UNROLL
     for (int i = 0; i < 4; ++i) {
-      convert_math::Pixel p;
-      p.c[0] = byte_of(px[i], L.in_sel[0]) * 257;
-      p.c[1] = byte_of(px[i], L.in_sel[1]) * 257;
-      p.c[2] = byte_of(px[i], L.in_sel[2]) * 257;
-      p.a = 65535;
-      convert_math::to_output<true>(L.k, &p);
-      l[i] = p.c[0], cu[i] = p.c[1], cv[i] = p.c[2];
+      const int r = byte_of(px[i], L.in_sel[0]), g = byte_of(px[i], L.in_sel[1]),
+                b = byte_of(px[i], L.in_sel[2]);
+      l[i] = convert_math::rgb8_to16(k.to_yuv[0], k.to_yuv_offset16[0], r, g, b);
+      cu[i] = convert_math::rgb8_to16(k.to_yuv[1], k.to_yuv_offset16[1], r, g, b);
+      cv[i] = convert_math::rgb8_to16(k.to_yuv[2], k.to_yuv_offset16[2], r, g, b);
     }
     CO_UNROLL
     for (int j = 0; j < 2; ++j) {
@@ -1839,7 +1842,8 @@ __global__ void __launch_bounds__(kThreads)
     rows_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
                 const __grid_constant__ ImageRef out, int blocks_x, int blocks_y) {
   constexpr bool k420 = kOut == kToSemi420 || kOut == kToPlanar420;
-  constexpr bool kDeep = kOut == kToP010 || kOut == kToI420_10;
+  constexpr bool kGrey = kOut == kToGrey8 || kOut == kToGrey16;
+  constexpr bool kDeep = kOut == kToP010 || kOut == kToI420_10 || kOut == kToGrey16;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx4 >= blocks_x) return;
   const int width = in.width, x0 = 4 * bx4, c0 = x0 >> 1;
@@ -1866,7 +1870,10 @@ __global__ void __launch_bounds__(kThreads)
       }
       const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
       const uint32_t(&c)[4] = r.c;
-      if constexpr (kOut == kToRgb) {
+      if constexpr (kOut == kToGrey8) {
+        store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
+                   full, L.out_a4[0], r.luma);
+      } else if constexpr (kOut == kToRgb) {
         uint32_t uv[4];
         CO_UNROLL
         for (int i = 0; i < 4; ++i) uv[i] = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
@@ -1887,13 +1894,102 @@ __global__ void __launch_bounds__(kThreads)
           out.planes[2].data + static_cast<size_t>(by) * out.planes[2].stride,
           L.out_swap ? 0x4602 : 0x6420, c0, min(2, cw - c0), pair_average(avg[0][0], avg[1][0]),
           pair_average(avg[0][1], avg[1][1]));
-    if constexpr (kDeep) {
+    if constexpr (kDeep && !kGrey) {
       using convert_math::average;
       const int u[2] = {average(du[0][0], du[1][0]), average(du[0][1], du[1][1])};
       const int v[2] = {average(dv[0][0], dv[1][0]), average(dv[0][1], dv[1][1])};
       store_deep420_chroma<kOut>(L, out, by, c0, min(2, cw - c0), u, v);
     }
   }
+}
+
+// --- Grey (GRAY8, GRAY16_LE) to packed RGB: every output pixel is a
+// function of one 8-bit value (the sample, or a 16-bit sample's high byte:
+// the reference replicates it on the 16-bit scale and keeps the top 8
+// bits), so each block first makes the 256 pixels of a table in shared
+// memory with the reference's own to_output (videoconvert's matrix where
+// the RGB side is limited range, k.grey_matrix; else the sample
+// replicated), thread t entry t, and each thread then looks up 4 pixels of
+// each of kGreyRows rows: one word or 8-byte load, 4 table reads, one
+// 16-byte store or three word stores (3-byte RGB).
+constexpr int kGreyRows = 4;
+
+template <bool kDeep, bool kRgb24>
+__global__ void __launch_bounds__(kThreads)
+    grey_packed_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
+                       const __grid_constant__ ImageRef out, int blocks_x) {
+  __shared__ uint32_t table[256];
+  {
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;  // 256 threads
+    convert_math::Pixel p;
+    p.c[0] = kDeep ? t * 257 : t;
+    p.c[1] = p.c[2] = kDeep ? 32768 : 128;
+    p.a = kDeep ? 65535 : 255;
+    convert_math::to_output<kDeep>(L.k, &p);
+    constexpr int shift = kDeep ? 8 : 0;
+    uint32_t w = 0;
+    for (int c = 0; c < 3; ++c)
+      w |= static_cast<uint32_t>((p.c[c] >> shift) & 0xFF) << (8 * L.k.out_offsets[c]);
+    if (!kRgb24 && L.k.out_offsets[3] >= 0)
+      w |= static_cast<uint32_t>((p.a >> shift) & 0xFF) << (8 * L.k.out_offsets[3]);
+    table[t] = w;
+  }
+  __syncthreads();
+  const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
+  if (bx4 >= blocks_x) return;
+  const int width = in.width, x0 = 4 * bx4;
+  const bool full = x0 + 4 <= width;
+  const int y_first = (blockIdx.y * blockDim.y + threadIdx.y) * kGreyRows;
+  const int y_end = min(in.height, y_first + kGreyRows);
+  for (int y = y_first; y < y_end; ++y) {
+    const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+    uint32_t g;  // the 4 pixels' 8-bit values
+    if constexpr (kDeep) {
+      if (full && L.in_a16) {
+        const uint2 v = *reinterpret_cast<const uint2*>(row + 2 * x0);
+        g = __byte_perm(v.x, v.y, 0x7531);
+      } else {
+        g = 0;
+        for (int i = 0; i < 4; ++i)
+          g |= static_cast<uint32_t>(row[2 * min(x0 + i, width - 1) + 1]) << (8 * i);
+      }
+    } else {
+      g = load_luma(row, x0, width, full, L.in_a4[0]);
+    }
+    uint32_t px[4];
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) px[i] = table[(g >> (8 * i)) & 0xFFu];
+    uint8_t* orow = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+    if constexpr (kRgb24)
+      store_rgb24(orow, x0, width, full, L.out_a4[0], px);
+    else
+      store_packed(orow, x0, width, full, L.out_a16, L.out_a4[0], px);
+  }
+}
+
+void grey_packed_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                      cudaStream_t stream) {
+  const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
+  ConvertLayout L{};
+  L.k = k;
+  L.in_a4[0] = aligned_to(in.planes[0], 4);
+  L.in_a16 = aligned_to(in.planes[0], 8);  // here: 8-byte loads of 4 16-bit samples
+  L.out_a4[0] = aligned_to(out.planes[0], 4);
+  L.out_a16 = aligned_to(out.planes[0], 16);
+  const int bw = (in.width + 3) / 4, bh = (in.height + kGreyRows - 1) / kGreyRows;
+  if (bw == 0 || bh == 0) return;
+  const dim3 grid((bw + kBlockX - 1) / kBlockX, (bh + kBlockY - 1) / kBlockY);
+  if (grid.y > kMaxGridY) throw Error("convert: the image is too tall (more than 2,097,120 rows)");
+  const dim3 block(kBlockX, kBlockY);
+  if (k.deep && rgb24)
+    grey_packed_kernel<true, true><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else if (k.deep)
+    grey_packed_kernel<true, false><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else if (rgb24)
+    grey_packed_kernel<false, true><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else
+    grey_packed_kernel<false, false><<<grid, block, 0, stream>>>(L, in, out, bw);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (grey to packed RGB)");
 }
 
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
@@ -1943,6 +2039,8 @@ void with_yuv_out(int yuv_out, const F& f) {
     if (yuv_out == kToPlanar420) return f(std::integral_constant<int, kToPlanar420>{});
     if (yuv_out == kToP010) return f(std::integral_constant<int, kToP010>{});
     if (yuv_out == kToI420_10) return f(std::integral_constant<int, kToI420_10>{});
+    if (yuv_out == kToGrey8) return f(std::integral_constant<int, kToGrey8>{});
+    if (yuv_out == kToGrey16) return f(std::integral_constant<int, kToGrey16>{});
   }
   switch (yuv_out) {
     case kToPacked422:
@@ -2144,6 +2242,13 @@ bool rows_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, i
     case F::kI420:
       *yuv_out = kToPlanar420;
       return *source != kFromRgb32;
+    // 4-byte RGB to GRAY8 is one of the first nine formats' pairs.
+    case F::kGRAY8:
+      *yuv_out = kToGrey8;
+      return *source == kFromRgb24;
+    case F::kGRAY16_LE:
+      *yuv_out = kToGrey16;
+      return rgb_in;
     default:
       break;
   }
@@ -2180,7 +2285,8 @@ bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficient
     // equal subsamplings, and from packed 4:2:2 to I420 and Y444;
     // interpolated everywhere else.
     constexpr bool k422 = kOut == kToPacked422 || kOut == kToSemi422 || kOut == kToPlanar422;
-    if constexpr (!k422) {
+    constexpr bool kGrey = kOut == kToGrey8 || kOut == kToGrey16;  // from RGB only
+    if constexpr (!k422 && !kGrey) {
       if (linear && source == kFromPacked422)
         run(rows_kernel<kFromPacked422, true, kOut>);
       else if (linear && source == kFromPlanes422)
@@ -2192,10 +2298,11 @@ bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficient
     if constexpr (k422) {
       if (!linear && source == kFromPlanes422) run(rows_kernel<kFromPlanes422, false, kOut>);
     }
-    if constexpr (kOut != kToPlanar420 && kOut != kToPlanar422 && kOut != kToPlanar444) {
+    if constexpr (kOut != kToPlanar420 && kOut != kToPlanar422 && kOut != kToPlanar444 && !kGrey) {
       if (source == kFrom444) run(rows_kernel<kFrom444, false, kOut>);
     }
-    if constexpr (kOut != kToRgb && kOut != kToSemi420 && kOut != kToPlanar420) {
+    if constexpr (kOut != kToRgb && kOut != kToSemi420 && kOut != kToPlanar420 &&
+                  kOut != kToGrey8) {
       if (source == kFromRgb32) run(rows_kernel<kFromRgb32, false, kOut>);
     }
     if constexpr (kOut != kToRgb) {
@@ -2228,6 +2335,15 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
   if (rows_takes(in.format, out.format, coefficients, &source, &rows_out) &&
       rows_cuda(in, out, coefficients, source, rows_out, stream))
     return;
+  // GRAY8 to 4-byte RGB is one of the first nine formats' pairs (measured
+  // a little faster there).
+  if ((in.format == PixelFormat::kGRAY16_LE ||
+       (in.format == PixelFormat::kGRAY8 &&
+        (out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR))) &&
+      coefficients.out_family == convert_math::kPacked) {
+    grey_packed_cuda(in, out, coefficients, stream);
+    return;
+  }
   int deep_out = kToRgb;
   if (deep420_takes(in.format, out.format, coefficients, &deep_out)) {
     deep420_cuda(in, out, coefficients, deep_out, stream);

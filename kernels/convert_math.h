@@ -235,6 +235,20 @@ CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int compon
 
 CO_HD int clamp16(int64_t v) { return v < 0 ? 0 : (v > 65535 ? 65535 : static_cast<int>(v)); }
 
+// One row (Y, U or V) of to_output<true>'s RGB -> YUV for an 8-bit RGB
+// pixel, whose samples are r, g, b times 257 on the 16-bit scale, in 32-bit
+// integers: the same result as clamp16((row . (257 r, 257 g, 257 b) + off)
+// >> 16) in 64 bits. With t = row . (r, g, b) (below 2^27 in magnitude),
+// t = 256 th + tl and off = 65536 oh + ol, that sum is 65536 (th + oh) +
+// (256 tl + t + ol), so its floor >> 16 is th + oh plus the last term's,
+// and no term needs more than 32 bits. The device's 64-bit multiplies are
+// several instructions each.
+CO_HD int rgb8_to16(const int32_t* row, int64_t off, int r, int g, int b) {
+  const int t = row[0] * r + row[1] * g + row[2] * b;
+  const int oh = static_cast<int>(off >> 16), ol = static_cast<int>(off & 0xFFFF);
+  return clamp16((t >> 8) + oh + ((256 * (t & 255) + t + ol) >> 16));
+}
+
 // The raw sample at `at` of a side's plane, unpacked to 16 bits as
 // videoconvert unpacks it (bits beside a 10-bit sample included, as there).
 CO_HD int unpack16(const ConvertSide& side, const uint8_t* at) {

@@ -4,6 +4,7 @@
 // against these references is test_kernel_gpu.cpp.)
 #include "blur.h"
 #include "convert.h"
+#include "convert_math.h"
 #include "flip.h"
 #include "kernel_test_util.h"
 
@@ -515,6 +516,43 @@ OwnedImage run_convert(const KernelParams& params, const OwnedImage& in, PixelFo
 
 // Known values (videoconvert's, measured on GStreamer 1.22): BT.601 limited
 // range, red and white.
+// rgb8_to16, the 32-bit form the GPU's RGB -> 10- and 16-bit YUV and grey
+// kernels use, against to_output<true>'s 64-bit sum for every 8-bit RGB
+// pixel, every row, both matrices and both ranges of the YUV output, and
+// grey output.
+TEST(ConvertReference, ThirtyTwoBitRgbToSixteenBitRowsEqualTheSixtyFourBitSum) {
+  std::vector<ConvertParams> sets;
+  for (YuvMatrix m : {YuvMatrix::kBT601, YuvMatrix::kBT709})
+    for (bool full : {false, true}) {
+      ConvertParams p;
+      p.out.matrix = m;
+      p.out.full_range = full;
+      sets.push_back(p);
+    }
+  int wrong = 0;
+  for (size_t s = 0; s <= sets.size(); ++s) {
+    const bool grey = s == sets.size();
+    const ConvertCoefficients k = convert_coefficients(
+        PixelFormat::kRGB, grey ? PixelFormat::kGRAY16_LE : PixelFormat::kP010_10LE,
+        grey ? ConvertParams{} : sets[s]);
+    for (int row = 0; row < (grey ? 1 : 3); ++row)
+      for (int r = 0; r < 256; ++r)
+        for (int g = 0; g < 256; ++g)
+          for (int b = 0; b < 256; ++b) {
+            const int64_t sum = static_cast<int64_t>(k.to_yuv[row][0]) * (257 * r) +
+                                static_cast<int64_t>(k.to_yuv[row][1]) * (257 * g) +
+                                static_cast<int64_t>(k.to_yuv[row][2]) * (257 * b) +
+                                k.to_yuv_offset16[row];
+            const int want = convert_math::clamp16(sum >> 16);
+            const int got = convert_math::rgb8_to16(k.to_yuv[row], k.to_yuv_offset16[row], r, g, b);
+            if (got != want && ++wrong <= 5)
+              ADD_FAILURE() << "set " << s << " row " << row << " rgb " << r << "," << g << "," << b
+                            << ": want " << want << ", got " << got;
+          }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ConvertReference, KnownColours) {
   const KernelParams bt601 = convert(YuvMatrix::kBT601, false, YuvMatrix::kBT601, false);
   OwnedImage rgba(PixelFormat::kRGBA, 2, 2);
