@@ -234,6 +234,8 @@ CO_HD void store_sample(const ConvertSide& side, const ImageRef& out, int compon
 // --- Sides deeper than 8 bits: samples taken to and from 16 bits.
 
 CO_HD int clamp16(int64_t v) { return v < 0 ? 0 : (v > 65535 ? 65535 : static_cast<int>(v)); }
+// The same on a 32-bit sum, so the device compares 32 bits, not 64.
+CO_HD int clamp16(int v) { return v < 0 ? 0 : (v > 65535 ? 65535 : v); }
 
 // One row (Y, U or V) of to_output<true>'s RGB -> YUV for an 8-bit RGB
 // pixel, whose samples are r, g, b times 257 on the 16-bit scale, in 32-bit
