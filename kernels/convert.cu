@@ -1079,26 +1079,80 @@ struct SamplePlane {
   int comp[2];        // output components of the plane, by their offset
   int samples, rows;  // of each component, on both sides
   bool aligned;       // for the thread's whole store
+  // The input: each component's plane and its offset within a pixel group
+  // (bytes), and whether every plane it reads is aligned for the thread's
+  // vector load (4 samples of a component, with the other component's
+  // between them where the input is semi-planar).
+  int in_plane[2], in_offset[2];
+  bool in_aligned;
+  // convert_math::unpack16 as (w << in_shl) & 0xFFFF, then | >> in_rep, and
+  // packed16 as (v >> out_shr) & out_mask, for these sides.
+  int in_shl, in_rep, out_shr, out_mask;
 };
 
-template <int kComps, int kBytes>
+// 4 samples of an input component from sx0 of row y, on the 16-bit scale:
+// one vector load of the 4 (kInStep 1) or of the 4 pixel groups holding
+// them (kInStep 2, semi-planar), where the plane is aligned for it and all
+// 4 lie inside; else one sample at a time, as the reference reads them.
+template <int kInBytes, int kInStep>
+__device__ __forceinline__ void repack_fetch(const ConvertCoefficients& k, const ImageRef& in,
+                                             const SamplePlane& p, int c, int sx0, int y, bool fast,
+                                             uint32_t v[4]) {
+  if (fast) {
+    const PlaneRef& plane = in.planes[p.in_plane[c]];
+    const uint8_t* row = plane.data + static_cast<size_t>(y) * plane.stride;
+    const uint8_t* at = row + static_cast<size_t>(sx0) * kInStep * kInBytes;
+    const int off = p.in_offset[c];  // 0, or the first component's bytes
+    uint32_t w[4];
+    if constexpr (kInBytes == 1 && kInStep == 1) {
+      const uint32_t q = *reinterpret_cast<const uint32_t*>(at);
+      for (int j = 0; j < 4; ++j) w[j] = (q >> (8 * j)) & 0xFFu;
+    } else if constexpr (kInBytes == 1) {
+      const uint2 q = *reinterpret_cast<const uint2*>(at);
+      const uint32_t b = __byte_perm(q.x, q.y, off == 0 ? 0x6420u : 0x7531u);
+      for (int j = 0; j < 4; ++j) w[j] = (b >> (8 * j)) & 0xFFu;
+    } else if constexpr (kInStep == 1) {
+      const uint2 q = *reinterpret_cast<const uint2*>(at);
+      w[0] = q.x & 0xFFFFu, w[1] = q.x >> 16, w[2] = q.y & 0xFFFFu, w[3] = q.y >> 16;
+    } else {
+      const uint4 q = *reinterpret_cast<const uint4*>(at);
+      const int sh = 8 * off;  // 0 or 16
+      w[0] = (q.x >> sh) & 0xFFFFu, w[1] = (q.y >> sh) & 0xFFFFu;
+      w[2] = (q.z >> sh) & 0xFFFFu, w[3] = (q.w >> sh) & 0xFFFFu;
+    }
+    CO_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t s = (w[j] << p.in_shl) & 0xFFFFu;
+      v[j] = s | s >> p.in_rep;
+    }
+    return;
+  }
+  for (int j = 0; j < 4; ++j) {
+    const int sx = min(sx0 + j, p.samples - 1);  // the last thread reads no further
+    v[j] = static_cast<uint32_t>(convert_math::unpack16(
+        k.in_side, convert_math::sample_ptr(k.in_side, in, p.comp[c], sx, y)));
+  }
+}
+
+template <int kComps, int kBytes, int kInBytes, int kInStep>
 __global__ void __launch_bounds__(kThreads)
     repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
                           const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
-                          const SamplePlane p) {
+                          const __grid_constant__ SamplePlane p) {
   const int sx0 = (blockIdx.x * kBlockX + threadIdx.x) * 4;
   if (sx0 >= p.samples) return;
   const int n = min(4, p.samples - sx0);
+  const bool fast = n == 4 && p.in_aligned;
   constexpr int kGroup = kComps * kBytes;  // bytes per sample position
   for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
     uint32_t v[kComps][4];
-    for (int j = 0; j < 4; ++j)
-      for (int c = 0; c < kComps; ++c) {
-        const int sx = min(sx0 + j, p.samples - 1);  // the last thread reads no further
-        v[c][j] = static_cast<uint32_t>(convert_math::packed16(
-            k.out_side, convert_math::unpack16(
-                            k.in_side, convert_math::sample_ptr(k.in_side, in, p.comp[c], sx, y))));
-      }
+    CO_UNROLL
+    for (int c = 0; c < kComps; ++c) {
+      repack_fetch<kInBytes, kInStep>(k, in, p, c, sx0, y, fast, v[c]);
+      CO_UNROLL
+      for (int j = 0; j < 4; ++j)
+        v[c][j] = (v[c][j] >> p.out_shr) & static_cast<uint32_t>(p.out_mask);
+    }
     uint32_t w[4];  // the thread's 4 * kGroup bytes, little-endian
     if constexpr (kComps == 1 && kBytes == 1) {
       w[0] = v[0][0] | v[0][1] << 8 | v[0][2] << 16 | v[0][3] << 24;
@@ -1161,17 +1215,84 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
     p.rows = (out.height + (1 << c0.y_sub) - 1) >> c0.y_sub;
     const int group = n * info.sample_bytes;
     p.aligned = aligned_to(out.planes[plane], static_cast<size_t>(4 * group)) && c0.offset == 0;
+    // The input's components (the same ones, at the same subsampling).
+    const ConvertSide& is = k.in_side;
+    const int in_bytes = is.sample_bytes;
+    int in_step = is.step[p.comp[0]] / in_bytes;  // 1, or 2 (semi-planar)
+    // Any other layout (packed 4:2:2 input, which no pair brings here)
+    // reads a sample at a time.
+    p.in_aligned = (in_step == 1 || in_step == 2) && is.step[p.comp[n - 1]] == is.step[p.comp[0]];
+    if (!p.in_aligned) in_step = 1;
+    for (int c = 0; c < n; ++c) {
+      p.in_plane[c] = is.plane[p.comp[c]];
+      p.in_offset[c] = is.offset[p.comp[c]];
+      p.in_aligned = p.in_aligned && aligned_to(in.planes[p.in_plane[c]],
+                                                static_cast<size_t>(4 * in_step * in_bytes));
+    }
+    p.in_shl = in_bytes == 1 ? 8 : (is.depth == 16 || is.shift == 6 ? 0 : 6);
+    p.in_rep = in_bytes == 1 ? 8 : (is.depth == 16 ? 16 : 10);
+    const ConvertSide& os = k.out_side;
+    p.out_shr = os.sample_bytes == 1 ? 8 : (os.depth == 16 || os.shift == 6 ? 0 : 6);
+    p.out_mask =
+        os.sample_bytes == 1 ? 0xFF : (os.depth == 16 ? 0xFFFF : (os.shift == 6 ? 0xFFC0 : 0x3FF));
     const dim3 grid((p.samples + 4 * kBlockX - 1) / (4 * kBlockX),
                     std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY));
     const dim3 block(kBlockX, kBlockY);
-    if (n == 1 && info.sample_bytes == 1)
-      repack_samples_kernel<1, 1><<<grid, block, 0, stream>>>(k, in, out, p);
-    else if (n == 2 && info.sample_bytes == 1)
-      repack_samples_kernel<2, 1><<<grid, block, 0, stream>>>(k, in, out, p);
-    else if (n == 1)
-      repack_samples_kernel<1, 2><<<grid, block, 0, stream>>>(k, in, out, p);
-    else
-      repack_samples_kernel<2, 2><<<grid, block, 0, stream>>>(k, in, out, p);
+    // Every pair of sides this takes, by (output components, output bytes;
+    // input bytes, input step).
+    auto launch = [&](auto kernel) { kernel<<<grid, block, 0, stream>>>(k, in, out, p); };
+    const int key =
+        (n - 1) << 3 | (info.sample_bytes - 1) << 2 | (in_bytes - 1) << 1 | (in_step - 1);
+    switch (key) {
+      case 0b0000:
+        launch(repack_samples_kernel<1, 1, 1, 1>);
+        break;
+      case 0b0010:
+        launch(repack_samples_kernel<1, 1, 2, 1>);
+        break;
+      case 0b0011:
+        launch(repack_samples_kernel<1, 1, 2, 2>);
+        break;
+      case 0b0001:
+        launch(repack_samples_kernel<1, 1, 1, 2>);
+        break;
+      case 0b0100:
+        launch(repack_samples_kernel<1, 2, 1, 1>);
+        break;
+      case 0b0101:
+        launch(repack_samples_kernel<1, 2, 1, 2>);
+        break;
+      case 0b0110:
+        launch(repack_samples_kernel<1, 2, 2, 1>);
+        break;
+      case 0b0111:
+        launch(repack_samples_kernel<1, 2, 2, 2>);
+        break;
+      case 0b1000:
+        launch(repack_samples_kernel<2, 1, 1, 1>);
+        break;
+      case 0b1001:
+        launch(repack_samples_kernel<2, 1, 1, 2>);
+        break;
+      case 0b1010:
+        launch(repack_samples_kernel<2, 1, 2, 1>);
+        break;
+      case 0b1011:
+        launch(repack_samples_kernel<2, 1, 2, 2>);
+        break;
+      case 0b1100:
+        launch(repack_samples_kernel<2, 2, 1, 1>);
+        break;
+      case 0b1101:
+        launch(repack_samples_kernel<2, 2, 1, 2>);
+        break;
+      case 0b1110:
+        launch(repack_samples_kernel<2, 2, 2, 1>);
+        break;
+      default:
+        launch(repack_samples_kernel<2, 2, 2, 2>);
+        break;
+    }
     CO_CUDA_CHECK_LAUNCH("the convert kernel (samples repacked)");
   }
 }
