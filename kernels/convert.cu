@@ -1382,13 +1382,19 @@ __global__ void __launch_bounds__(kThreads)
   const size_t in_stride = z ? p.in_stride[1] : p.in_stride[0];
   // The window's first column, and each output's tap (kAxisTaps across).
   int c0 = kH == kAxisHalf ? 2 * x : x;
-  int d[4] = {}, a[4] = {};
+  // Scaled up by taps, output k takes window columns d and d + 1 (d from 0
+  // to k: the taps step less than a column), the second weighted a[k] /
+  // 256: byte permutes of the window's bytes pick them, with selectors
+  // made once here. Indexing the window by d, known only at run time,
+  // had put it in local memory.
+  int a[4] = {};
+  uint32_t sel_left = 0;
   if constexpr (kH == kAxisTaps) {
     c0 = (x * s.inc) >> 16;
     CO_UNROLL
     for (int k = 0; k < 4; ++k) {
       const int t = (x + k) * s.inc;
-      d[k] = (t >> 16) - c0;
+      sel_left |= static_cast<uint32_t>((t >> 16) - c0) << (4 * k);
       a[k] = (t >> 8) & 255;
     }
   }
@@ -1420,24 +1426,41 @@ __global__ void __launch_bounds__(kThreads)
       if constexpr (kV == kAxisHalf) return average(win[0][j], win[1][j]);
       return (win[0][j] * (256 - vp) + win[1][j] * vp + 128) >> 8;
     };
-    auto across = [&](const auto& at, int k) {  // output k from columns at(j)
-      if constexpr (kH == kAxisKeep) return at(k);
-      if constexpr (kH == kAxisHalf) return average(at(2 * k), at(2 * k + 1));
-      return (at(d[k]) * (256 - a[k]) + at(d[k] + 1) * a[k]) >> 8;
+    // The 4 outputs across from the window's columns v (bytes).
+    auto across = [&](const int(&v)[kCols], int(&o)[4]) {
+      if constexpr (kH == kAxisTaps) {
+        const uint32_t w0 = static_cast<uint32_t>(v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24);
+        const uint32_t w1 = static_cast<uint32_t>(v[4]);
+        const uint32_t left = __byte_perm(w0, w1, sel_left);
+        const uint32_t right = __byte_perm(w0, w1, sel_left + 0x1111u);
+        CO_UNROLL
+        for (int k = 0; k < 4; ++k)
+          o[k] = (static_cast<int>((left >> (8 * k)) & 0xFFu) * (256 - a[k]) +
+                  static_cast<int>((right >> (8 * k)) & 0xFFu) * a[k]) >>
+                 8;
+      } else {
+        CO_UNROLL
+        for (int k = 0; k < 4; ++k) o[k] = kH == kAxisKeep ? v[k] : average(v[2 * k], v[2 * k + 1]);
+      }
     };
+    int res[4];
+    if constexpr (kVFirst || kRows == 1) {
+      int col[kCols];
+      CO_UNROLL
+      for (int j = 0; j < kCols; ++j) col[j] = down(j);
+      across(col, res);
+    } else {
+      int h0[4], h1[4];
+      across(win[0], h0);
+      across(win[1], h1);
+      CO_UNROLL
+      for (int k = 0; k < 4; ++k)
+        res[k] =
+            kV == kAxisHalf ? average(h0[k], h1[k]) : (h0[k] * (256 - vp) + h1[k] * vp + 128) >> 8;
+    }
     uint32_t word = 0;
     CO_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      int v;
-      if constexpr (kVFirst || kRows == 1) {
-        v = across([&](int j) { return down(j); }, k);
-      } else {
-        const int h0 = across([&](int j) { return win[0][j]; }, k);
-        const int h1 = across([&](int j) { return win[1][j]; }, k);
-        v = kV == kAxisHalf ? average(h0, h1) : (h0 * (256 - vp) + h1 * vp + 128) >> 8;
-      }
-      word |= static_cast<uint32_t>(v) << (8 * k);
-    }
+    for (int k = 0; k < 4; ++k) word |= static_cast<uint32_t>(res[k]) << (8 * k);
     uint8_t* dst = out + static_cast<size_t>(y) * out_stride + x;
     if (n == 4 && p.aligned) {
       *reinterpret_cast<uint32_t*>(dst) = word;
