@@ -10,8 +10,9 @@
 // packed RGB) to the outputs rows_kernel makes (rows_takes), YUV to YUV
 // through videoconvert's plane scaler (luma copied, each chroma plane scaled:
 // scale_planes_kernel) and YUV to YUV of one subsampling with a deeper side
-// (each sample repacked: repack_samples_kernel); a format to itself, where
-// the reference is a copy, is the copy kernel. Every other pair: one thread
+// (each sample repacked: repack_samples_kernel), and grey to packed RGB
+// through a table (grey_packed_kernel); a format to itself, where the
+// reference is a copy, is the copy kernel. Every other pair: one thread
 // per 2x2 block reading it with the reference's own load_* functions, then
 // writing through a shared-memory tile in words (8-bit sides to packed
 // output: convert_tile_kernel) or as the reference writes it
@@ -1779,7 +1780,8 @@ __global__ void __launch_bounds__(kThreads, 5)
 // yuv_to_packed_kernel, for inputs whose chroma rows are luma rows (8-bit
 // 4:2:2: NV16, Y42B, YUY2, UYVY; 4:4:4: Y444) or that have no chroma (8-bit
 // packed RGB, 4- and 3-byte), to packed RGB (YUV input), 4:2:0 (8- and
-// 10-bit), 4:4:4 and 4:2:2 YUV. Each row gives its 4 luma samples and each
+// 10-bit), 4:4:4 and 4:2:2 YUV, and grey (RGB input: luma alone). Each row
+// gives its 4 luma samples and each
 // pixel's chroma: 4:2:2 chroma brought across only (horizontal_step, or
 // the nearest sample), 4:4:4 as stored, RGB through the matrix; no row is
 // shared between blocks. 4:2:0 output averages each row's pairs, then the
@@ -2443,8 +2445,9 @@ int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k) {
 // them. 8-bit 4:2:2 input to 8-bit packed RGB, 8- and 10-bit 4:2:0, 4:4:4
 // and the other 4:2:2 layouts; Y444 to the same but its plane scaler's
 // pairs (I420, Y42B); 8-bit packed RGB to 4:2:2, 4:4:4 and 10-bit 4:2:0,
-// and 3-byte RGB to 8-bit 4:2:0 too (4-byte RGB has convert_kernel there). Limited-range
-// RGB (convert_math::matrix8) and grey stay on the generic path.
+// and 3-byte RGB to 8-bit 4:2:0 too (4-byte RGB has convert_kernel there);
+// packed RGB to GRAY16_LE, and 3-byte RGB to GRAY8. Limited-range RGB
+// (convert_math::matrix8) and grey input stay elsewhere.
 bool rows_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k, int* source,
                 int* yuv_out) {
   using F = PixelFormat;
