@@ -92,8 +92,9 @@ struct ConvertLayout {
   // (pair_uv_sel), and from one pair word to its U, V in bytes 0 and 1
   // (pair_one_uv_sel).
   uint32_t pair_luma_sel, pair_uv_sel, pair_one_uv_sel;
-  // Pointer and stride of each input plane a multiple of 8 (10-bit 4:2:0's
-  // chroma words: deep420_kernel).
+  // Pointer and stride of each input plane a multiple of 8 (16-bit
+  // samples' 8-byte loads: deep420_kernel's chroma words,
+  // grey_packed_kernel's GRAY16 rows).
   bool in_a8[3];
 };
 
@@ -1239,61 +1240,25 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
     const dim3 grid((p.samples + 4 * kBlockX - 1) / (4 * kBlockX),
                     std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY));
     const dim3 block(kBlockX, kBlockY);
-    // Every pair of sides this takes, by (output components, output bytes;
-    // input bytes, input step).
-    auto launch = [&](auto kernel) { kernel<<<grid, block, 0, stream>>>(k, in, out, p); };
-    const int key =
-        (n - 1) << 3 | (info.sample_bytes - 1) << 2 | (in_bytes - 1) << 1 | (in_step - 1);
-    switch (key) {
-      case 0b0000:
-        launch(repack_samples_kernel<1, 1, 1, 1>);
-        break;
-      case 0b0010:
-        launch(repack_samples_kernel<1, 1, 2, 1>);
-        break;
-      case 0b0011:
-        launch(repack_samples_kernel<1, 1, 2, 2>);
-        break;
-      case 0b0001:
-        launch(repack_samples_kernel<1, 1, 1, 2>);
-        break;
-      case 0b0100:
-        launch(repack_samples_kernel<1, 2, 1, 1>);
-        break;
-      case 0b0101:
-        launch(repack_samples_kernel<1, 2, 1, 2>);
-        break;
-      case 0b0110:
-        launch(repack_samples_kernel<1, 2, 2, 1>);
-        break;
-      case 0b0111:
-        launch(repack_samples_kernel<1, 2, 2, 2>);
-        break;
-      case 0b1000:
-        launch(repack_samples_kernel<2, 1, 1, 1>);
-        break;
-      case 0b1001:
-        launch(repack_samples_kernel<2, 1, 1, 2>);
-        break;
-      case 0b1010:
-        launch(repack_samples_kernel<2, 1, 2, 1>);
-        break;
-      case 0b1011:
-        launch(repack_samples_kernel<2, 1, 2, 2>);
-        break;
-      case 0b1100:
-        launch(repack_samples_kernel<2, 2, 1, 1>);
-        break;
-      case 0b1101:
-        launch(repack_samples_kernel<2, 2, 1, 2>);
-        break;
-      case 0b1110:
-        launch(repack_samples_kernel<2, 2, 2, 1>);
-        break;
-      default:
-        launch(repack_samples_kernel<2, 2, 2, 2>);
-        break;
-    }
+    // The instance for (output components, output bytes; input bytes,
+    // input step), each 1 or 2.
+    auto one_or_two = [](bool two, const auto& f) {
+      if (two)
+        f(std::integral_constant<int, 2>{});
+      else
+        f(std::integral_constant<int, 1>{});
+    };
+    one_or_two(n == 2, [&](auto comps) {
+      one_or_two(info.sample_bytes == 2, [&](auto bytes) {
+        one_or_two(in_bytes == 2, [&](auto ib) {
+          one_or_two(in_step == 2, [&](auto step) {
+            repack_samples_kernel<decltype(comps)::value, decltype(bytes)::value,
+                                  decltype(ib)::value, decltype(step)::value>
+                <<<grid, block, 0, stream>>>(k, in, out, p);
+          });
+        });
+      });
+    });
     CO_CUDA_CHECK_LAUNCH("the convert kernel (samples repacked)");
   }
 }
@@ -2172,7 +2137,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint8_t* row = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
     uint32_t g;  // the 4 pixels' 8-bit values
     if constexpr (kDeep) {
-      if (full && L.in_a16) {
+      if (full && L.in_a8[0]) {
         const uint2 v = *reinterpret_cast<const uint2*>(row + 2 * x0);
         g = __byte_perm(v.x, v.y, 0x7531);
       } else {
@@ -2192,31 +2157,6 @@ __global__ void __launch_bounds__(kThreads)
     else
       store_packed(orow, x0, width, full, L.out_a16, L.out_a4[0], px);
   }
-}
-
-void grey_packed_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
-                      cudaStream_t stream) {
-  const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
-  ConvertLayout L{};
-  L.k = k;
-  L.in_a4[0] = aligned_to(in.planes[0], 4);
-  L.in_a16 = aligned_to(in.planes[0], 8);  // here: 8-byte loads of 4 16-bit samples
-  L.out_a4[0] = aligned_to(out.planes[0], 4);
-  L.out_a16 = aligned_to(out.planes[0], 16);
-  const int bw = (in.width + 3) / 4, bh = (in.height + kGreyRows - 1) / kGreyRows;
-  if (bw == 0 || bh == 0) return;
-  const dim3 grid((bw + kBlockX - 1) / kBlockX, (bh + kBlockY - 1) / kBlockY);
-  if (grid.y > kMaxGridY) throw Error("convert: the image is too tall (more than 2,097,120 rows)");
-  const dim3 block(kBlockX, kBlockY);
-  if (k.deep && rgb24)
-    grey_packed_kernel<true, true><<<grid, block, 0, stream>>>(L, in, out, bw);
-  else if (k.deep)
-    grey_packed_kernel<true, false><<<grid, block, 0, stream>>>(L, in, out, bw);
-  else if (rgb24)
-    grey_packed_kernel<false, true><<<grid, block, 0, stream>>>(L, in, out, bw);
-  else
-    grey_packed_kernel<false, false><<<grid, block, 0, stream>>>(L, in, out, bw);
-  CO_CUDA_CHECK_LAUNCH("the convert kernel (grey to packed RGB)");
 }
 
 void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
@@ -2396,6 +2336,26 @@ int yuv_out_to(PixelFormat out) {
     default:
       return kToRgb;
   }
+}
+
+void grey_packed_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
+                      cudaStream_t stream) {
+  const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
+  const ConvertLayout L = layout_of(in, out, k, rgb24, kToRgb);
+  const int bw = (in.width + 3) / 4, bh = (in.height + kGreyRows - 1) / kGreyRows;
+  if (bw == 0 || bh == 0) return;
+  const dim3 grid((bw + kBlockX - 1) / kBlockX, (bh + kBlockY - 1) / kBlockY);
+  if (grid.y > kMaxGridY) throw Error("convert: the image is too tall (more than 2,097,120 rows)");
+  const dim3 block(kBlockX, kBlockY);
+  if (k.deep && rgb24)
+    grey_packed_kernel<true, true><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else if (k.deep)
+    grey_packed_kernel<true, false><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else if (rgb24)
+    grey_packed_kernel<false, true><<<grid, block, 0, stream>>>(L, in, out, bw);
+  else
+    grey_packed_kernel<false, false><<<grid, block, 0, stream>>>(L, in, out, bw);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (grey to packed RGB)");
 }
 
 // Whether deep420_kernel makes the pair: 10-bit 4:2:0 to 8-bit packed RGB

@@ -563,9 +563,14 @@ Kind kind_of(PixelFormat format) {
   return info.pixel_bytes[0] == 3 ? kRgb24 : kRgb32;
 }
 
+// The kernel for kind K, its grid from K's strip height.
 template <int K>
-void launch(dim3 grid, CUstream_st* stream, const ImageRef& in, const ImageRef& out,
-            const EdgeLayout& l) {
+void launch(CUstream_st* stream, const ImageRef& in, const ImageRef& out, const EdgeLayout& l) {
+  const dim3 grid((in.width + kTileX - 1) / kTileX, (in.height + kTileY<K> - 1) / kTileY<K>);
+  if (grid.y > 65535) throw Error("edge: the image is too tall (more than about a million rows)");
+  // fill_chroma's 32-bit thread indices.
+  if (static_cast<size_t>(grid.x) * grid.y * kThreads > 0x7FFFFFFF)
+    throw Error("edge: the image is too large");
   edge_kernel<K><<<grid, dim3(32, kWarps), 0, stream>>>(in.planes[0].data, out.planes[0].data, l);
 }
 
@@ -610,10 +615,6 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
   const size_t word = kind == kRgb32 ? 16 : (kind == kPacked422 || kind == kDeep ? 8 : 4);
   l.src_aligned = aligned_to(in.planes[0], word);
   l.dst_aligned = aligned_to(out.planes[0], word);
-  const unsigned tiles_x = (in.width + kTileX - 1) / kTileX;
-  const int tile_y =
-      kind == kLuma8 ? kTileY<kLuma8> : (kind == kPacked422 ? kTileY<kPacked422> : kTileY<kRgb32>);
-  const unsigned tiles_y = (in.height + tile_y - 1) / tile_y;
   if (info.n_planes > 1) {
     // Neutral chroma: half the maximum, in the sample's bits of its word.
     const Component& u = info.comp[1];
@@ -634,26 +635,23 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
     l.chroma_bytes = static_cast<int>(plane_row_bytes(in.format, 1, in.width));
     l.chroma_rows = static_cast<int>(plane_rows(in.format, 1, in.height));
     const size_t items = (static_cast<size_t>(l.chroma_bytes) + 15) / 16 * l.chroma_rows;
-    if (items > 0x7FFFFFFF || static_cast<size_t>(tiles_x) * tiles_y * kThreads > 0x7FFFFFFF)
-      throw Error("edge: the image is too large");
+    if (items > 0x7FFFFFFF) throw Error("edge: the image is too large");
   }
-  dim3 grid(tiles_x, tiles_y);
-  if (grid.y > 65535) throw Error("edge: the image is too tall (more than about a million rows)");
   switch (kind) {
     case kLuma8:
-      launch<kLuma8>(grid, stream, in, out, l);
+      launch<kLuma8>(stream, in, out, l);
       break;
     case kRgb32:
-      launch<kRgb32>(grid, stream, in, out, l);
+      launch<kRgb32>(stream, in, out, l);
       break;
     case kRgb24:
-      launch<kRgb24>(grid, stream, in, out, l);
+      launch<kRgb24>(stream, in, out, l);
       break;
     case kPacked422:
-      launch<kPacked422>(grid, stream, in, out, l);
+      launch<kPacked422>(stream, in, out, l);
       break;
     case kDeep:
-      launch<kDeep>(grid, stream, in, out, l);
+      launch<kDeep>(stream, in, out, l);
       break;
   }
   CO_CUDA_CHECK_LAUNCH("the edge kernel");
