@@ -1320,118 +1320,188 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The same scaler where each axis is kept, halved or scaled up by taps
-// (kH, kV: ScaleAxis): a thread's 4 output samples read one window of the
-// input, the columns around them (4; 8 halved; 5 scaled up, whose taps
-// step less than one sample) of the one or two rows they take, in words
-// where the plane allows, and make all 4 from it in the reference's order
-// (kVFirst: down, then across; else across, then down). Planar planes, and
+// The same scaler where each axis is kept, halved or scaled by taps (kH,
+// kV: ScaleAxis), a word of 4 output bytes at a time. Planar planes, and
 // semi-planar ones scaled down only (their U, V bytes then stay where they
-// are, so a row's bytes scale as one plane). scaled_chroma's per-sample
-// choice among the cases and its 16 byte loads per thread (both axes
-// scaled) had made I420 -> Y444 9.4x the memory bound.
-enum ScaleAxis : int { kAxisKeep, kAxisHalf, kAxisTaps };
+// are, so a row's bytes scale as one plane).
+//
+// A thread's 4 outputs of a row come from one window of the input row: the
+// 4 columns under them (kept), 8 (halved), or, scaled by taps, the columns
+// from the first one's left tap to the last one's right tap (taps step
+// less than a column, so 5 at most), read as the two aligned words that
+// hold them where the plane allows. Scaled across, output k takes window
+// bytes picked by byte permutes whose selectors are made once per thread,
+// the second weighted a[k] / 256. Down, two rows' words are averaged or
+// blended as whole words: each half of a word's bytes takes one multiply
+// in 16-bit lanes (a sum up to 255 * 256 + 128 stays in its lane).
+//
+// A thread makes kScaleRows consecutive output rows, and so does the whole
+// warp (a block's rows are its warps). Rows scaled to twice their number
+// (4:2:0 to 4:2:2 or 4:4:4 at even heights) take the 4 input rows under
+// them, each scaled across once, with the taps' fixed pattern
+// (kAxisDouble). Other rows scaled by taps take theirs from the lanes that
+// worked them out, one row each (vertical_tap_rcp), and, scaled up and
+// across first, read the input rows they share once, all before using any. The order is the reference's: kVFirst, down then across;
+// else across, then down. scaled_chroma's per-sample choice among the cases
+// had made I420 -> Y444 9.4x the memory bound, and a window kernel where
+// each thread made one row, its taps worked out by every thread, 5.6x.
+// kAxisDouble: scaled up by taps to exactly twice the rows, where the
+// taps repeat (vertical_tap): output row 2m - 1 is input rows m - 1 and m
+// weighted 192 and 64, row 2m the same rows weighted 64 and 192, and the
+// first and last rows are the input's, which the same rule gives on rows
+// clamped to the picture. Its rows need no taps worked out.
+enum ScaleAxis : int { kAxisKeep, kAxisHalf, kAxisTaps, kAxisDouble };
+
+constexpr int kScaleRows = 4;
+constexpr int kScaleBand = kBlockY * kScaleRows;  // output rows per block and band
+
+// Rows a and b blended down, byte by byte: (a (256 - p) + b p + 128) >> 8.
+__device__ __forceinline__ uint32_t blend_rows(uint32_t a, uint32_t b, uint32_t p) {
+  const uint32_t q = 256 - p;
+  const uint32_t even = (a & 0x00FF00FFu) * q + (b & 0x00FF00FFu) * p + 0x00800080u;
+  const uint32_t odd = ((a >> 8) & 0x00FF00FFu) * q + ((b >> 8) & 0x00FF00FFu) * p + 0x00800080u;
+  return ((even >> 8) & 0x00FF00FFu) | (odd & 0xFF00FF00u);
+}
 
 template <int kH, int kV, bool kVFirst>
 __global__ void __launch_bounds__(kThreads)
     scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
-  using convert_math::average;
-  constexpr int kCols = kH == kAxisKeep ? 4 : kH == kAxisHalf ? 8 : 5;
-  constexpr int kRows = kV == kAxisKeep ? 1 : 2;
   const int x = (blockIdx.x * kBlockX + threadIdx.x) * 4;
-  if (x >= p.row_bytes) return;
+  const bool live = x < p.row_bytes;
   const int n = min(4, p.row_bytes - x);
   const bool z = blockIdx.z != 0;
   uint8_t* const out = z ? p.out[1] : p.out[0];
   const size_t out_stride = z ? p.out_stride[1] : p.out_stride[0];
   const uint8_t* const src = z ? p.in[1] : p.in[0];
   const size_t in_stride = z ? p.in_stride[1] : p.in_stride[0];
-  // The window's first column, and each output's tap (kAxisTaps across).
-  int c0 = kH == kAxisHalf ? 2 * x : x;
-  // Scaled up by taps, output k takes window columns d and d + 1 (d from 0
-  // to k: the taps step less than a column), the second weighted a[k] /
-  // 256: byte permutes of the window's bytes pick them, with selectors
-  // made once here. Indexing the window by d, known only at run time,
-  // had put it in local memory.
+  // The window: 8 bytes from `base` (4 kept). Scaled by taps, output k
+  // takes window bytes left[k] and left[k] + 1, selectors made here.
+  int base = kH == kAxisHalf ? 2 * x : x;
   int a[4] = {};
   uint32_t sel_left = 0;
   if constexpr (kH == kAxisTaps) {
-    c0 = (x * s.inc) >> 16;
+    const int c0 = (x * s.inc) >> 16;
+    base = c0 & ~3;
     CO_UNROLL
     for (int k = 0; k < 4; ++k) {
       const int t = (x + k) * s.inc;
-      sel_left |= static_cast<uint32_t>((t >> 16) - c0) << (4 * k);
+      sel_left |= static_cast<uint32_t>((t >> 16) - base) << (4 * k);
       a[k] = (t >> 8) & 255;
     }
   }
-  const bool words = p.in_a4 && kH != kAxisTaps && c0 + kCols <= p.in_cols;
-  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
-    int r0 = y, vp = 0;
-    if constexpr (kV == kAxisHalf) r0 = 2 * y;
-    if constexpr (kV == kAxisTaps) convert_math::scaler_row(s, y, &r0, &vp);
-    int win[kRows][kCols];
-    CO_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const uint8_t* row = src + static_cast<size_t>(r0 + r) * in_stride;
-      if (words) {
-        CO_UNROLL
-        for (int q = 0; q < kCols / 4; ++q) {
-          const uint32_t v = *reinterpret_cast<const uint32_t*>(row + c0 + 4 * q);
-          CO_UNROLL
-          for (int b = 0; b < 4; ++b) win[r][4 * q + b] = (v >> (8 * b)) & 0xFF;
-        }
-      } else {
-        // Columns past the row are clamped: they reach an output only with
-        // a weight of 0, or for samples past the output row.
-        CO_UNROLL
-        for (int j = 0; j < kCols; ++j) win[r][j] = row[min(c0 + j, p.in_cols - 1)];
-      }
-    }
-    auto down = [&](int j) {  // column j of the window scaled down
-      if constexpr (kV == kAxisKeep) return win[0][j];
-      if constexpr (kV == kAxisHalf) return average(win[0][j], win[1][j]);
-      return (win[0][j] * (256 - vp) + win[1][j] * vp + 128) >> 8;
-    };
-    // The 4 outputs across from the window's columns v (bytes).
-    auto across = [&](const int(&v)[kCols], int(&o)[4]) {
-      if constexpr (kH == kAxisTaps) {
-        const uint32_t w0 = static_cast<uint32_t>(v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24);
-        const uint32_t w1 = static_cast<uint32_t>(v[4]);
-        const uint32_t left = __byte_perm(w0, w1, sel_left);
-        const uint32_t right = __byte_perm(w0, w1, sel_left + 0x1111u);
-        CO_UNROLL
-        for (int k = 0; k < 4; ++k)
-          o[k] = (static_cast<int>((left >> (8 * k)) & 0xFFu) * (256 - a[k]) +
-                  static_cast<int>((right >> (8 * k)) & 0xFFu) * a[k]) >>
-                 8;
-      } else {
-        CO_UNROLL
-        for (int k = 0; k < 4; ++k) o[k] = kH == kAxisKeep ? v[k] : average(v[2 * k], v[2 * k + 1]);
-      }
-    };
-    int res[4];
-    if constexpr (kVFirst || kRows == 1) {
-      int col[kCols];
-      CO_UNROLL
-      for (int j = 0; j < kCols; ++j) col[j] = down(j);
-      across(col, res);
+  constexpr int kBytes = kH == kAxisKeep ? 4 : 8;
+  const bool words = p.in_a4 && base + kBytes <= p.in_cols;
+  struct Window {
+    uint32_t w[2];
+  };
+  auto window = [&](int row) {
+    Window v{};
+    const uint8_t* r = src + static_cast<size_t>(row) * in_stride;
+    if (words) {
+      v.w[0] = *reinterpret_cast<const uint32_t*>(r + base);
+      if (kBytes == 8) v.w[1] = *reinterpret_cast<const uint32_t*>(r + base + 4);
     } else {
-      int h0[4], h1[4];
-      across(win[0], h0);
-      across(win[1], h1);
+      // Columns past the row are clamped: they reach an output only with
+      // a weight of 0, or for samples past the output row.
       CO_UNROLL
-      for (int k = 0; k < 4; ++k)
-        res[k] =
-            kV == kAxisHalf ? average(h0[k], h1[k]) : (h0[k] * (256 - vp) + h1[k] * vp + 128) >> 8;
+      for (int j = 0; j < kBytes; ++j)
+        v.w[j >> 2] |= static_cast<uint32_t>(r[min(base + j, p.in_cols - 1)]) << (8 * (j & 3));
     }
+    return v;
+  };
+  auto across = [&](const Window& v) -> uint32_t {
+    if constexpr (kH == kAxisKeep) return v.w[0];
+    if constexpr (kH == kAxisHalf) {
+      // (b0 + b1 + 1) >> 1 for each pair of bytes, in 16-bit lanes.
+      const uint32_t h0 =
+          ((v.w[0] & 0x00FF00FFu) + ((v.w[0] >> 8) & 0x00FF00FFu) + 0x00010001u) >> 1;
+      const uint32_t h1 =
+          ((v.w[1] & 0x00FF00FFu) + ((v.w[1] >> 8) & 0x00FF00FFu) + 0x00010001u) >> 1;
+      return __byte_perm(h0, h1, 0x6420);
+    }
+    const uint32_t left = __byte_perm(v.w[0], v.w[1], sel_left);
+    const uint32_t right = __byte_perm(v.w[0], v.w[1], sel_left + 0x1111u);
     uint32_t word = 0;
     CO_UNROLL
-    for (int k = 0; k < 4; ++k) word |= static_cast<uint32_t>(res[k]) << (8 * k);
-    uint8_t* dst = out + static_cast<size_t>(y) * out_stride + x;
-    if (n == 4 && p.aligned) {
-      *reinterpret_cast<uint32_t*>(dst) = word;
+    for (int k = 0; k < 4; ++k) {
+      const int l = (left >> (8 * k)) & 0xFF, r = (right >> (8 * k)) & 0xFF;
+      word |= static_cast<uint32_t>((l * (256 - a[k]) + r * a[k]) >> 8) << (8 * k);
+    }
+    return word;
+  };
+  auto down = [&](uint32_t upper, uint32_t lower, int vp) {
+    return kV == kAxisHalf ? __vavgu4(upper, lower) : blend_rows(upper, lower, vp);
+  };
+  // Output row y from input rows r and r + 1 (kV kept: r alone).
+  auto output_row = [&](int r, int vp) -> uint32_t {
+    if constexpr (kV == kAxisKeep) return across(window(r));
+    const Window w0 = window(r), w1 = window(r + 1);
+    if constexpr (kVFirst)
+      return across(Window{{down(w0.w[0], w1.w[0], vp), down(w0.w[1], w1.w[1], vp)}});
+    return down(across(w0), across(w1), vp);
+  };
+  const int lane = threadIdx.x;
+  for (int band = blockIdx.y * kScaleBand; band < p.rows; band += gridDim.y * kScaleBand) {
+    const int first = band + threadIdx.y * kScaleRows;
+    if (first >= p.rows) continue;  // the whole warp
+    const int rows = min(kScaleRows, p.rows - first);
+    uint32_t word[kScaleRows];
+    if constexpr (kV == kAxisDouble) {
+      // Input rows first / 2 - 1 to first / 2 + 2 (first is even).
+      if (!live) continue;
+      auto row = [&](int i) { return across(window(min(max(i, 0), s.ih - 1))); };
+      const int m = first >> 1;
+      const uint32_t r0 = row(m - 1), r1 = row(m), r2 = row(m + 1), r3 = row(m + 2);
+      word[0] = blend_rows(r0, r1, 192);
+      word[1] = blend_rows(r1, r2, 64);
+      word[2] = blend_rows(r1, r2, 192);
+      word[3] = blend_rows(r2, r3, 64);
     } else {
-      for (int b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(word >> (8 * b));
+      int r[kScaleRows], vp[kScaleRows] = {};
+      if constexpr (kV == kAxisTaps) {
+        int ti = 0, tp = 0;
+        if (lane < kScaleRows)
+          convert_math::scaler_row_rcp(s, min(first + lane, p.rows - 1), &ti, &tp);
+        CO_UNROLL
+        for (int j = 0; j < kScaleRows; ++j) {
+          r[j] = __shfl_sync(0xFFFFFFFFu, ti, j);
+          vp[j] = __shfl_sync(0xFFFFFFFFu, tp, j);
+        }
+      } else {
+        CO_UNROLL
+        for (int j = 0; j < kScaleRows; ++j) r[j] = kV == kAxisHalf ? 2 * (first + j) : first + j;
+      }
+      if (!live) continue;
+      const int last = r[rows - 1] + 1;  // the last input row taken
+      if (kV == kAxisTaps && !kVFirst && last - r[0] < kScaleRows + 1) {
+        // Scaled up: every input row the outputs take, read and scaled
+        // across once, then picked for each output.
+        uint32_t h[kScaleRows + 1];
+        CO_UNROLL
+        for (int i = 0; i <= kScaleRows; ++i) h[i] = across(window(min(r[0] + i, last)));
+        auto pick = [&](int i) {
+          uint32_t v = h[0];
+          CO_UNROLL
+          for (int k = 1; k <= kScaleRows; ++k) v = i == k ? h[k] : v;
+          return v;
+        };
+        CO_UNROLL
+        for (int j = 0; j < kScaleRows; ++j)
+          word[j] = down(pick(r[j] - r[0]), pick(r[j] + 1 - r[0]), vp[j]);
+      } else {
+        CO_UNROLL
+        for (int j = 0; j < kScaleRows; ++j) word[j] = j < rows ? output_row(r[j], vp[j]) : 0u;
+      }
+    }
+    CO_UNROLL
+    for (int j = 0; j < kScaleRows; ++j) {
+      if (j >= rows) break;
+      uint8_t* dst = out + static_cast<size_t>(first + j) * out_stride + x;
+      if (n == 4 && p.aligned) {
+        *reinterpret_cast<uint32_t*>(dst) = word[j];
+      } else {
+        for (int b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(word[j] >> (8 * b));
+      }
     }
   }
 }
@@ -1467,29 +1537,37 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
                   std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY), chroma_planes);
   const convert_math::ChromaScaler s =
       convert_math::chroma_scaler(k, in.width, in.height, out.width, out.height);
-  // Each axis kept, halved (the planar shortcuts) or scaled up by taps,
-  // as convert_math::scaled_chroma decides.
+  // Each axis kept, halved (the planar shortcuts) or scaled by taps, as
+  // convert_math::scaled_chroma decides.
   int h = s.iw == s.ow ? kAxisKeep : s.ih == s.oh && s.hh ? kAxisHalf : kAxisTaps;
   int v = s.ih == s.oh ? kAxisKeep : s.iw == s.ow && s.vh ? kAxisHalf : kAxisTaps;
   if (s.hh && s.vh && s.iw != s.ow && s.ih != s.oh) h = v = kAxisHalf;  // down, then across
+  if (v == kAxisTaps && s.oh == 2 * s.ih && s.across_first) v = kAxisDouble;
   // Semi-planar: U, V bytes where the output has them, scaled down only.
   const bool same_bytes = is.step[1] == 1 || (h == kAxisKeep && is.offset[2] == is.offset[1] + 1 &&
                                               p.u_byte == 0 && is.plane[1] == is.plane[2]);
   const bool window = same_bytes && (h != kAxisTaps || (s.iw >= 2 && s.inc < 65536)) &&
-                      (v != kAxisTaps || s.ih >= 2);
+                      ((v != kAxisTaps && v != kAxisDouble) || s.ih >= 2);
   p.in_cols = p.planar ? s.iw : 2 * s.iw;
   p.in_a4 = true;
   for (int c = 0; c < chroma_planes; ++c)
     p.in_a4 = p.in_a4 && reinterpret_cast<uintptr_t>(p.in[c]) % 4 == 0 && p.in_stride[c] % 4 == 0;
   const dim3 block(kBlockX, kBlockY);
   bool ran = false;
+  // A window kernel's block makes kScaleBand rows at a time.
+  const dim3 bands(grid.x, std::min<unsigned>((p.rows + kScaleBand - 1) / kScaleBand, kMaxGridY),
+                   chroma_planes);
   auto run = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(s, p);
+    kernel<<<bands, block, 0, stream>>>(s, p);
     ran = true;
   };
   if (window) {
     if (h == kAxisHalf && v == kAxisHalf)
       run(scale_window_kernel<kAxisHalf, kAxisHalf, true>);
+    else if (h == kAxisKeep && v == kAxisDouble)
+      run(scale_window_kernel<kAxisKeep, kAxisDouble, false>);
+    else if (h == kAxisTaps && v == kAxisDouble)
+      run(scale_window_kernel<kAxisTaps, kAxisDouble, false>);
     else if (h == kAxisKeep && v == kAxisTaps)
       run(scale_window_kernel<kAxisKeep, kAxisTaps, false>);
     else if (h == kAxisKeep && v == kAxisHalf)

@@ -151,6 +151,45 @@ CO_HD void vertical_tap(int ih, int oh, int j, int* i, int* p) {
     *p = (q2 + den) / (2 * den);
 }
 
+// n / d and n % d (n >= 0, d > 0, quotient below 2^21) from a
+// single-precision estimate n * rcp (rcp = 1 / d, rounded), corrected by
+// one step: the estimate is within 1 of the quotient, and the device's
+// 32-bit divisions are some twenty dependent instructions each.
+CO_HD int divide(int n, int d, float rcp, int* rem) {
+  int q = static_cast<int>(static_cast<float>(n) * rcp);
+  int r = n - q * d;
+  if (r < 0) {
+    --q;
+    r += d;
+  } else if (r >= d) {
+    ++q;
+    r -= d;
+  }
+  *rem = r;
+  return q;
+}
+
+// vertical_tap with its divisions by den = 2 oh taken through rcp = 1 /
+// den (divide): the same taps (tested against it).
+CO_HD void vertical_tap_rcp(int ih, int oh, float rcp, int j, int* i, int* p) {
+  const int num = (2 * j + 1) * ih - oh, den = 2 * oh;
+  if (num <= 0) {
+    *i = 0, *p = 0;
+    return;
+  }
+  int rem;
+  *i = divide(num, den, rcp, &rem);
+  if (*i >= ih - 1) {
+    *i = ih - 2, *p = 256;
+    return;
+  }
+  // (512 rem + den) / (2 den) is (q + 1) >> 1 for q = 512 rem / den; an
+  // exact half (no remainder, q odd) rounds to the larger tap.
+  int r2;
+  const int q = divide(512 * rem, den, rcp, &r2);
+  *p = r2 == 0 && (q & 1) ? (q >> 1) + (2 * rem > den ? 1 : 0) : (q + 1) >> 1;
+}
+
 CO_HD int average(int a, int b) { return (a + b + 1) >> 1; }
 
 // The plane scaler for one conversion, worked out once: both sides'
@@ -167,6 +206,8 @@ struct ChromaScaler {
   // i + 1, the second weighted a / 256, with t = j * inc, i = t >> 16,
   // a = (t >> 8) & 255 (ends on ends, truncated). iw >= 2.
   int inc;
+  // 1 / (2 oh), rounded: vertical_tap_rcp's divisor.
+  float row_rcp;
 };
 
 CO_HD ChromaScaler chroma_scaler(const ConvertCoefficients& k, int in_width, int in_height,
@@ -183,6 +224,7 @@ CO_HD ChromaScaler chroma_scaler(const ConvertCoefficients& k, int in_width, int
   if (s.ih > 1) vertical_tap(s.ih, s.oh, s.oh - 1, &last, &unused);
   s.across_first = last <= s.oh;
   s.inc = s.ow == 1 ? 0 : ((s.iw - 1) << 16) / (s.ow - 1) - 1;
+  s.row_rcp = 1.0f / static_cast<float>(2 * s.oh);
   return s;
 }
 
@@ -191,6 +233,12 @@ CO_HD ChromaScaler chroma_scaler(const ConvertCoefficients& k, int in_width, int
 CO_HD void scaler_row(const ChromaScaler& s, int sy, int* i, int* p) {
   *i = 0, *p = 0;
   if (s.ih >= 2 && s.ih != s.oh) vertical_tap(s.ih, s.oh, sy, i, p);
+}
+
+// The same through vertical_tap_rcp.
+CO_HD void scaler_row_rcp(const ChromaScaler& s, int sy, int* i, int* p) {
+  *i = 0, *p = 0;
+  if (s.ih >= 2 && s.ih != s.oh) vertical_tap_rcp(s.ih, s.oh, s.row_rcp, sy, i, p);
 }
 
 // Output chroma sample (sx, sy) scaled from an input chroma component

@@ -2,6 +2,9 @@
 // independently here, and the checks that refuse what a kernel cannot do.
 // (Agreement with GStreamer's own elements is test_vs_gstreamer.cpp; GPU
 // against these references is test_kernel_gpu.cpp.)
+#include <random>
+#include <utility>
+
 #include "blur.h"
 #include "convert.h"
 #include "convert_math.h"
@@ -514,8 +517,6 @@ OwnedImage run_convert(const KernelParams& params, const OwnedImage& in, PixelFo
   return out;
 }
 
-// Known values (videoconvert's, measured on GStreamer 1.22): BT.601 limited
-// range, red and white.
 // rgb8_to16, the 32-bit form the GPU's RGB -> 10- and 16-bit YUV and grey
 // kernels use, against to_output<true>'s 64-bit sum for every 8-bit RGB
 // pixel, every row, both matrices and both ranges of the YUV output, and
@@ -553,6 +554,41 @@ TEST(ConvertReference, ThirtyTwoBitRgbToSixteenBitRowsEqualTheSixtyFourBitSum) {
   EXPECT_EQ(wrong, 0);
 }
 
+// vertical_tap_rcp, the plane scaler's row taps as the GPU works them out
+// (divisions through a reciprocal), against vertical_tap's integer
+// divisions: every row of every pair of chroma heights up to 160 and 320,
+// the heights of common frames and their odd neighbours both ways, and
+// rows drawn at random from heights up to 16384.
+TEST(ConvertReference, RowTapsThroughAReciprocalEqualTheDivisions) {
+  int wrong = 0;
+  auto check_rows = [&](int ih, int oh, int j) {
+    if (ih < 2 || ih == oh) return;
+    const float rcp = 1.0f / static_cast<float>(2 * oh);
+    int wi, wp, gi, gp;
+    convert_math::vertical_tap(ih, oh, j, &wi, &wp);
+    convert_math::vertical_tap_rcp(ih, oh, rcp, j, &gi, &gp);
+    if ((wi != gi || wp != gp) && ++wrong <= 5)
+      ADD_FAILURE() << ih << " -> " << oh << " rows, row " << j << ": want " << wi << "/" << wp
+                    << ", got " << gi << "/" << gp;
+  };
+  for (int ih = 2; ih <= 160; ++ih)
+    for (int oh = 1; oh <= 320; ++oh)
+      for (int j = 0; j < oh; ++j) check_rows(ih, oh, j);
+  for (int h : {240, 288, 360, 480, 540, 576, 720, 1080, 1088, 1200, 1440, 2160, 4320})
+    for (int dh : {-1, 0, 1})
+      for (auto [ih, oh] : {std::pair{h + dh, 2 * h}, {h, 2 * h + dh}, {2 * h + dh, h}})
+        for (int j = 0; j < oh; ++j) check_rows(ih, oh, j);
+  std::mt19937 random(11);
+  for (int k = 0; k < 2000000; ++k) {
+    const int ih = 2 + static_cast<int>(random() % 16383),
+              oh = 1 + static_cast<int>(random() % 16384);
+    check_rows(ih, oh, static_cast<int>(random() % oh));
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Known values (videoconvert's, measured on GStreamer 1.22): BT.601 limited
+// range, red and white.
 TEST(ConvertReference, KnownColours) {
   const KernelParams bt601 = convert(YuvMatrix::kBT601, false, YuvMatrix::kBT601, false);
   OwnedImage rgba(PixelFormat::kRGBA, 2, 2);
