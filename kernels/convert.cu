@@ -1283,9 +1283,10 @@ struct ScaledPlane {
   int u_byte;
   int row_bytes, rows;
   bool aligned;  // 4-byte stores
-  // For scale_window_kernel: input bytes per row (the window's columns),
-  // and whether the input planes' pointers and strides are 4-byte words.
-  int in_cols;
+  // For scale_window_kernel: input bytes per row (the window's columns)
+  // and rows, and whether the input planes' pointers and strides are
+  // 4-byte words.
+  int in_cols, in_rows;
   bool in_a4;
 };
 
@@ -1336,20 +1337,20 @@ __global__ void __launch_bounds__(kThreads)
 // in 16-bit lanes (a sum up to 255 * 256 + 128 stays in its lane).
 //
 // A thread makes kScaleRows consecutive output rows, and so does the whole
-// warp (a block's rows are its warps). Rows scaled to twice their number
+// warp (a block's rows are its warps); it reads the input rows they take
+// from one pointer stepped a stride at a time, all before using any. Rows scaled to twice their number
 // (4:2:0 to 4:2:2 or 4:4:4 at even heights) take the 4 input rows under
 // them, each scaled across once, with the taps' fixed pattern
 // (kAxisDouble). Other rows scaled by taps take theirs from the lanes that
 // worked them out, one row each (vertical_tap_rcp), and, scaled up and
-// across first, read the input rows they share once, all before using any. The order is the reference's: kVFirst, down then across;
-// else across, then down. scaled_chroma's per-sample choice among the cases
-// had made I420 -> Y444 9.4x the memory bound, and a window kernel where
-// each thread made one row, its taps worked out by every thread, 5.6x.
-// kAxisDouble: scaled up by taps to exactly twice the rows, where the
-// taps repeat (vertical_tap): output row 2m - 1 is input rows m - 1 and m
-// weighted 192 and 64, row 2m the same rows weighted 64 and 192, and the
-// first and last rows are the input's, which the same rule gives on rows
-// clamped to the picture. Its rows need no taps worked out.
+// across first, read the input rows they share once. The order is the
+// reference's: kVFirst, down then across; else across, then down. scaled_chroma's per-sample choice
+// among the cases had made I420 -> Y444 9.4x the memory bound, and a window kernel where each
+// thread made one row, its taps worked out by every thread, 5.6x. kAxisDouble: scaled up by taps to
+// exactly twice the rows, where the taps repeat (vertical_tap): output row 2m - 1 is input rows m -
+// 1 and m weighted 192 and 64, row 2m the same rows weighted 64 and 192, and the first and last
+// rows are the input's, which the same rule gives on rows clamped to the picture. Its rows need no
+// taps worked out.
 enum ScaleAxis : int { kAxisKeep, kAxisHalf, kAxisTaps, kAxisDouble };
 
 constexpr int kScaleRows = 4;
@@ -1429,16 +1430,22 @@ __global__ void __launch_bounds__(kThreads)
     }
     return word;
   };
-  auto down = [&](uint32_t upper, uint32_t lower, int vp) {
-    return kV == kAxisHalf ? __vavgu4(upper, lower) : blend_rows(upper, lower, vp);
-  };
-  // Output row y from input rows r and r + 1 (kV kept: r alone).
-  auto output_row = [&](int r, int vp) -> uint32_t {
-    if constexpr (kV == kAxisKeep) return across(window(r));
-    const Window w0 = window(r), w1 = window(r + 1);
-    if constexpr (kVFirst)
-      return across(Window{{down(w0.w[0], w1.w[0], vp), down(w0.w[1], w1.w[1], vp)}});
-    return down(across(w0), across(w1), vp);
+  // The windows of kN consecutive input rows from row i0, clamped to the
+  // plane: words from one pointer stepped a stride at a time where the
+  // rows are all in the plane.
+  auto windows = [&](int i0, auto& w) {
+    constexpr int kN = sizeof(w) / sizeof(w[0]);
+    if (words && i0 >= 0 && i0 + kN <= p.in_rows) {
+      const uint8_t* r = src + static_cast<size_t>(i0) * in_stride + base;
+      CO_UNROLL
+      for (int j = 0; j < kN; ++j, r += in_stride) {
+        w[j].w[0] = *reinterpret_cast<const uint32_t*>(r);
+        w[j].w[1] = kBytes == 8 ? *reinterpret_cast<const uint32_t*>(r + 4) : 0u;
+      }
+    } else {
+      CO_UNROLL
+      for (int j = 0; j < kN; ++j) w[j] = window(min(max(i0 + j, 0), p.in_rows - 1));
+    }
   };
   const int lane = threadIdx.x;
   for (int band = blockIdx.y * kScaleBand; band < p.rows; band += gridDim.y * kScaleBand) {
@@ -1446,39 +1453,55 @@ __global__ void __launch_bounds__(kThreads)
     if (first >= p.rows) continue;  // the whole warp
     const int rows = min(kScaleRows, p.rows - first);
     uint32_t word[kScaleRows];
-    if constexpr (kV == kAxisDouble) {
+    if constexpr (kV == kAxisKeep) {
+      if (!live) continue;
+      Window w[kScaleRows];
+      windows(first, w);
+      CO_UNROLL
+      for (int j = 0; j < kScaleRows; ++j) word[j] = across(w[j]);
+    } else if constexpr (kV == kAxisHalf) {
+      if (!live) continue;
+      Window w[2 * kScaleRows];
+      windows(2 * first, w);
+      CO_UNROLL
+      for (int j = 0; j < kScaleRows; ++j) {
+        const Window &upper = w[2 * j], &lower = w[2 * j + 1];
+        word[j] = kVFirst ? across(Window{{__vavgu4(upper.w[0], lower.w[0]),
+                                           __vavgu4(upper.w[1], lower.w[1])}})
+                          : __vavgu4(across(upper), across(lower));
+      }
+    } else if constexpr (kV == kAxisDouble) {
       // Input rows first / 2 - 1 to first / 2 + 2 (first is even).
       if (!live) continue;
-      auto row = [&](int i) { return across(window(min(max(i, 0), s.ih - 1))); };
-      const int m = first >> 1;
-      const uint32_t r0 = row(m - 1), r1 = row(m), r2 = row(m + 1), r3 = row(m + 2);
-      word[0] = blend_rows(r0, r1, 192);
-      word[1] = blend_rows(r1, r2, 64);
-      word[2] = blend_rows(r1, r2, 192);
-      word[3] = blend_rows(r2, r3, 64);
+      Window w[kScaleRows];
+      windows((first >> 1) - 1, w);
+      uint32_t r[kScaleRows];
+      CO_UNROLL
+      for (int j = 0; j < kScaleRows; ++j) r[j] = across(w[j]);
+      word[0] = blend_rows(r[0], r[1], 192);
+      word[1] = blend_rows(r[1], r[2], 64);
+      word[2] = blend_rows(r[1], r[2], 192);
+      word[3] = blend_rows(r[2], r[3], 64);
     } else {
-      int r[kScaleRows], vp[kScaleRows] = {};
-      if constexpr (kV == kAxisTaps) {
-        int ti = 0, tp = 0;
-        if (lane < kScaleRows)
-          convert_math::scaler_row_rcp(s, min(first + lane, p.rows - 1), &ti, &tp);
-        CO_UNROLL
-        for (int j = 0; j < kScaleRows; ++j) {
-          r[j] = __shfl_sync(0xFFFFFFFFu, ti, j);
-          vp[j] = __shfl_sync(0xFFFFFFFFu, tp, j);
-        }
-      } else {
-        CO_UNROLL
-        for (int j = 0; j < kScaleRows; ++j) r[j] = kV == kAxisHalf ? 2 * (first + j) : first + j;
+      int r[kScaleRows], vp[kScaleRows];
+      int ti = 0, tp = 0;
+      if (lane < kScaleRows)
+        convert_math::scaler_row_rcp(s, min(first + lane, p.rows - 1), &ti, &tp);
+      CO_UNROLL
+      for (int j = 0; j < kScaleRows; ++j) {
+        r[j] = __shfl_sync(0xFFFFFFFFu, ti, j);
+        vp[j] = __shfl_sync(0xFFFFFFFFu, tp, j);
       }
       if (!live) continue;
       const int last = r[rows - 1] + 1;  // the last input row taken
-      if (kV == kAxisTaps && !kVFirst && last - r[0] < kScaleRows + 1) {
+      if (!kVFirst && last - r[0] < kScaleRows + 1) {
         // Scaled up: every input row the outputs take, read and scaled
         // across once, then picked for each output.
+        Window w[kScaleRows + 1];
+        windows(r[0], w);
         uint32_t h[kScaleRows + 1];
         CO_UNROLL
-        for (int i = 0; i <= kScaleRows; ++i) h[i] = across(window(min(r[0] + i, last)));
+        for (int i = 0; i <= kScaleRows; ++i) h[i] = across(w[i]);
         auto pick = [&](int i) {
           uint32_t v = h[0];
           CO_UNROLL
@@ -1487,21 +1510,31 @@ __global__ void __launch_bounds__(kThreads)
         };
         CO_UNROLL
         for (int j = 0; j < kScaleRows; ++j)
-          word[j] = down(pick(r[j] - r[0]), pick(r[j] + 1 - r[0]), vp[j]);
+          word[j] = blend_rows(pick(r[j] - r[0]), pick(r[j] + 1 - r[0]), vp[j]);
       } else {
         CO_UNROLL
-        for (int j = 0; j < kScaleRows; ++j) word[j] = j < rows ? output_row(r[j], vp[j]) : 0u;
+        for (int j = 0; j < kScaleRows; ++j) {
+          word[j] = 0;
+          if (j >= rows) continue;
+          const Window w0 = window(r[j]), w1 = window(r[j] + 1);
+          word[j] = kVFirst ? across(Window{{blend_rows(w0.w[0], w1.w[0], vp[j]),
+                                             blend_rows(w0.w[1], w1.w[1], vp[j])}})
+                            : blend_rows(across(w0), across(w1), vp[j]);
+        }
       }
+    }
+    if (n == 4 && p.aligned) {
+      uint8_t* dst = out + static_cast<size_t>(first) * out_stride + x;
+      CO_UNROLL
+      for (int j = 0; j < kScaleRows; ++j, dst += out_stride)
+        if (j < rows) *reinterpret_cast<uint32_t*>(dst) = word[j];
+      continue;
     }
     CO_UNROLL
     for (int j = 0; j < kScaleRows; ++j) {
       if (j >= rows) break;
       uint8_t* dst = out + static_cast<size_t>(first + j) * out_stride + x;
-      if (n == 4 && p.aligned) {
-        *reinterpret_cast<uint32_t*>(dst) = word[j];
-      } else {
-        for (int b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(word[j] >> (8 * b));
-      }
+      for (int b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(word[j] >> (8 * b));
     }
   }
 }
@@ -1549,6 +1582,7 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   const bool window = same_bytes && (h != kAxisTaps || (s.iw >= 2 && s.inc < 65536)) &&
                       ((v != kAxisTaps && v != kAxisDouble) || s.ih >= 2);
   p.in_cols = p.planar ? s.iw : 2 * s.iw;
+  p.in_rows = s.ih;
   p.in_a4 = true;
   for (int c = 0; c < chroma_planes; ++c)
     p.in_a4 = p.in_a4 && reinterpret_cast<uintptr_t>(p.in[c]) % 4 == 0 && p.in_stride[c] % 4 == 0;
