@@ -1330,27 +1330,28 @@ __global__ void __launch_bounds__(kThreads)
 // 4 columns under them (kept), 8 (halved), or, scaled by taps, the columns
 // from the first one's left tap to the last one's right tap (taps step
 // less than a column, so 5 at most), read as the two aligned words that
-// hold them where the plane allows. Scaled across, output k takes window
-// bytes picked by byte permutes whose selectors are made once per thread,
-// the second weighted a[k] / 256. Down, two rows' words are averaged or
-// blended as whole words: each half of a word's bytes takes one multiply
-// in 16-bit lanes (a sum up to 255 * 256 + 128 stays in its lane).
+// hold them where the plane allows. Scaled across, output k is one dot
+// product of 4 window bytes (a byte permute) and its taps, both made once
+// per thread. Down, two rows' words are averaged or blended as whole
+// words: each half of a word's bytes takes one multiply in 16-bit lanes (a
+// sum up to 255 * 256 + 128 stays in its lane).
 //
 // A thread makes kScaleRows consecutive output rows, and so does the whole
-// warp (a block's rows are its warps); it reads the input rows they take
-// from one pointer stepped a stride at a time, all before using any. Rows scaled to twice their number
-// (4:2:0 to 4:2:2 or 4:4:4 at even heights) take the 4 input rows under
-// them, each scaled across once, with the taps' fixed pattern
-// (kAxisDouble). Other rows scaled by taps take theirs from the lanes that
-// worked them out, one row each (vertical_tap_rcp), and, scaled up and
-// across first, read the input rows they share once. The order is the
-// reference's: kVFirst, down then across; else across, then down. scaled_chroma's per-sample choice
-// among the cases had made I420 -> Y444 9.4x the memory bound, and a window kernel where each
-// thread made one row, its taps worked out by every thread, 5.6x. kAxisDouble: scaled up by taps to
-// exactly twice the rows, where the taps repeat (vertical_tap): output row 2m - 1 is input rows m -
-// 1 and m weighted 192 and 64, row 2m the same rows weighted 64 and 192, and the first and last
-// rows are the input's, which the same rule gives on rows clamped to the picture. Its rows need no
-// taps worked out.
+// warp (a block's rows are its warps). It reads the input rows they take
+// from one pointer stepped a stride at a time, all before using any, and
+// scales each across once, however many outputs it feeds:
+// - rows doubled (4:2:0 to 4:2:2 or 4:4:4 at even heights, kAxisDouble)
+//   take the 4 input rows under them with the taps' fixed pattern
+//   (vertical_tap): output row 2m - 1 is input rows m - 1 and m weighted
+//   192 and 64, row 2m the same rows weighted 64 and 192, and the first
+//   and last rows, the input's, are what the same rule gives on rows
+//   clamped to the plane;
+// - other rows scaled by taps take theirs from the lanes that worked them
+//   out, one row each (vertical_tap_rcp).
+// The order is the reference's: kVFirst, down then across; else across,
+// then down. scaled_chroma's per-sample choice among the cases had made
+// I420 -> Y444 9.4x the memory bound, and a window kernel where each thread
+// made one row, its taps worked out by every thread for every row, 5.6x.
 enum ScaleAxis : int { kAxisKeep, kAxisHalf, kAxisTaps, kAxisDouble };
 
 constexpr int kScaleRows = 4;
@@ -1375,19 +1376,21 @@ __global__ void __launch_bounds__(kThreads)
   const size_t out_stride = z ? p.out_stride[1] : p.out_stride[0];
   const uint8_t* const src = z ? p.in[1] : p.in[0];
   const size_t in_stride = z ? p.in_stride[1] : p.in_stride[0];
-  // The window: 8 bytes from `base` (4 kept). Scaled by taps, output k
-  // takes window bytes left[k] and left[k] + 1, selectors made here.
+  // The window: 8 bytes from `base` (4 kept).
   int base = kH == kAxisHalf ? 2 * x : x;
-  int a[4] = {};
-  uint32_t sel_left = 0;
+  // Output k is one unsigned dot product of 4 bytes, (l, r, l, l) . (255 -
+  // a, a, 1, 0) = l (256 - a) + r a, the bytes picked from the window by
+  // sel[k] and the weights in taps[k].
+  uint32_t sel[4] = {}, taps[4] = {};
   if constexpr (kH == kAxisTaps) {
     const int c0 = (x * s.inc) >> 16;
     base = c0 & ~3;
     CO_UNROLL
     for (int k = 0; k < 4; ++k) {
       const int t = (x + k) * s.inc;
-      sel_left |= static_cast<uint32_t>((t >> 16) - base) << (4 * k);
-      a[k] = (t >> 8) & 255;
+      const uint32_t left = static_cast<uint32_t>((t >> 16) - base), a = (t >> 8) & 255;
+      sel[k] = left * 0x1101u + ((left + 1) << 4);
+      taps[k] = (255 - a) | a << 8 | 1u << 16;
     }
   }
   constexpr int kBytes = kH == kAxisKeep ? 4 : 8;
@@ -1411,24 +1414,23 @@ __global__ void __launch_bounds__(kThreads)
     return v;
   };
   auto across = [&](const Window& v) -> uint32_t {
-    if constexpr (kH == kAxisKeep) return v.w[0];
-    if constexpr (kH == kAxisHalf) {
+    if constexpr (kH == kAxisKeep) {
+      return v.w[0];
+    } else if constexpr (kH == kAxisHalf) {
       // (b0 + b1 + 1) >> 1 for each pair of bytes, in 16-bit lanes.
       const uint32_t h0 =
           ((v.w[0] & 0x00FF00FFu) + ((v.w[0] >> 8) & 0x00FF00FFu) + 0x00010001u) >> 1;
       const uint32_t h1 =
           ((v.w[1] & 0x00FF00FFu) + ((v.w[1] >> 8) & 0x00FF00FFu) + 0x00010001u) >> 1;
       return __byte_perm(h0, h1, 0x6420);
+    } else {
+      uint32_t sum[4];
+      CO_UNROLL
+      for (int k = 0; k < 4; ++k) sum[k] = __dp4a(__byte_perm(v.w[0], v.w[1], sel[k]), taps[k], 0u);
+      // Each output is its sum's second byte (the sum >> 8).
+      return __byte_perm(__byte_perm(sum[0], sum[1], 0x51u), __byte_perm(sum[2], sum[3], 0x51u),
+                         0x5410u);
     }
-    const uint32_t left = __byte_perm(v.w[0], v.w[1], sel_left);
-    const uint32_t right = __byte_perm(v.w[0], v.w[1], sel_left + 0x1111u);
-    uint32_t word = 0;
-    CO_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const int l = (left >> (8 * k)) & 0xFF, r = (right >> (8 * k)) & 0xFF;
-      word |= static_cast<uint32_t>((l * (256 - a[k]) + r * a[k]) >> 8) << (8 * k);
-    }
-    return word;
   };
   // The windows of kN consecutive input rows from row i0, clamped to the
   // plane: words from one pointer stepped a stride at a time where the
