@@ -1071,14 +1071,19 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
 // needs no resampling and the samples no matrix: each output sample is the
 // input's sample at the same place, taken to 16 bits and back
 // (convert_math::unpack16, packed16), which is what the reference's blocks
-// compute there (nearest chroma, averages of equal samples). One launch per
-// output plane; each thread makes 4 samples of each of the plane's
-// components (one, or the two of a semi-planar pair) in one row, stored as
-// a word, two or four where the plane is aligned for them. Packed 4:2:2
+// compute there (nearest chroma, averages of equal samples). One launch
+// for every output plane, each block on one plane (a launch per plane had
+// made I420 <-> I420_10LE 2.3x the memory bound: three kernels' ramps and
+// tails for one frame); each thread makes 4 samples of each of the plane's
+// components (one, or the two of a semi-planar pair) in each of
+// kRepackRows rows, stored as a word, two or four where the plane is
+// aligned for them. Packed 4:2:2
 // output, whose one plane holds components of different steps, is not made
 // here.
 struct SamplePlane {
   int comp[2];        // output components of the plane, by their offset
+  int comps;          // how many (1 or 2)
+  int in_step;        // input samples per component sample: 1, or 2 (semi-planar)
   int samples, rows;  // of each component, on both sides
   bool aligned;       // for the thread's whole store
   // The input: each component's plane and its offset within a pixel group
@@ -1136,50 +1141,95 @@ __device__ __forceinline__ void repack_fetch(const ConvertCoefficients& k, const
   }
 }
 
+// Rows per thread: the block's plane, place and layout worked out once for
+// several rows' samples.
+constexpr int kRepackRows = 4;
+
+// The output planes of one launch: block b is on plane i where first[i] <=
+// b < first[i + 1], blocks_x[i] of its blocks across each kBlockY *
+// kRepackRows rows.
+struct SamplePlanes {
+  SamplePlane plane[3];
+  int first[4];
+  int blocks_x[3];
+};
+
+// Row y's 4 samples from sx0 of plane p.
 template <int kComps, int kBytes, int kInBytes, int kInStep>
-__global__ void __launch_bounds__(kThreads)
-    repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
-                          const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
-                          const __grid_constant__ SamplePlane p) {
-  const int sx0 = (blockIdx.x * kBlockX + threadIdx.x) * 4;
-  if (sx0 >= p.samples) return;
+__device__ __forceinline__ void repack_samples(const ConvertCoefficients& k, const ImageRef& in,
+                                               const ImageRef& out, const SamplePlane& p, int sx0,
+                                               int y) {
   const int n = min(4, p.samples - sx0);
   const bool fast = n == 4 && p.in_aligned;
   constexpr int kGroup = kComps * kBytes;  // bytes per sample position
-  for (int y = blockIdx.y * kBlockY + threadIdx.y; y < p.rows; y += gridDim.y * kBlockY) {
-    uint32_t v[kComps][4];
+  uint32_t v[kComps][4];
+  CO_UNROLL
+  for (int c = 0; c < kComps; ++c) {
+    repack_fetch<kInBytes, kInStep>(k, in, p, c, sx0, y, fast, v[c]);
     CO_UNROLL
-    for (int c = 0; c < kComps; ++c) {
-      repack_fetch<kInBytes, kInStep>(k, in, p, c, sx0, y, fast, v[c]);
-      CO_UNROLL
-      for (int j = 0; j < 4; ++j)
-        v[c][j] = (v[c][j] >> p.out_shr) & static_cast<uint32_t>(p.out_mask);
-    }
-    uint32_t w[4];  // the thread's 4 * kGroup bytes, little-endian
-    if constexpr (kComps == 1 && kBytes == 1) {
-      w[0] = v[0][0] | v[0][1] << 8 | v[0][2] << 16 | v[0][3] << 24;
-    } else if constexpr (kComps == 2 && kBytes == 1) {
-      w[0] = v[0][0] | v[1][0] << 8 | v[0][1] << 16 | v[1][1] << 24;
-      w[1] = v[0][2] | v[1][2] << 8 | v[0][3] << 16 | v[1][3] << 24;
-    } else if constexpr (kComps == 1) {
-      w[0] = v[0][0] | v[0][1] << 16;
-      w[1] = v[0][2] | v[0][3] << 16;
-    } else {
-      for (int j = 0; j < 4; ++j) w[j] = v[0][j] | v[1][j] << 16;
-    }
-    uint8_t* d = convert_math::sample_ptr(k.out_side, out, p.comp[0], sx0, y);
-    if (n == 4 && p.aligned) {
-      if constexpr (kGroup == 1)
-        *reinterpret_cast<uint32_t*>(d) = w[0];
-      else if constexpr (kGroup == 2)
-        *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
-      else
-        *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
-    } else {
+    for (int j = 0; j < 4; ++j)
+      v[c][j] = (v[c][j] >> p.out_shr) & static_cast<uint32_t>(p.out_mask);
+  }
+  uint32_t w[4];  // the thread's 4 * kGroup bytes, little-endian
+  if constexpr (kComps == 1 && kBytes == 1) {
+    w[0] = v[0][0] | v[0][1] << 8 | v[0][2] << 16 | v[0][3] << 24;
+  } else if constexpr (kComps == 2 && kBytes == 1) {
+    w[0] = v[0][0] | v[1][0] << 8 | v[0][1] << 16 | v[1][1] << 24;
+    w[1] = v[0][2] | v[1][2] << 8 | v[0][3] << 16 | v[1][3] << 24;
+  } else if constexpr (kComps == 1) {
+    w[0] = v[0][0] | v[0][1] << 16;
+    w[1] = v[0][2] | v[0][3] << 16;
+  } else {
+    for (int j = 0; j < 4; ++j) w[j] = v[0][j] | v[1][j] << 16;
+  }
+  uint8_t* d = convert_math::sample_ptr(k.out_side, out, p.comp[0], sx0, y);
+  if (n == 4 && p.aligned) {
+    if constexpr (kGroup == 1)
+      *reinterpret_cast<uint32_t*>(d) = w[0];
+    else if constexpr (kGroup == 2)
+      *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
+    else
+      *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
 #pragma unroll
-      for (int b = 0; b < 4 * kGroup; ++b)
-        if (b < n * kGroup) d[b] = static_cast<uint8_t>(w[b >> 2] >> (8 * (b & 3)));
-    }
+    for (int b = 0; b < 4 * kGroup; ++b)
+      if (b < n * kGroup) d[b] = static_cast<uint8_t>(w[b >> 2] >> (8 * (b & 3)));
+  }
+}
+
+template <int kBytes, int kInBytes>
+__global__ void __launch_bounds__(kThreads)
+    repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
+                          const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
+                          const __grid_constant__ SamplePlanes planes) {
+  const int b = blockIdx.x;
+  const int i = b >= planes.first[2] ? 2 : b >= planes.first[1] ? 1 : 0;
+  const SamplePlane& p = planes.plane[i];
+  const int local = b - planes.first[i];
+  const int by = local / planes.blocks_x[i], bx = local - by * planes.blocks_x[i];
+  const int sx0 = (bx * kBlockX + threadIdx.x) * 4;
+  const int y0 = (by * kBlockY + threadIdx.y) * kRepackRows;
+  if (sx0 >= p.samples || y0 >= p.rows) return;
+  const int rows = min(kRepackRows, p.rows - y0);
+  auto run = [&](auto comps, auto step) {
+    CO_UNROLL
+    for (int j = 0; j < kRepackRows; ++j)
+      if (j < rows)
+        repack_samples<decltype(comps)::value, kBytes, kInBytes, decltype(step)::value>(
+            k, in, out, p, sx0, y0 + j);
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (p.comps == 2) {
+    if (p.in_step == 2)
+      run(Two{}, Two{});
+    else
+      run(Two{}, One{});
+  } else {
+    if (p.in_step == 2)
+      run(One{}, Two{});
+    else
+      run(One{}, One{});
   }
 }
 
@@ -1202,8 +1252,10 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
                          cudaStream_t stream) {
   const FormatInfo& info = format_info(out.format);
   const int components = info.is_yuv ? 3 : 1;
+  SamplePlanes planes{};
+  int64_t blocks = 0;
   for (int plane = 0; plane < info.n_planes; ++plane) {
-    SamplePlane p{};
+    SamplePlane& p = planes.plane[plane];
     int n = 0;
     for (int c = 0; c < components; ++c)
       if (info.comp[c].plane == plane) p.comp[n++] = c;
@@ -1212,6 +1264,7 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
       p.comp[0] = p.comp[1];
       p.comp[1] = t;
     }
+    p.comps = n;
     const Component& c0 = info.comp[p.comp[0]];
     p.samples = (out.width + (1 << c0.x_sub) - 1) >> c0.x_sub;
     p.rows = (out.height + (1 << c0.y_sub) - 1) >> c0.y_sub;
@@ -1220,16 +1273,17 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
     // The input's components (the same ones, at the same subsampling).
     const ConvertSide& is = k.in_side;
     const int in_bytes = is.sample_bytes;
-    int in_step = is.step[p.comp[0]] / in_bytes;  // 1, or 2 (semi-planar)
+    p.in_step = is.step[p.comp[0]] / in_bytes;  // 1, or 2 (semi-planar)
     // Any other layout (packed 4:2:2 input, which no pair brings here)
     // reads a sample at a time.
-    p.in_aligned = (in_step == 1 || in_step == 2) && is.step[p.comp[n - 1]] == is.step[p.comp[0]];
-    if (!p.in_aligned) in_step = 1;
+    p.in_aligned =
+        (p.in_step == 1 || p.in_step == 2) && is.step[p.comp[n - 1]] == is.step[p.comp[0]];
+    if (!p.in_aligned) p.in_step = 1;
     for (int c = 0; c < n; ++c) {
       p.in_plane[c] = is.plane[p.comp[c]];
       p.in_offset[c] = is.offset[p.comp[c]];
       p.in_aligned = p.in_aligned && aligned_to(in.planes[p.in_plane[c]],
-                                                static_cast<size_t>(4 * in_step * in_bytes));
+                                                static_cast<size_t>(4 * p.in_step * in_bytes));
     }
     p.in_shl = in_bytes == 1 ? 8 : (is.depth == 16 || is.shift == 6 ? 0 : 6);
     p.in_rep = in_bytes == 1 ? 8 : (is.depth == 16 ? 16 : 10);
@@ -1237,30 +1291,28 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
     p.out_shr = os.sample_bytes == 1 ? 8 : (os.depth == 16 || os.shift == 6 ? 0 : 6);
     p.out_mask =
         os.sample_bytes == 1 ? 0xFF : (os.depth == 16 ? 0xFFFF : (os.shift == 6 ? 0xFFC0 : 0x3FF));
-    const dim3 grid((p.samples + 4 * kBlockX - 1) / (4 * kBlockX),
-                    std::min<unsigned>((p.rows + kBlockY - 1) / kBlockY, kMaxGridY));
-    const dim3 block(kBlockX, kBlockY);
-    // The instance for (output components, output bytes; input bytes,
-    // input step), each 1 or 2.
-    auto one_or_two = [](bool two, const auto& f) {
-      if (two)
-        f(std::integral_constant<int, 2>{});
-      else
-        f(std::integral_constant<int, 1>{});
-    };
-    one_or_two(n == 2, [&](auto comps) {
-      one_or_two(info.sample_bytes == 2, [&](auto bytes) {
-        one_or_two(in_bytes == 2, [&](auto ib) {
-          one_or_two(in_step == 2, [&](auto step) {
-            repack_samples_kernel<decltype(comps)::value, decltype(bytes)::value,
-                                  decltype(ib)::value, decltype(step)::value>
-                <<<grid, block, 0, stream>>>(k, in, out, p);
-          });
-        });
-      });
-    });
-    CO_CUDA_CHECK_LAUNCH("the convert kernel (samples repacked)");
+    planes.blocks_x[plane] = (p.samples + 4 * kBlockX - 1) / (4 * kBlockX);
+    planes.first[plane] = static_cast<int>(blocks);
+    constexpr int kBlockRows = kBlockY * kRepackRows;
+    blocks +=
+        static_cast<int64_t>(planes.blocks_x[plane]) * ((p.rows + kBlockRows - 1) / kBlockRows);
   }
+  for (int plane = info.n_planes; plane < 4; ++plane)
+    planes.first[plane] = static_cast<int>(std::min<int64_t>(blocks, INT32_MAX));
+  if (blocks == 0) return;
+  if (blocks > INT32_MAX) throw Error("convert: the image is too large (more than 2^31 blocks)");
+  const dim3 block(kBlockX, kBlockY);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  const bool wide = info.sample_bytes == 2, wide_in = k.in_side.sample_bytes == 2;
+  if (wide && wide_in)
+    repack_samples_kernel<2, 2><<<grid, block, 0, stream>>>(k, in, out, planes);
+  else if (wide)
+    repack_samples_kernel<2, 1><<<grid, block, 0, stream>>>(k, in, out, planes);
+  else if (wide_in)
+    repack_samples_kernel<1, 2><<<grid, block, 0, stream>>>(k, in, out, planes);
+  else
+    repack_samples_kernel<1, 1><<<grid, block, 0, stream>>>(k, in, out, planes);
+  CO_CUDA_CHECK_LAUNCH("the convert kernel (samples repacked)");
 }
 
 // YUV to YUV through the plane scaler (k.scale_planes; both sides 8-bit,
