@@ -1327,7 +1327,7 @@ struct ScaledPlane {
   const uint8_t* in[2];
   int in_step;
   size_t in_stride[2];
-  // Output chroma plane blockIdx.z (planar: U, then V; semi-planar: the
+  // Output chroma plane z (planar: U, then V; semi-planar: the
   // one plane of pairs, U at byte u_byte of each).
   uint8_t* out[2];
   size_t out_stride[2];
@@ -1340,6 +1340,15 @@ struct ScaledPlane {
   // 4-byte words.
   int in_cols, in_rows;
   bool in_a4;
+  // scale_window_kernel copies luma in the same launch: its first
+  // luma_blocks blocks across copy 16 bytes a thread of luma_bytes per row,
+  // band b (of `bands`, the chroma's bands) rows b * luma_band up to
+  // luma_rows; the blocks after them are chroma_blocks per chroma plane.
+  const uint8_t* luma_in;
+  uint8_t* luma_out;
+  size_t luma_in_stride, luma_out_stride;
+  int luma_bytes, luma_rows, luma_band, bands, luma_blocks, chroma_blocks;
+  bool luma_vec;  // both luma planes aligned to 16 bytes
 };
 
 __global__ void __launch_bounds__(kThreads)
@@ -1420,10 +1429,30 @@ __device__ __forceinline__ uint32_t blend_rows(uint32_t a, uint32_t b, uint32_t 
 template <int kH, int kV, bool kVFirst>
 __global__ void __launch_bounds__(kThreads)
     scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
-  const int x = (blockIdx.x * kBlockX + threadIdx.x) * 4;
+  if (static_cast<int>(blockIdx.x) < p.luma_blocks) {
+    const int x = (blockIdx.x * kBlockX + threadIdx.x) * 16;
+    if (x >= p.luma_bytes) return;
+    const bool vec = p.luma_vec && x + 16 <= p.luma_bytes;
+    for (int b = blockIdx.y; b < p.bands; b += gridDim.y) {
+      const int end = min((b + 1) * p.luma_band, p.luma_rows);
+#pragma unroll 4
+      for (int y = b * p.luma_band + threadIdx.y; y < end; y += kBlockY) {
+        const uint8_t* from = p.luma_in + static_cast<size_t>(y) * p.luma_in_stride + x;
+        uint8_t* to = p.luma_out + static_cast<size_t>(y) * p.luma_out_stride + x;
+        if (vec) {
+          *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+        } else {
+          for (int i = 0; i < min(16, p.luma_bytes - x); ++i) to[i] = from[i];
+        }
+      }
+    }
+    return;
+  }
+  const int cx = static_cast<int>(blockIdx.x) - p.luma_blocks;
+  const bool z = cx >= p.chroma_blocks;
+  const int x = ((z ? cx - p.chroma_blocks : cx) * kBlockX + threadIdx.x) * 4;
   const bool live = x < p.row_bytes;
   const int n = min(4, p.row_bytes - x);
-  const bool z = blockIdx.z != 0;
   uint8_t* const out = z ? p.out[1] : p.out[0];
   const size_t out_stride = z ? p.out_stride[1] : p.out_stride[0];
   const uint8_t* const src = z ? p.in[1] : p.in[0];
@@ -1595,12 +1624,6 @@ __global__ void __launch_bounds__(kThreads)
 
 void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                        cudaStream_t stream) {
-  // Luma: the copy kernel on the Y planes as GRAY8 images (with a pitched
-  // device-to-device cudaMemcpy2DAsync instead, I420 -> Y444 measured 9.7x
-  // against 9.3x of the memory bound, NV12 -> NV16 5.4x against 4.8x).
-  ImageRef in_y{PixelFormat::kGRAY8, in.width, in.height, {in.planes[0]}};
-  ImageRef out_y{PixelFormat::kGRAY8, out.width, out.height, {out.planes[0]}};
-  copy_cuda(in_y, out_y, stream);
   const ConvertSide &is = k.in_side, &os = k.out_side;
   ScaledPlane p{};
   for (int c = 0; c < 2; ++c) {
@@ -1642,9 +1665,23 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
     p.in_a4 = p.in_a4 && reinterpret_cast<uintptr_t>(p.in[c]) % 4 == 0 && p.in_stride[c] % 4 == 0;
   const dim3 block(kBlockX, kBlockY);
   bool ran = false;
-  // A window kernel's block makes kScaleBand rows at a time.
-  const dim3 bands(grid.x, std::min<unsigned>((p.rows + kScaleBand - 1) / kScaleBand, kMaxGridY),
-                   chroma_planes);
+  // A window kernel's block makes kScaleBand rows at a time, and luma
+  // comes in the same launch (as a launch of the copy kernel of its own, it
+  // had cost I420 -> Y444 2.3x the memory bound where 2.0x is the window
+  // kernel's).
+  p.luma_in = in.planes[0].data;
+  p.luma_out = out.planes[0].data;
+  p.luma_in_stride = in.planes[0].stride;
+  p.luma_out_stride = out.planes[0].stride;
+  p.luma_bytes = static_cast<int>(plane_row_bytes(out.format, 0, out.width));
+  p.luma_rows = out.height;
+  p.bands = (p.rows + kScaleBand - 1) / kScaleBand;
+  p.luma_band = (p.luma_rows + p.bands - 1) / p.bands;
+  p.luma_blocks = (p.luma_bytes + 16 * kBlockX - 1) / (16 * kBlockX);
+  p.chroma_blocks = static_cast<int>(grid.x);
+  p.luma_vec = aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16);
+  const dim3 bands(p.luma_blocks + p.chroma_blocks * chroma_planes,
+                   std::min<unsigned>(p.bands, kMaxGridY));
   auto run = [&](auto kernel) {
     kernel<<<bands, block, 0, stream>>>(s, p);
     ran = true;
@@ -1669,7 +1706,13 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
     else if (h == kAxisTaps && v == kAxisTaps)
       run(scale_window_kernel<kAxisTaps, kAxisTaps, true>);
   }
-  if (!ran) scale_planes_kernel<<<grid, block, 0, stream>>>(s, p);
+  if (!ran) {
+    // Luma: the copy kernel on the Y planes as GRAY8 images.
+    ImageRef in_y{PixelFormat::kGRAY8, in.width, in.height, {in.planes[0]}};
+    ImageRef out_y{PixelFormat::kGRAY8, out.width, out.height, {out.planes[0]}};
+    copy_cuda(in_y, out_y, stream);
+    scale_planes_kernel<<<grid, block, 0, stream>>>(s, p);
+  }
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma planes scaled)");
 }
 
