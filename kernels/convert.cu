@@ -522,12 +522,12 @@ struct BlockInput {
   ChromaRow chroma;
 };
 
-template <bool kLinear>
+template <bool kLinear, bool kLuma = true>
 __device__ __forceinline__ BlockInput fetch_block(const ConvertLayout& L, const ImageRef& in,
                                                   bool nv12, int x0, bool full, int by, int cw,
                                                   int ch) {
-  BlockInput b;
-  for (int dy = 0; dy < 2; ++dy) {
+  BlockInput b{};
+  for (int dy = 0; dy < 2 && kLuma; ++dy) {
     const int y = clamp_index(2 * by + dy, in.height);
     b.luma[dy] = load_luma(in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride, x0,
                            in.width, full, L.in_a4[0]);
@@ -580,7 +580,7 @@ __device__ __forceinline__ void store_chroma_pairs(const ConvertLayout& L, uint8
 // 4 bytes of `luma`; each pixel's chroma U | V << 16 in c[i] (4:4:4), or
 // each pair's average in a0 and a1 (4:2:2); pixels past the picture's
 // width carry the last pixel's chroma.
-template <int kOut>
+template <int kOut, bool kLuma = true>
 __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const ImageRef& out, int y,
                                               int x0, int width, bool full, uint32_t luma,
                                               const uint32_t c[4], uint32_t a0, uint32_t a1) {
@@ -588,7 +588,7 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     return out.planes[p].data + static_cast<size_t>(y) * out.planes[p].stride;
   };
   if constexpr (kOut == kToPlanar444) {
-    store_luma(row(0), x0, width, full, L.out_a4[0], luma);
+    if (kLuma) store_luma(row(0), x0, width, full, L.out_a4[0], luma);
     const uint32_t u =
         __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
     const uint32_t v =
@@ -614,8 +614,33 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
     }
     return;
   }
-  store_luma(row(0), x0, width, full, L.out_a4[0], luma);
+  if (kLuma) store_luma(row(0), x0, width, full, L.out_a4[0], luma);
   store_chroma_pairs<kOut == kToSemi422>(L, row(1), row(2), 0x6420, c0, n, a0, a1);
+}
+
+// Luma copied 16 bytes a thread (the planes aligned to 16 bytes, else a
+// byte at a time) by the blocks of a launch after its first chroma_x
+// blocks across: rows `band` at a time from blockIdx.y * band, by a
+// grid-stride loop, kBlockY rows apart within a band.
+__device__ __forceinline__ void copy_luma_band(const ConvertLayout& L, const ImageRef& in,
+                                               const ImageRef& out, int chroma_x, int band) {
+  const int x = ((static_cast<int>(blockIdx.x) - chroma_x) * kBlockX + threadIdx.x) * 16;
+  const int width = in.width;
+  if (x >= width) return;
+  const bool vec = L.in_a16 && L.out_a16 && x + 16 <= width;
+  for (int y0 = blockIdx.y * band; y0 < in.height; y0 += gridDim.y * band) {
+    const int end = min(y0 + band, in.height);
+#pragma unroll 4
+    for (int y = y0 + threadIdx.y; y < end; y += kBlockY) {
+      const uint8_t* from = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride + x;
+      uint8_t* to = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride + x;
+      if (vec) {
+        *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+      } else {
+        for (int i = 0; i < min(16, width - x); ++i) to[i] = from[i];
+      }
+    }
+  }
 }
 
 // Row y's 4 pixels from x0 of packed RGB output (3- or 4-byte), from the
@@ -649,6 +674,17 @@ template <bool kLinear, int kOut>
 __global__ void __launch_bounds__(kThreads, 5)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
                          int rows) {
+  // YUV output: luma is a copy, made by blocks of its own after the chroma
+  // blocks across (copy_luma_band), so the chroma threads neither load nor
+  // store it.
+  constexpr bool kLumaApart = kOut != kToRgb && kOut != kToPacked422;
+  if constexpr (kLumaApart) {
+    const int chroma_x = (blocks_x + kBlockX - 1) / kBlockX;
+    if (static_cast<int>(blockIdx.x) >= chroma_x) {
+      copy_luma_band(L, in, out, chroma_x, 2 * kBlockY * rows);
+      return;
+    }
+  }
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if (bx4 >= blocks_x) return;
   const bool nv12 = L.in_semi;
@@ -667,10 +703,11 @@ __global__ void __launch_bounds__(kThreads, 5)
       horizontal_step(fetch_chroma_row<true>(L, in, nv12, x0 >> 1, max(first - 1, 0), cw), h_up);
       horizontal_step(fetch_chroma_row<true>(L, in, nv12, x0 >> 1, first, cw), h_mid);
     }
-    BlockInput cur = fetch_block<kLinear>(L, in, nv12, x0, full, first, cw, ch);
+    BlockInput cur = fetch_block<kLinear, !kLumaApart>(L, in, nv12, x0, full, first, cw, ch);
     for (int by = first; by < last; ++by) {
       BlockInput next = cur;
-      if (by + 1 < last) next = fetch_block<kLinear>(L, in, nv12, x0, full, by + 1, cw, ch);
+      if (by + 1 < last)
+        next = fetch_block<kLinear, !kLumaApart>(L, in, nv12, x0, full, by + 1, cw, ch);
       // The splats (times 65536) of each pixel's U and V, per row: bytes 0
       // and 2 of uv[dy][i] are U ^ 0x80 and V ^ 0x80.
       uint32_t uv[2][4];
@@ -711,8 +748,8 @@ __global__ void __launch_bounds__(kThreads, 5)
           for (int i = 0; i < 4; ++i) c[i] = (uv[dy][i] ^ 0x00800080u) & 0x00FF00FFu;
           if (x0 + 1 >= width) c[1] = c[0];
           if (x0 + 3 >= width) c[3] = c[2];
-          store_yuv_row<kOut>(L, out, y, x0, width, full, cur.luma[dy], c, pair_average(c[0], c[1]),
-                              pair_average(c[2], c[3]));
+          store_yuv_row<kOut, !kLumaApart>(L, out, y, x0, width, full, cur.luma[dy], c,
+                                           pair_average(c[0], c[1]), pair_average(c[2], c[3]));
           continue;
         }
         // Nearest chroma: pixels 1 and 3 share pixels 0 and 2's terms,
@@ -2591,6 +2628,9 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
         grid.y = static_cast<unsigned>(
             std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
       const bool linear = L.k.chroma_x == kUpLinear;
+      // YUV output: blocks for luma after the chroma blocks across.
+      if (L.yuv_out != kToRgb && L.yuv_out != kToPacked422)
+        grid.x += static_cast<unsigned>((in.width + 16 * kBlockX - 1) / (16 * kBlockX));
       with_yuv_out(L.yuv_out, [&](auto kind) {
         if (linear)
           yuv_to_packed_kernel<true, decltype(kind)::value>
