@@ -1182,13 +1182,12 @@ __device__ __forceinline__ void repack_fetch(const ConvertCoefficients& k, const
 // several rows' samples.
 constexpr int kRepackRows = 4;
 
-// The output planes of one launch: block b is on plane i where first[i] <=
-// b < first[i + 1], blocks_x[i] of its blocks across each kBlockY *
-// kRepackRows rows.
+// The output planes of one launch: blocks with blockIdx.y from first[i] up
+// to first[i + 1] are on plane i, each kBlockY * kRepackRows of its rows
+// (those across past the plane return at once).
 struct SamplePlanes {
   SamplePlane plane[3];
   int first[4];
-  int blocks_x[3];
 };
 
 // Row y's 4 samples from sx0 of plane p.
@@ -1239,13 +1238,11 @@ __global__ void __launch_bounds__(kThreads)
     repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
                           const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
                           const __grid_constant__ SamplePlanes planes) {
-  const int b = blockIdx.x;
+  const int b = blockIdx.y;
   const int i = b >= planes.first[2] ? 2 : b >= planes.first[1] ? 1 : 0;
   const SamplePlane& p = planes.plane[i];
-  const int local = b - planes.first[i];
-  const int by = local / planes.blocks_x[i], bx = local - by * planes.blocks_x[i];
-  const int sx0 = (bx * kBlockX + threadIdx.x) * 4;
-  const int y0 = (by * kBlockY + threadIdx.y) * kRepackRows;
+  const int sx0 = (blockIdx.x * kBlockX + threadIdx.x) * 4;
+  const int y0 = ((b - planes.first[i]) * kBlockY + threadIdx.y) * kRepackRows;
   if (sx0 >= p.samples || y0 >= p.rows) return;
   const int rows = min(kRepackRows, p.rows - y0);
   auto run = [&](auto comps, auto step) {
@@ -1290,7 +1287,7 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
   const FormatInfo& info = format_info(out.format);
   const int components = info.is_yuv ? 3 : 1;
   SamplePlanes planes{};
-  int64_t blocks = 0;
+  int blocks_y = 0, blocks_x = 0;
   for (int plane = 0; plane < info.n_planes; ++plane) {
     SamplePlane& p = planes.plane[plane];
     int n = 0;
@@ -1328,18 +1325,17 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
     p.out_shr = os.sample_bytes == 1 ? 8 : (os.depth == 16 || os.shift == 6 ? 0 : 6);
     p.out_mask =
         os.sample_bytes == 1 ? 0xFF : (os.depth == 16 ? 0xFFFF : (os.shift == 6 ? 0xFFC0 : 0x3FF));
-    planes.blocks_x[plane] = (p.samples + 4 * kBlockX - 1) / (4 * kBlockX);
-    planes.first[plane] = static_cast<int>(blocks);
+    blocks_x = std::max(blocks_x, (p.samples + 4 * kBlockX - 1) / (4 * kBlockX));
+    planes.first[plane] = blocks_y;
     constexpr int kBlockRows = kBlockY * kRepackRows;
-    blocks +=
-        static_cast<int64_t>(planes.blocks_x[plane]) * ((p.rows + kBlockRows - 1) / kBlockRows);
+    blocks_y += (p.rows + kBlockRows - 1) / kBlockRows;
   }
-  for (int plane = info.n_planes; plane < 4; ++plane)
-    planes.first[plane] = static_cast<int>(std::min<int64_t>(blocks, INT32_MAX));
-  if (blocks == 0) return;
-  if (blocks > INT32_MAX) throw Error("convert: the image is too large (more than 2^31 blocks)");
+  for (int plane = info.n_planes; plane < 4; ++plane) planes.first[plane] = blocks_y;
+  if (blocks_x == 0 || blocks_y == 0) return;
+  if (blocks_y > static_cast<int>(kMaxGridY))
+    throw Error("convert: the image is too tall (its planes hold more than 2,097,120 rows)");
   const dim3 block(kBlockX, kBlockY);
-  const unsigned grid = static_cast<unsigned>(blocks);
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y));
   const bool wide = info.sample_bytes == 2, wide_in = k.in_side.sample_bytes == 2;
   if (wide && wide_in)
     repack_samples_kernel<2, 2><<<grid, block, 0, stream>>>(k, in, out, planes);
