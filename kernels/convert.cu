@@ -618,26 +618,33 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
   store_chroma_pairs<kOut == kToSemi422>(L, row(1), row(2), 0x6420, c0, n, a0, a1);
 }
 
-// Luma copied 16 bytes a thread (the planes aligned to 16 bytes, else a
-// byte at a time) by the blocks of a launch after its first chroma_x
-// blocks across: rows `band` at a time from blockIdx.y * band, by a
-// grid-stride loop, kBlockY rows apart within a band.
-__device__ __forceinline__ void copy_luma_band(const ConvertLayout& L, const ImageRef& in,
-                                               const ImageRef& out, int chroma_x, int band) {
-  const int x = ((static_cast<int>(blockIdx.x) - chroma_x) * kBlockX + threadIdx.x) * 16;
-  const int width = in.width;
-  if (x >= width) return;
-  const bool vec = L.in_a16 && L.out_a16 && x + 16 <= width;
-  for (int y0 = blockIdx.y * band; y0 < in.height; y0 += gridDim.y * band) {
-    const int end = min(y0 + band, in.height);
+// Luma copied where a kernel's output luma is its input's: by blocks of
+// its own in the launch, 16 bytes a thread (both planes aligned to 16
+// bytes; else a byte at a time), `band` rows per blockIdx.y, kBlockY rows
+// apart within a band, and by a grid-stride loop past gridDim.y bands.
+struct LumaCopy {
+  const uint8_t* in;
+  uint8_t* out;
+  size_t in_stride, out_stride;
+  int bytes, rows, band;
+  bool vec;
+};
+
+// The part of a LumaCopy that block `bx` (across) makes.
+__device__ __forceinline__ void copy_luma(const LumaCopy& c, int bx) {
+  const int x = (bx * kBlockX + threadIdx.x) * 16;
+  if (x >= c.bytes) return;
+  const bool vec = c.vec && x + 16 <= c.bytes;
+  for (int y0 = blockIdx.y * c.band; y0 < c.rows; y0 += gridDim.y * c.band) {
+    const int end = min(y0 + c.band, c.rows);
 #pragma unroll 4
     for (int y = y0 + threadIdx.y; y < end; y += kBlockY) {
-      const uint8_t* from = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride + x;
-      uint8_t* to = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride + x;
+      const uint8_t* from = c.in + static_cast<size_t>(y) * c.in_stride + x;
+      uint8_t* to = c.out + static_cast<size_t>(y) * c.out_stride + x;
       if (vec) {
         *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
       } else {
-        for (int i = 0; i < min(16, width - x); ++i) to[i] = from[i];
+        for (int i = 0; i < min(16, c.bytes - x); ++i) to[i] = from[i];
       }
     }
   }
@@ -675,13 +682,16 @@ __global__ void __launch_bounds__(kThreads, 5)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
                          int rows) {
   // YUV output: luma is a copy, made by blocks of its own after the chroma
-  // blocks across (copy_luma_band), so the chroma threads neither load nor
-  // store it.
+  // blocks across (copy_luma), so the chroma threads neither load nor store
+  // it.
   constexpr bool kLumaApart = kOut != kToRgb && kOut != kToPacked422;
   if constexpr (kLumaApart) {
     const int chroma_x = (blocks_x + kBlockX - 1) / kBlockX;
     if (static_cast<int>(blockIdx.x) >= chroma_x) {
-      copy_luma_band(L, in, out, chroma_x, 2 * kBlockY * rows);
+      const LumaCopy c{
+          in.planes[0].data, out.planes[0].data, in.planes[0].stride, out.planes[0].stride,
+          in.width,          in.height,          2 * kBlockY * rows,  L.in_a16 && L.out_a16};
+      copy_luma(c, static_cast<int>(blockIdx.x) - chroma_x);
       return;
     }
   }
@@ -764,6 +774,14 @@ __global__ void __launch_bounds__(kThreads, 5)
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
 }
+
+LumaCopy luma_copy(const PlaneRef& in, const PlaneRef& out, int bytes, int rows, int band) {
+  return {in.data, out.data, in.stride, out.stride,
+          bytes,   rows,     band,      aligned_to(in, 16) && aligned_to(out, 16)};
+}
+
+// Blocks across per band of a LumaCopy.
+int luma_blocks(const LumaCopy& c) { return (c.bytes + 16 * kBlockX - 1) / (16 * kBlockX); }
 
 // --- Every other pair with 8-bit sides and packed output (4- and 3-byte
 // RGB, YUY2, UYVY), by tiles of 64x16 pixels (32x8 blocks of 2x2, one
@@ -1357,11 +1375,8 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
 // planar side, the bytes sorted by byte permutes), for 4 rows. The 4x2
 // block kernel had made these pairs 2.0-2.1x the memory bound on 4:2:0.
 struct ChromaMove {
-  const uint8_t* luma_in;
-  uint8_t* luma_out;
-  size_t luma_in_stride, luma_out_stride;
-  int luma_bytes, luma_rows, luma_band, luma_blocks;
-  bool luma_vec;  // both luma planes aligned to 16 bytes
+  LumaCopy luma;
+  int luma_blocks;
   // Chroma, each side: U and V planes (semi-planar: both the plane of
   // pairs, `vu` where V comes first), their strides.
   const uint8_t* in[2];
@@ -1370,7 +1385,7 @@ struct ChromaMove {
   uint8_t* out[2];
   size_t out_stride[2];
   bool out_semi, out_vu;
-  int samples, rows, bands;
+  int samples, rows;
   bool vec;  // every chroma plane aligned for the thread's vector access
 };
 
@@ -1379,22 +1394,7 @@ constexpr int kMoveBand = kBlockY * kMoveRows;  // chroma rows per block and ban
 
 __global__ void __launch_bounds__(kThreads) move_chroma_kernel(const ChromaMove m) {
   if (static_cast<int>(blockIdx.x) < m.luma_blocks) {
-    const int x = (blockIdx.x * kBlockX + threadIdx.x) * 16;
-    if (x >= m.luma_bytes) return;
-    const bool vec = m.luma_vec && x + 16 <= m.luma_bytes;
-    for (int b = blockIdx.y; b < m.bands; b += gridDim.y) {
-      const int end = min((b + 1) * m.luma_band, m.luma_rows);
-#pragma unroll 4
-      for (int y = b * m.luma_band + threadIdx.y; y < end; y += kBlockY) {
-        const uint8_t* from = m.luma_in + static_cast<size_t>(y) * m.luma_in_stride + x;
-        uint8_t* to = m.luma_out + static_cast<size_t>(y) * m.luma_out_stride + x;
-        if (vec) {
-          *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
-        } else {
-          for (int i = 0; i < min(16, m.luma_bytes - x); ++i) to[i] = from[i];
-        }
-      }
-    }
+    copy_luma(m.luma, static_cast<int>(blockIdx.x));
     return;
   }
   const int s0 = ((blockIdx.x - m.luma_blocks) * kBlockX + threadIdx.x) * 8;
@@ -1456,13 +1456,6 @@ void move_chroma_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
                       cudaStream_t stream) {
   const ConvertSide &is = k.in_side, &os = k.out_side;
   ChromaMove m{};
-  m.luma_in = in.planes[0].data;
-  m.luma_out = out.planes[0].data;
-  m.luma_in_stride = in.planes[0].stride;
-  m.luma_out_stride = out.planes[0].stride;
-  m.luma_bytes = out.width;
-  m.luma_rows = out.height;
-  m.luma_vec = aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16);
   m.samples = (out.width + (1 << os.x_sub) - 1) >> os.x_sub;
   m.rows = (out.height + (1 << os.y_sub) - 1) >> os.y_sub;
   if (m.samples == 0 || m.rows == 0) return;
@@ -1481,11 +1474,12 @@ void move_chroma_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
     m.out_stride[c] = op.stride;
     m.vec = m.vec && aligned_to(ip, m.in_semi ? 16 : 8) && aligned_to(op, m.out_semi ? 16 : 8);
   }
-  m.bands = (m.rows + kMoveBand - 1) / kMoveBand;
-  m.luma_band = (m.luma_rows + m.bands - 1) / m.bands;
-  m.luma_blocks = (m.luma_bytes + 16 * kBlockX - 1) / (16 * kBlockX);
+  const int bands = (m.rows + kMoveBand - 1) / kMoveBand;
+  m.luma = luma_copy(in.planes[0], out.planes[0], out.width, out.height,
+                     (out.height + bands - 1) / bands);
+  m.luma_blocks = luma_blocks(m.luma);
   const int chroma_blocks = (m.samples + 8 * kBlockX - 1) / (8 * kBlockX);
-  const dim3 grid(m.luma_blocks + chroma_blocks, std::min<unsigned>(m.bands, kMaxGridY));
+  const dim3 grid(m.luma_blocks + chroma_blocks, std::min<unsigned>(bands, kMaxGridY));
   move_chroma_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(m);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma moved)");
 }
@@ -1516,14 +1510,10 @@ struct ScaledPlane {
   int in_cols, in_rows;
   bool in_a4;
   // scale_window_kernel copies luma in the same launch: its first
-  // luma_blocks blocks across copy 16 bytes a thread of luma_bytes per row,
-  // band b (of `bands`, the chroma's bands) rows b * luma_band up to
-  // luma_rows; the blocks after them are chroma_blocks per chroma plane.
-  const uint8_t* luma_in;
-  uint8_t* luma_out;
-  size_t luma_in_stride, luma_out_stride;
-  int luma_bytes, luma_rows, luma_band, bands, luma_blocks, chroma_blocks;
-  bool luma_vec;  // both luma planes aligned to 16 bytes
+  // luma_blocks blocks across; the blocks after them are chroma_blocks per
+  // chroma plane.
+  LumaCopy luma;
+  int luma_blocks, chroma_blocks;
 };
 
 __global__ void __launch_bounds__(kThreads)
@@ -1605,22 +1595,7 @@ template <int kH, int kV, bool kVFirst>
 __global__ void __launch_bounds__(kThreads)
     scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
   if (static_cast<int>(blockIdx.x) < p.luma_blocks) {
-    const int x = (blockIdx.x * kBlockX + threadIdx.x) * 16;
-    if (x >= p.luma_bytes) return;
-    const bool vec = p.luma_vec && x + 16 <= p.luma_bytes;
-    for (int b = blockIdx.y; b < p.bands; b += gridDim.y) {
-      const int end = min((b + 1) * p.luma_band, p.luma_rows);
-#pragma unroll 4
-      for (int y = b * p.luma_band + threadIdx.y; y < end; y += kBlockY) {
-        const uint8_t* from = p.luma_in + static_cast<size_t>(y) * p.luma_in_stride + x;
-        uint8_t* to = p.luma_out + static_cast<size_t>(y) * p.luma_out_stride + x;
-        if (vec) {
-          *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
-        } else {
-          for (int i = 0; i < min(16, p.luma_bytes - x); ++i) to[i] = from[i];
-        }
-      }
-    }
+    copy_luma(p.luma, static_cast<int>(blockIdx.x));
     return;
   }
   const int cx = static_cast<int>(blockIdx.x) - p.luma_blocks;
@@ -1844,19 +1819,14 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   // comes in the same launch (as a launch of the copy kernel of its own, it
   // had cost I420 -> Y444 2.3x the memory bound where 2.0x is the window
   // kernel's).
-  p.luma_in = in.planes[0].data;
-  p.luma_out = out.planes[0].data;
-  p.luma_in_stride = in.planes[0].stride;
-  p.luma_out_stride = out.planes[0].stride;
-  p.luma_bytes = static_cast<int>(plane_row_bytes(out.format, 0, out.width));
-  p.luma_rows = out.height;
-  p.bands = (p.rows + kScaleBand - 1) / kScaleBand;
-  p.luma_band = (p.luma_rows + p.bands - 1) / p.bands;
-  p.luma_blocks = (p.luma_bytes + 16 * kBlockX - 1) / (16 * kBlockX);
+  const int band_count = (p.rows + kScaleBand - 1) / kScaleBand;
+  p.luma = luma_copy(in.planes[0], out.planes[0],
+                     static_cast<int>(plane_row_bytes(out.format, 0, out.width)), out.height,
+                     (out.height + band_count - 1) / band_count);
+  p.luma_blocks = luma_blocks(p.luma);
   p.chroma_blocks = static_cast<int>(grid.x);
-  p.luma_vec = aligned_to(in.planes[0], 16) && aligned_to(out.planes[0], 16);
   const dim3 bands(p.luma_blocks + p.chroma_blocks * chroma_planes,
-                   std::min<unsigned>(p.bands, kMaxGridY));
+                   std::min<unsigned>(band_count, kMaxGridY));
   auto run = [&](auto kernel) {
     kernel<<<bands, block, 0, stream>>>(s, p);
     ran = true;
