@@ -8,9 +8,12 @@
 // have kernels of their own; so have inputs whose chroma rows are their
 // luma rows or which have no chroma (8-bit 4:2:2 and 4:4:4 YUV, 8-bit
 // packed RGB) to the outputs rows_kernel makes (rows_takes), YUV to YUV
-// through videoconvert's plane scaler (luma copied, each chroma plane scaled:
-// scale_planes_kernel) and YUV to YUV of one subsampling with a deeper side
-// (each sample repacked: repack_samples_kernel), and grey to packed RGB
+// through videoconvert's plane scaler (luma copied and each chroma plane
+// scaled in one launch: scale_window_kernel, else scale_planes_kernel),
+// 8-bit YUV to YUV of one subsampling between planar and semi-planar
+// layouts (bytes moved: move_chroma_kernel) and YUV to YUV of one
+// subsampling with a deeper side (each sample repacked:
+// repack_samples_kernel), and grey to packed RGB
 // through a table (grey_packed_kernel); a format to itself, where the
 // reference is a copy, is the copy kernel. Every other pair: one thread
 // per 2x2 block reading it with the reference's own load_* functions, then
@@ -71,8 +74,9 @@ struct ConvertLayout {
   uint32_t repack_perm;
   // yuv_pixel's lanes (R, B, G, alpha at bytes 0, 2, 4, 6) -> packed output.
   uint32_t yuv_perm;
-  // Pointer and stride of each plane a multiple of 4 (a4), 16 (a16; packed
-  // planes only) or 2 (a2; for 2-byte chroma loads and stores).
+  // Pointer and stride of each plane a multiple of 4 (a4), 16 (a16; plane
+  // 0 only: packed pixels, or luma copied 16 bytes a thread) or 2 (a2; for
+  // 2-byte chroma loads and stores).
   bool in_a4[3], in_a2[3], in_a16;
   // 4:2:0 chroma in one plane of (U, V) pairs (NV12), or (V, U) pairs
   // (NV21: swapped as it is read and written), rather than in two (I420).
@@ -1200,9 +1204,10 @@ __device__ __forceinline__ void repack_fetch(const ConvertCoefficients& k, const
 // several rows' samples.
 constexpr int kRepackRows = 4;
 
-// The output planes of one launch: blocks with blockIdx.y from first[i] up
-// to first[i + 1] are on plane i, each kBlockY * kRepackRows of its rows
-// (those across past the plane return at once).
+// The output planes of one launch: row blocks from first[i] up to
+// first[i + 1] are on plane i, each kBlockY * kRepackRows of its rows
+// (first[3]: all of them, which blockIdx.y walks with a grid-stride loop;
+// blocks across past a plane skip it).
 struct SamplePlanes {
   SamplePlane plane[3];
   int first[4];
@@ -1256,32 +1261,33 @@ __global__ void __launch_bounds__(kThreads)
     repack_samples_kernel(const __grid_constant__ ConvertCoefficients k,
                           const __grid_constant__ ImageRef in, const __grid_constant__ ImageRef out,
                           const __grid_constant__ SamplePlanes planes) {
-  const int b = blockIdx.y;
-  const int i = b >= planes.first[2] ? 2 : b >= planes.first[1] ? 1 : 0;
-  const SamplePlane& p = planes.plane[i];
   const int sx0 = (blockIdx.x * kBlockX + threadIdx.x) * 4;
-  const int y0 = ((b - planes.first[i]) * kBlockY + threadIdx.y) * kRepackRows;
-  if (sx0 >= p.samples || y0 >= p.rows) return;
-  const int rows = min(kRepackRows, p.rows - y0);
-  auto run = [&](auto comps, auto step) {
-    CO_UNROLL
-    for (int j = 0; j < kRepackRows; ++j)
-      if (j < rows)
-        repack_samples<decltype(comps)::value, kBytes, kInBytes, decltype(step)::value>(
-            k, in, out, p, sx0, y0 + j);
-  };
-  using One = std::integral_constant<int, 1>;
-  using Two = std::integral_constant<int, 2>;
-  if (p.comps == 2) {
-    if (p.in_step == 2)
-      run(Two{}, Two{});
-    else
-      run(Two{}, One{});
-  } else {
-    if (p.in_step == 2)
-      run(One{}, Two{});
-    else
-      run(One{}, One{});
+  for (int b = blockIdx.y; b < planes.first[3]; b += gridDim.y) {
+    const int i = b >= planes.first[2] ? 2 : b >= planes.first[1] ? 1 : 0;
+    const SamplePlane& p = planes.plane[i];
+    const int y0 = ((b - planes.first[i]) * kBlockY + threadIdx.y) * kRepackRows;
+    if (sx0 >= p.samples || y0 >= p.rows) continue;
+    const int rows = min(kRepackRows, p.rows - y0);
+    auto run = [&](auto comps, auto step) {
+      CO_UNROLL
+      for (int j = 0; j < kRepackRows; ++j)
+        if (j < rows)
+          repack_samples<decltype(comps)::value, kBytes, kInBytes, decltype(step)::value>(
+              k, in, out, p, sx0, y0 + j);
+    };
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;
+    if (p.comps == 2) {
+      if (p.in_step == 2)
+        run(Two{}, Two{});
+      else
+        run(Two{}, One{});
+    } else {
+      if (p.in_step == 2)
+        run(One{}, Two{});
+      else
+        run(One{}, One{});
+    }
   }
 }
 
@@ -1350,10 +1356,9 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
   }
   for (int plane = info.n_planes; plane < 4; ++plane) planes.first[plane] = blocks_y;
   if (blocks_x == 0 || blocks_y == 0) return;
-  if (blocks_y > static_cast<int>(kMaxGridY))
-    throw Error("convert: the image is too tall (its planes hold more than 2,097,120 rows)");
   const dim3 block(kBlockX, kBlockY);
-  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y));
+  const dim3 grid(static_cast<unsigned>(blocks_x),
+                  std::min(static_cast<unsigned>(blocks_y), kMaxGridY));
   const bool wide = info.sample_bytes == 2, wide_in = k.in_side.sample_bytes == 2;
   if (wide && wide_in)
     repack_samples_kernel<2, 2><<<grid, block, 0, stream>>>(k, in, out, planes);
@@ -1485,12 +1490,13 @@ void move_chroma_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
 }
 
 // YUV to YUV through the plane scaler (k.scale_planes; both sides 8-bit,
-// planar or semi-planar): luma is copied by the copy kernel, and each
-// thread makes 4 bytes of a row of an output chroma plane (4 samples of one
-// component, or 2 U, V pairs), with the row's vertical taps worked out once
-// and the scaler's geometry once per launch (convert_math::ChromaScaler).
-// videoconvert does the same: its fast paths copy luma and scale each
-// chroma plane alone.
+// planar or semi-planar): luma is copied and each chroma plane scaled on
+// its own, as videoconvert's fast paths do, with the scaler's geometry
+// worked out once per launch (convert_math::ChromaScaler). The window
+// kernel (below) does both in one launch; where it does not apply,
+// scale_planes_kernel makes 4 bytes of a row of an output chroma plane a
+// thread (4 samples of one component, or 2 U, V pairs), after the copy
+// kernel's launch for luma.
 struct ScaledPlane {
   // Input chroma: where U and V start, their step and the row stride.
   const uint8_t* in[2];

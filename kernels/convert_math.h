@@ -132,32 +132,34 @@ CO_HD int sample_at(const ConvertSide& side, const ImageAccess& image, int compo
 // The vertical scaler's taps for output row j: rows i and i + 1, the
 // second weighted p / 256 (half-pixel centres, clamped at the edges,
 // weights rounded to 8 bits). ih >= 2.
+// (2 j + 1) ih and 512 rem in 64 bits: in 32, they wrapped from 46341 rows
+// of doubled chroma (ih 23171).
 CO_HD void vertical_tap(int ih, int oh, int j, int* i, int* p) {
-  const int num = (2 * j + 1) * ih - oh, den = 2 * oh;
+  const int64_t num = static_cast<int64_t>(2 * j + 1) * ih - oh, den = 2 * static_cast<int64_t>(oh);
   if (num <= 0) {
     *i = 0, *p = 0;
     return;
   }
-  *i = num / den;
-  const int rem = num % den;
+  *i = static_cast<int>(num / den);
+  const int64_t rem = num % den;
   if (*i >= ih - 1) {
     *i = ih - 2, *p = 256;
     return;
   }
-  const int q2 = 512 * rem;
+  const int64_t q2 = 512 * rem;
   if (q2 % den == 0 && (q2 / den) % 2 == 1)  // an exact half: the larger tap rounds up
-    *p = q2 / den / 2 + (2 * rem > den ? 1 : 0);
+    *p = static_cast<int>(q2 / den / 2 + (2 * rem > den ? 1 : 0));
   else
-    *p = (q2 + den) / (2 * den);
+    *p = static_cast<int>((q2 + den) / (2 * den));
 }
 
 // n / d and n % d (n >= 0, d > 0, quotient below 2^21) from a
 // single-precision estimate n * rcp (rcp = 1 / d, rounded), corrected by
 // one step: the estimate is within 1 of the quotient, and the device's
 // 32-bit divisions are some twenty dependent instructions each.
-CO_HD int divide(int n, int d, float rcp, int* rem) {
+CO_HD int divide(int64_t n, int d, float rcp, int* rem) {
   int q = static_cast<int>(static_cast<float>(n) * rcp);
-  int r = n - q * d;
+  int64_t r = n - static_cast<int64_t>(q) * d;
   if (r < 0) {
     --q;
     r += d;
@@ -165,14 +167,15 @@ CO_HD int divide(int n, int d, float rcp, int* rem) {
     ++q;
     r -= d;
   }
-  *rem = r;
+  *rem = static_cast<int>(r);
   return q;
 }
 
 // vertical_tap with its divisions by den = 2 oh taken through rcp = 1 /
 // den (divide): the same taps (tested against it).
 CO_HD void vertical_tap_rcp(int ih, int oh, float rcp, int j, int* i, int* p) {
-  const int num = (2 * j + 1) * ih - oh, den = 2 * oh;
+  const int64_t num = static_cast<int64_t>(2 * j + 1) * ih - oh;
+  const int den = 2 * oh;
   if (num <= 0) {
     *i = 0, *p = 0;
     return;
@@ -186,7 +189,7 @@ CO_HD void vertical_tap_rcp(int ih, int oh, float rcp, int j, int* i, int* p) {
   // (512 rem + den) / (2 den) is (q + 1) >> 1 for q = 512 rem / den; an
   // exact half (no remainder, q odd) rounds to the larger tap.
   int r2;
-  const int q = divide(512 * rem, den, rcp, &r2);
+  const int q = divide(512 * static_cast<int64_t>(rem), den, rcp, &r2);
   *p = r2 == 0 && (q & 1) ? (q >> 1) + (2 * rem > den ? 1 : 0) : (q + 1) >> 1;
 }
 

@@ -211,6 +211,38 @@ INSTANTIATE_TEST_SUITE_P(EveryFormatPair, GpuConvertVsReference,
                                   format_info(info.param.format).name;
                          });
 
+// Tall images, where the launches' row loops pass the grid's 65535 blocks
+// down and 32-bit row arithmetic would wrap: samples repacked over more
+// than 2,097,120 rows (GRAY8 -> GRAY16_LE), and chroma rows doubled by the
+// plane scaler past 46341 output rows (I420 -> Y42B and Y444, and NV12 ->
+// NV16), whose taps the reference had computed in 32 bits and wrapped.
+TEST(GpuConvert, TallImagesEqualTheReference) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  const struct {
+    PixelFormat from, to;
+    int width, height;
+  } cases[] = {{PixelFormat::kGRAY8, PixelFormat::kGRAY16_LE, 16, 2200000},
+               {PixelFormat::kI420, PixelFormat::kY42B, 8, 46400},
+               {PixelFormat::kI420, PixelFormat::kY444, 6, 46400},
+               {PixelFormat::kNV12, PixelFormat::kNV16, 8, 46400}};
+  for (const auto& c : cases) {
+    KernelParams params;
+    OwnedImage in(c.from, c.width, c.height);
+    in.fill_random(7);
+    OwnedImage want(c.to, c.width, c.height, 3);
+    ASSERT_EQ(check("convert", params, in.image, want.image), "");
+    reference("convert", params, in.image, want.image);
+    OwnedImage got(c.to, c.width, c.height, 9);
+    run_on_device(*device, "convert", params, in, got, 256);
+    EXPECT_EQ(compare_images(got.image, want.image), "")
+        << format_info(c.from).name << " -> " << format_info(c.to).name << " " << c.width << "x"
+        << c.height;
+  }
+}
+
 // The edge kernel's magnitude (FP32 and an approximate square root on the
 // device) against the reference's integer square root, for every gradient
 // a Sobel operator on 8-bit samples can produce, from both 16-bit lanes the

@@ -558,7 +558,7 @@ TEST(ConvertReference, ThirtyTwoBitRgbToSixteenBitRowsEqualTheSixtyFourBitSum) {
 // (divisions through a reciprocal), against vertical_tap's integer
 // divisions: every row of every pair of chroma heights up to 160 and 320,
 // the heights of common frames and their odd neighbours both ways, and
-// rows drawn at random from heights up to 16384.
+// rows drawn at random from heights up to 2^20.
 TEST(ConvertReference, RowTapsThroughAReciprocalEqualTheDivisions) {
   int wrong = 0;
   auto check_rows = [&](int ih, int oh, int j) {
@@ -580,9 +580,32 @@ TEST(ConvertReference, RowTapsThroughAReciprocalEqualTheDivisions) {
         for (int j = 0; j < oh; ++j) check_rows(ih, oh, j);
   std::mt19937 random(11);
   for (int k = 0; k < 2000000; ++k) {
-    const int ih = 2 + static_cast<int>(random() % 16383),
-              oh = 1 + static_cast<int>(random() % 16384);
+    const int ih = 2 + static_cast<int>(random() % ((1 << 20) - 1)),
+              oh = 1 + static_cast<int>(random() % (1 << 20));
     check_rows(ih, oh, static_cast<int>(random() % oh));
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Chroma rows doubled (4:2:0 to 4:2:2 or 4:4:4): the taps repeat, row 2m -
+// 1 taking input rows m - 1 and m at 64 / 256, row 2m the same rows at 192
+// / 256, the first and last rows the input's; at every height, including
+// those past 23170 input rows where (2 j + 1) ih no longer fits 32 bits.
+TEST(ConvertReference, DoubledRowsTakeTheRepeatingTaps) {
+  int wrong = 0;
+  for (int ih : {2, 3, 540, 1080, 23170, 23171, 30000, 46341, 100000, 1 << 20}) {
+    const int oh = 2 * ih;
+    for (int j = 0; j < oh; ++j) {
+      const int m = (j + 1) / 2;
+      int wi = m - 1, wp = j % 2 ? 64 : 192;
+      if (j == 0) wi = 0, wp = 0;
+      if (j == oh - 1) wi = ih - 2, wp = 256;
+      int gi, gp;
+      convert_math::vertical_tap(ih, oh, j, &gi, &gp);
+      if ((gi != wi || gp != wp) && ++wrong <= 5)
+        ADD_FAILURE() << ih << " -> " << oh << " rows, row " << j << ": want " << wi << "/" << wp
+                      << ", got " << gi << "/" << gp;
+    }
   }
   EXPECT_EQ(wrong, 0);
 }
