@@ -634,6 +634,11 @@ struct LumaCopy {
   bool vec;
 };
 
+// Blocks across per band of a LumaCopy.
+__host__ __device__ __forceinline__ int luma_blocks(const LumaCopy& c) {
+  return (c.bytes + 16 * kBlockX - 1) / (16 * kBlockX);
+}
+
 // The part of a LumaCopy that block `bx` (across) makes.
 __device__ __forceinline__ void copy_luma(const LumaCopy& c, int bx) {
   const int x = (bx * kBlockX + threadIdx.x) * 16;
@@ -684,7 +689,7 @@ __device__ __forceinline__ void store_rgb_row(const ConvertLayout& L, const Imag
 template <bool kLinear, int kOut>
 __global__ void __launch_bounds__(kThreads, 5)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
-                         int rows) {
+                         int rows, LumaCopy luma) {
   // YUV output: luma is a copy, made by blocks of its own after the chroma
   // blocks across (copy_luma), so the chroma threads neither load nor store
   // it.
@@ -692,10 +697,7 @@ __global__ void __launch_bounds__(kThreads, 5)
   if constexpr (kLumaApart) {
     const int chroma_x = (blocks_x + kBlockX - 1) / kBlockX;
     if (static_cast<int>(blockIdx.x) >= chroma_x) {
-      const LumaCopy c{
-          in.planes[0].data, out.planes[0].data, in.planes[0].stride, out.planes[0].stride,
-          in.width,          in.height,          2 * kBlockY * rows,  L.in_a16 && L.out_a16};
-      copy_luma(c, static_cast<int>(blockIdx.x) - chroma_x);
+      copy_luma(luma, static_cast<int>(blockIdx.x) - chroma_x);
       return;
     }
   }
@@ -783,9 +785,6 @@ LumaCopy luma_copy(const PlaneRef& in, const PlaneRef& out, int bytes, int rows,
   return {in.data, out.data, in.stride, out.stride,
           bytes,   rows,     band,      aligned_to(in, 16) && aligned_to(out, 16)};
 }
-
-// Blocks across per band of a LumaCopy.
-int luma_blocks(const LumaCopy& c) { return (c.bytes + 16 * kBlockX - 1) / (16 * kBlockX); }
 
 // --- Every other pair with 8-bit sides and packed output (4- and 3-byte
 // RGB, YUY2, UYVY), by tiles of 64x16 pixels (32x8 blocks of 2x2, one
@@ -1380,8 +1379,7 @@ void repack_samples_cuda(const ImageRef& in, const ImageRef& out, const ConvertC
 // planar side, the bytes sorted by byte permutes), for 4 rows. The 4x2
 // block kernel had made these pairs 2.0-2.1x the memory bound on 4:2:0.
 struct ChromaMove {
-  LumaCopy luma;
-  int luma_blocks;
+  LumaCopy luma;  // luma_blocks(luma) blocks across, before the chroma's
   // Chroma, each side: U and V planes (semi-planar: both the plane of
   // pairs, `vu` where V comes first), their strides.
   const uint8_t* in[2];
@@ -1398,11 +1396,12 @@ constexpr int kMoveRows = 4;                    // chroma rows per thread
 constexpr int kMoveBand = kBlockY * kMoveRows;  // chroma rows per block and band
 
 __global__ void __launch_bounds__(kThreads) move_chroma_kernel(const ChromaMove m) {
-  if (static_cast<int>(blockIdx.x) < m.luma_blocks) {
+  const int luma_x = luma_blocks(m.luma);
+  if (static_cast<int>(blockIdx.x) < luma_x) {
     copy_luma(m.luma, static_cast<int>(blockIdx.x));
     return;
   }
-  const int s0 = ((blockIdx.x - m.luma_blocks) * kBlockX + threadIdx.x) * 8;
+  const int s0 = ((static_cast<int>(blockIdx.x) - luma_x) * kBlockX + threadIdx.x) * 8;
   if (s0 >= m.samples) return;
   const bool vec = m.vec && s0 + 8 <= m.samples;
   for (int band = blockIdx.y * kMoveBand; band < m.rows; band += gridDim.y * kMoveBand) {
@@ -1482,9 +1481,8 @@ void move_chroma_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   const int bands = (m.rows + kMoveBand - 1) / kMoveBand;
   m.luma = luma_copy(in.planes[0], out.planes[0], out.width, out.height,
                      (out.height + bands - 1) / bands);
-  m.luma_blocks = luma_blocks(m.luma);
   const int chroma_blocks = (m.samples + 8 * kBlockX - 1) / (8 * kBlockX);
-  const dim3 grid(m.luma_blocks + chroma_blocks, std::min<unsigned>(bands, kMaxGridY));
+  const dim3 grid(luma_blocks(m.luma) + chroma_blocks, std::min<unsigned>(bands, kMaxGridY));
   move_chroma_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(m);
   CO_CUDA_CHECK_LAUNCH("the convert kernel (chroma moved)");
 }
@@ -1516,10 +1514,10 @@ struct ScaledPlane {
   int in_cols, in_rows;
   bool in_a4;
   // scale_window_kernel copies luma in the same launch: its first
-  // luma_blocks blocks across; the blocks after them are chroma_blocks per
-  // chroma plane.
+  // luma_blocks(luma) blocks across; the blocks after them are
+  // chroma_blocks per chroma plane.
   LumaCopy luma;
-  int luma_blocks, chroma_blocks;
+  int chroma_blocks;
 };
 
 __global__ void __launch_bounds__(kThreads)
@@ -1600,11 +1598,12 @@ __device__ __forceinline__ uint32_t blend_rows(uint32_t a, uint32_t b, uint32_t 
 template <int kH, int kV, bool kVFirst>
 __global__ void __launch_bounds__(kThreads)
     scale_window_kernel(const convert_math::ChromaScaler s, const ScaledPlane p) {
-  if (static_cast<int>(blockIdx.x) < p.luma_blocks) {
+  const int luma_x = luma_blocks(p.luma);
+  if (static_cast<int>(blockIdx.x) < luma_x) {
     copy_luma(p.luma, static_cast<int>(blockIdx.x));
     return;
   }
-  const int cx = static_cast<int>(blockIdx.x) - p.luma_blocks;
+  const int cx = static_cast<int>(blockIdx.x) - luma_x;
   const bool z = cx >= p.chroma_blocks;
   const int x = ((z ? cx - p.chroma_blocks : cx) * kBlockX + threadIdx.x) * 4;
   const bool live = x < p.row_bytes;
@@ -1829,9 +1828,8 @@ void scale_planes_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoe
   p.luma = luma_copy(in.planes[0], out.planes[0],
                      static_cast<int>(plane_row_bytes(out.format, 0, out.width)), out.height,
                      (out.height + band_count - 1) / band_count);
-  p.luma_blocks = luma_blocks(p.luma);
   p.chroma_blocks = static_cast<int>(grid.x);
-  const dim3 bands(p.luma_blocks + p.chroma_blocks * chroma_planes,
+  const dim3 bands(luma_blocks(p.luma) + p.chroma_blocks * chroma_planes,
                    std::min<unsigned>(band_count, kMaxGridY));
   auto run = [&](auto kernel) {
     kernel<<<bands, block, 0, stream>>>(s, p);
@@ -2600,16 +2598,19 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
         grid.y = static_cast<unsigned>(
             std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY));
       const bool linear = L.k.chroma_x == kUpLinear;
-      // YUV output: blocks for luma after the chroma blocks across.
+      // YUV output: blocks for luma after the chroma blocks across, a band
+      // of them per band of block rows.
+      const LumaCopy luma =
+          luma_copy(in.planes[0], out.planes[0], in.width, in.height, 2 * kBlockY * rows);
       if (L.yuv_out != kToRgb && L.yuv_out != kToPacked422)
-        grid.x += static_cast<unsigned>((in.width + 16 * kBlockX - 1) / (16 * kBlockX));
+        grid.x += static_cast<unsigned>(luma_blocks(luma));
       with_yuv_out(L.yuv_out, [&](auto kind) {
         if (linear)
           yuv_to_packed_kernel<true, decltype(kind)::value>
-              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
         else
           yuv_to_packed_kernel<false, decltype(kind)::value>
-              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
       });
       CO_CUDA_CHECK_LAUNCH("the convert kernel");
       return;
