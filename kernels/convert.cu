@@ -659,21 +659,28 @@ __device__ __forceinline__ void copy_luma(const LumaCopy& c, int bx) {
   }
 }
 
-// Row y's 4 pixels from x0 of packed RGB output (3- or 4-byte), from the
-// luma samples (bytes of `luma`) and each pixel's chroma splats (U ^ 0x80
-// and V ^ 0x80 in bytes 0 and 2 of uv[i]).
-__device__ __forceinline__ void store_rgb_row(const ConvertLayout& L, const ImageRef& out, int y,
-                                              int x0, int width, bool full, uint32_t luma,
-                                              const uint32_t uv[4]) {
+// The 4 packed RGB pixel words (the output's byte order) of luma samples
+// (bytes of `luma`) and each pixel's chroma splats (U ^ 0x80 and V ^ 0x80
+// in bytes 0 and 2 of uv[i]).
+__device__ __forceinline__ void rgb_words(const ConvertLayout& L, uint32_t luma,
+                                          const uint32_t uv[4], uint32_t w[4]) {
   const ConvertCoefficients& k = L.k;
   const uint32_t ly = luma ^ 0x80808080u;
-  uint32_t w[4];
   CO_UNROLL
   for (int i = 0; i < 4; ++i) {
     const ChromaTerms t = chroma_terms(k, static_cast<int>(__byte_perm(uv[i], 0, splat_sel(0))),
                                        static_cast<int>(__byte_perm(uv[i], 0, splat_sel(2))));
     w[i] = yuv_pixel(k, static_cast<int>(__byte_perm(ly, 0, splat_sel(i))), t, L.yuv_perm);
   }
+}
+
+// Row y's 4 pixels from x0 of packed RGB output (3- or 4-byte), from the
+// luma samples and each pixel's chroma splats (rgb_words).
+__device__ __forceinline__ void store_rgb_row(const ConvertLayout& L, const ImageRef& out, int y,
+                                              int x0, int width, bool full, uint32_t luma,
+                                              const uint32_t uv[4]) {
+  uint32_t w[4];
+  rgb_words(L, luma, uv, w);
   uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
   if (L.out_rgb24)
     store_rgb24(row, x0, width, full, L.out_a4[0], w);
@@ -681,12 +688,203 @@ __device__ __forceinline__ void store_rgb_row(const ConvertLayout& L, const Imag
     store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
 }
 
+// The vertical step of 4:2:0 chroma interpolation (yuv_to_packed_kernel):
+// the splats of each pixel's U and V for the block's two rows, from the
+// horizontal steps of the chroma rows above, at and below the block row.
+__device__ __forceinline__ void vertical_step(const uint32_t h_up[4], const uint32_t h_mid[4],
+                                              const uint32_t h_down[4], uint32_t uv[2][4]) {
+  // mix31 of lanes below 256, with 512 more per lane: (3 a + b + 2 + 512)
+  // >> 2 == mix31(a, b) + 128, whose low byte is mix31(a, b) ^ 0x80; no
+  // lane exceeds 11 bits, so none carries into the other and bytes 0 and 2
+  // after the shift are the two lanes' results (the bits above them in each
+  // lane are unused).
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t a = 3 * h_mid[i] + 0x02020202u;
+    uv[0][i] = (a + h_up[i]) >> 2;    // even rows look up
+    uv[1][i] = (a + h_down[i]) >> 2;  // odd rows down
+  }
+}
+
+// Nearest 4:2:0 chroma: pixels 0, 1 take column c0, pixels 2, 3 column
+// c0 + 1, of both rows (splats, as vertical_step gives them).
+__device__ __forceinline__ void nearest_step(uint32_t mid, uint32_t uv[2][4]) {
+  const uint32_t m = mid ^ 0x80808080u;
+  const uint32_t left = __byte_perm(m, 0, 0x4140), right = __byte_perm(m, 0, 0x4342);
+  CO_UNROLL
+  for (int dy = 0; dy < 2; ++dy) {
+    uv[dy][0] = uv[dy][1] = left;
+    uv[dy][2] = uv[dy][3] = right;
+  }
+}
+
+// yuv_to_packed_kernel's threads on a picture whose width is a multiple of
+// 4, where every plane they touch is aligned for word loads and stores
+// (yuv_fast): block rows first .. last - 1. The same arithmetic as the
+// kernel's general loop, with the clamps and alignments settled once per
+// thread: each plane's row is a pointer stepped a stride at a time, the
+// chroma neighbours left and right are fixed offsets from it (clamped at
+// the picture's edges), and every access is one load or store. The
+// general loop's per-row clamps, 64-bit row products and byte-wise
+// fallbacks were most of its instructions (NV12 -> YUY2: 32 a pixel).
+template <bool kLinear, int kOut, bool kSemi>
+__device__ __forceinline__ void yuv_to_packed_fast(const ConvertLayout& L, const ImageRef& in,
+                                                   const ImageRef& out, int x0, int first,
+                                                   int last) {
+  constexpr bool kLumaApart = kOut != kToRgb && kOut != kToPacked422;
+  constexpr bool kTwoOut = kLumaApart && kOut != kToSemi422;  // U and V planes
+  const int height = in.height;
+  const int c0 = x0 >> 1, cw = (in.width + 1) >> 1, ch = (height + 1) >> 1;
+  // Strides in 32 bits: pointers step by them, and they take one register.
+  const uint32_t ys = static_cast<uint32_t>(in.planes[0].stride);
+  const uint32_t us = static_cast<uint32_t>(in.planes[1].stride);
+  const uint32_t vs = kSemi ? 0u : static_cast<uint32_t>(in.planes[2].stride);
+  // Chroma neighbours' byte offsets from column c0: c0 - 1 and c0 + 2,
+  // clamped to the plane (c0 + 1 is inside it: the thread's 4 columns are).
+  constexpr int kStep = kSemi ? 2 : 1;
+  const int left = c0 >= 1 ? -kStep : 0, right = c0 + 2 < cw ? 2 * kStep : kStep;
+  auto u_row = [&](int r) {
+    return in.planes[1].data + static_cast<size_t>(r) * us + kStep * c0;
+  };
+  auto v_row = [&](int r) {
+    return kSemi ? nullptr : in.planes[2].data + static_cast<size_t>(r) * vs + c0;
+  };
+  auto chroma = [&](const uint8_t* u, const uint8_t* v) {
+    ChromaRow row{0, 0, 0};
+    if constexpr (kSemi) {
+      row.mid = *reinterpret_cast<const uint32_t*>(u);
+      if (kLinear) {
+        row.left = *reinterpret_cast<const uint16_t*>(u + left);
+        row.right = *reinterpret_cast<const uint16_t*>(u + right);
+      }
+      if (L.in_swap) {  // NV21: (V, U) pairs to (U, V)
+        row.mid = __byte_perm(row.mid, 0, 0x2301);
+        row.left = __byte_perm(row.left, 0, 0x4401);
+        row.right = __byte_perm(row.right, 0, 0x4401);
+      }
+    } else {
+      row.mid = __byte_perm(*reinterpret_cast<const uint16_t*>(u),
+                            *reinterpret_cast<const uint16_t*>(v), 0x5140);
+      if (kLinear) {
+        row.left = static_cast<uint32_t>(u[left]) | static_cast<uint32_t>(v[left]) << 8;
+        row.right = static_cast<uint32_t>(u[right]) | static_cast<uint32_t>(v[right]) << 8;
+      }
+    }
+    return row;
+  };
+  // Output rows: plane 0 at this thread's first byte (packed output), or
+  // the chroma planes (4:2:2 and 4:4:4: a row per luma row; luma is
+  // copied by blocks of its own).
+  const uint32_t os0 = static_cast<uint32_t>(out.planes[0].stride);
+  const uint32_t os1 = kLumaApart ? static_cast<uint32_t>(out.planes[1].stride) : 0u;
+  const uint32_t os2 = kTwoOut ? static_cast<uint32_t>(out.planes[2].stride) : 0u;
+  const int out_c = kOut == kToPlanar444 ? x0 : kOut == kToSemi422 ? 2 * c0 : c0;
+  const size_t y_first = static_cast<size_t>(2 * first);
+  const int bpp = kOut == kToPacked422 ? 2 : L.out_rgb24 ? 3 : 4;
+  uint8_t* o0 = kLumaApart ? nullptr : out.planes[0].data + y_first * os0 + x0 * bpp;
+  uint8_t* o1 = kLumaApart ? out.planes[1].data + y_first * os1 + out_c : nullptr;
+  uint8_t* o2 = kTwoOut ? out.planes[2].data + y_first * os2 + out_c : nullptr;
+  const uint8_t* yp = kLumaApart ? nullptr : in.planes[0].data + y_first * ys + x0;
+
+  uint32_t h_up[4] = {}, h_mid[4] = {};
+  if (kLinear) {
+    const int above = max(first - 1, 0);
+    horizontal_step(chroma(u_row(above), v_row(above)), h_up);
+    horizontal_step(chroma(u_row(first), v_row(first)), h_mid);
+  }
+  // The chroma row each block row fetches: the one below (clamped) for
+  // interpolated chroma, its own otherwise.
+  int cr = kLinear ? min(first + 1, ch - 1) : first;
+  const uint8_t* up = u_row(cr);
+  const uint8_t* vp = v_row(cr);
+  // A block row's loads, issued a block row ahead of its arithmetic (as in
+  // the kernel's general loop).
+  uint32_t l0 = 0, l1 = 0;
+  ChromaRow row{0, 0, 0};
+  auto fetch = [&](int by) {
+    if (!kLumaApart) {
+      l0 = *reinterpret_cast<const uint32_t*>(yp);
+      // An odd height's last block row reads its one row twice.
+      l1 = *reinterpret_cast<const uint32_t*>(yp + (2 * by + 1 < height ? ys : 0u));
+      yp += 2 * ys;
+    }
+    row = chroma(up, vp);
+    if (cr + 1 < ch) {
+      ++cr;
+      up += us;
+      if (!kSemi) vp += vs;
+    }
+  };
+  fetch(first);
+  for (int by = first; by < last; ++by) {
+    const uint32_t luma0 = l0, luma1 = l1;
+    const ChromaRow cur = row;
+    if (by + 1 < last) fetch(by + 1);
+    // The splats of each pixel's U and V (see the general loop), per row.
+    uint32_t uv[2][4];
+    if (kLinear) {
+      uint32_t h_down[4];
+      horizontal_step(cur, h_down);
+      vertical_step(h_up, h_mid, h_down, uv);
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        h_up[i] = h_mid[i];
+        h_mid[i] = h_down[i];
+      }
+    } else {
+      nearest_step(cur.mid, uv);
+    }
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      // A clamped row (an odd height's last) is read, not written.
+      if (dy == 1 && 2 * by + 1 >= height) continue;
+      const uint32_t luma = dy == 0 ? luma0 : luma1;
+      if constexpr (kOut == kToRgb) {
+        uint32_t w[4];
+        rgb_words(L, luma, uv[dy], w);
+        if (L.out_rgb24)
+          store_rgb24_words(reinterpret_cast<uint32_t*>(o0), w);
+        else
+          *reinterpret_cast<uint4*>(o0) = make_uint4(w[0], w[1], w[2], w[3]);
+      } else {
+        // Each pixel's chroma U | V << 16.
+        uint32_t c[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) c[i] = (uv[dy][i] ^ 0x00800080u) & 0x00FF00FFu;
+        const uint32_t a0 = pair_average(c[0], c[1]), a1 = pair_average(c[2], c[3]);
+        if constexpr (kOut == kToPacked422) {
+          const uint32_t w0 = __byte_perm(__byte_perm(luma, a0, 0x6140), 0, L.pair_perm);
+          const uint32_t w1 = __byte_perm(__byte_perm(luma, a1, 0x6342), 0, L.pair_perm);
+          *reinterpret_cast<uint2*>(o0) = make_uint2(w0, w1);
+        } else if constexpr (kOut == kToSemi422) {
+          *reinterpret_cast<uint32_t*>(o1) = __byte_perm(a0, a1, 0x6420);
+        } else if constexpr (kOut == kToPlanar422) {
+          *reinterpret_cast<uint16_t*>(o1) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0040));
+          *reinterpret_cast<uint16_t*>(o2) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0062));
+        } else {
+          *reinterpret_cast<uint32_t*>(o1) = __byte_perm(__byte_perm(c[0], c[1], 0x0040),
+                                                         __byte_perm(c[2], c[3], 0x0040), 0x5410);
+          *reinterpret_cast<uint32_t*>(o2) = __byte_perm(__byte_perm(c[0], c[1], 0x0062),
+                                                         __byte_perm(c[2], c[3], 0x0062), 0x5410);
+        }
+      }
+      if (!kLumaApart) o0 += os0;
+      if (kLumaApart) o1 += os1;
+      if (kTwoOut) o2 += os2;
+    }
+  }
+}
+
 // Five blocks per multiprocessor (at most 48 registers, a few bytes
 // spilled for some outputs): with four (64 registers) too few warps were
 // ready to issue; 4K, H200: NV12 -> RGB 3.4x -> 3.0x of the memory bound,
 // NV12 -> YUY2 3.1x -> 2.9x. Six (40 registers) spilled more and gained
 // nothing.
-template <bool kLinear, int kOut>
+//
+// kFast: every thread runs yuv_to_packed_fast (the picture's width a
+// multiple of 4 and the planes aligned, yuv_fast); a kernel of its own, as
+// the general loop's registers in the same kernel made the fast one spill.
+template <bool kLinear, int kOut, bool kFast>
 __global__ void __launch_bounds__(kThreads, 5)
     yuv_to_packed_kernel(ConvertLayout L, ImageRef in, ImageRef out, int blocks_x, int blocks_y,
                          int rows, LumaCopy luma) {
@@ -712,6 +910,13 @@ __global__ void __launch_bounds__(kThreads, 5)
   for (int first = (blockIdx.y * blockDim.y + threadIdx.y) * rows; first < blocks_y;
        first += stride_rows) {
     const int last = min(first + rows, blocks_y);
+    if constexpr (kFast) {
+      if (nv12)
+        yuv_to_packed_fast<kLinear, kOut, true>(L, in, out, x0, first, last);
+      else
+        yuv_to_packed_fast<kLinear, kOut, false>(L, in, out, x0, first, last);
+      continue;
+    }
     // Horizontal steps of the chroma rows above (clamped) and at the block
     // row; the loop fetches the one below.
     uint32_t h_up[4] = {}, h_mid[4] = {};
@@ -730,27 +935,13 @@ __global__ void __launch_bounds__(kThreads, 5)
       if (kLinear) {
         uint32_t h_down[4];
         horizontal_step(cur.chroma, h_down);
-        // The vertical step, mix31 of lanes below 256, with 512 more per
-        // lane: (3 a + b + 2 + 512) >> 2 == mix31(a, b) + 128, whose low
-        // byte is mix31(a, b) ^ 0x80; no lane exceeds 11 bits, so none
-        // carries into the other and bytes 0 and 2 after the shift are the
-        // two lanes' results (the bits above them in each lane are unused).
+        vertical_step(h_up, h_mid, h_down, uv);
         for (int i = 0; i < 4; ++i) {
-          const uint32_t a = 3 * h_mid[i] + 0x02020202u;
-          uv[0][i] = (a + h_up[i]) >> 2;    // even rows look up
-          uv[1][i] = (a + h_down[i]) >> 2;  // odd rows down
           h_up[i] = h_mid[i];
           h_mid[i] = h_down[i];
         }
       } else {
-        // Nearest sample: pixels 0, 1 take column c0, pixels 2, 3 column
-        // c0 + 1, of both rows.
-        const uint32_t m = cur.chroma.mid ^ 0x80808080u;
-        const uint32_t left = __byte_perm(m, 0, 0x4140), right = __byte_perm(m, 0, 0x4342);
-        for (int dy = 0; dy < 2; ++dy) {
-          uv[dy][0] = uv[dy][1] = left;
-          uv[dy][2] = uv[dy][3] = right;
-        }
+        nearest_step(cur.chroma.mid, uv);
       }
       for (int dy = 0; dy < 2; ++dy) {
         const int y = 2 * by + dy;
@@ -2586,6 +2777,26 @@ void with_yuv_out(int yuv_out, const F& f) {
   }
 }
 
+// Whether yuv_to_packed_fast may run: every plane it reads and writes
+// aligned for its word accesses (luma and NV12's chroma words, I420's
+// 2-byte chroma pairs; the output's 16-byte packed pixels, 12-byte 3-byte
+// pixels, 8-byte packed 4:2:2 pairs, or chroma words and pairs).
+bool yuv_fast(const ConvertLayout& L) {
+  const bool in = L.in_a4[0] && (L.in_semi ? L.in_a4[1] : L.in_a2[1] && L.in_a2[2]);
+  switch (L.yuv_out) {
+    case kToRgb:
+      return in && (L.out_rgb24 ? L.out_a4[0] : L.out_a16);
+    case kToPacked422:
+      return in && L.out_a16;
+    case kToSemi422:
+      return in && L.out_a4[1];
+    case kToPlanar422:
+      return in && L.out_a2[1] && L.out_a2[2];
+    default:
+      return in && L.out_a4[1] && L.out_a4[2];
+  }
+}
+
 template <int kIn>
 void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const ConvertLayout& L,
             const ImageRef& in, const ImageRef& out, int bw, int bh) {
@@ -2604,12 +2815,20 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
           luma_copy(in.planes[0], out.planes[0], in.width, in.height, 2 * kBlockY * rows);
       if (L.yuv_out != kToRgb && L.yuv_out != kToPacked422)
         grid.x += static_cast<unsigned>(luma_blocks(luma));
+      const bool fast = in.width % 4 == 0 && yuv_fast(L);
       with_yuv_out(L.yuv_out, [&](auto kind) {
-        if (linear)
-          yuv_to_packed_kernel<true, decltype(kind)::value>
+        constexpr int kOut = decltype(kind)::value;
+        if (linear && fast)
+          yuv_to_packed_kernel<true, kOut, true>
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
+        else if (linear)
+          yuv_to_packed_kernel<true, kOut, false>
+              <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
+        else if (fast)
+          yuv_to_packed_kernel<false, kOut, true>
               <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
         else
-          yuv_to_packed_kernel<false, decltype(kind)::value>
+          yuv_to_packed_kernel<false, kOut, false>
               <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows, luma);
       });
       CO_CUDA_CHECK_LAUNCH("the convert kernel");

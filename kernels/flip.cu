@@ -68,7 +68,11 @@ struct WordPlane {
   size_t dst_stride;
   int in_w, in_h;                 // bytes per row, rows
   int out_w, out_h;               // bytes per row, rows
-  int element;                    // bytes per pixel group: 1 or 2
+  int element;                    // bytes per pixel group: 1, 2, or 4 (a packed 4:2:2 pair)
+  // Mirrored rows: the byte permute that reverses a word's groups (bytes
+  // for 1-byte groups, byte pairs for 2-byte ones; a packed 4:2:2 pair word
+  // keeps its chroma and swaps its two luma bytes).
+  unsigned reverse;
   int tile_w, tile_h;             // output tile: bytes x rows
   int tiles_x;                    // output tiles per tile row
   int first_tile;                 // this plane's first block index
@@ -122,15 +126,14 @@ __device__ __forceinline__ bool direction_swaps(int d) {
 }
 
 // Directions that keep rows as rows: output (x, y) takes input
-// (mirror_x ? in_w - 1 - x : x, mirror_y ? in_h - 1 - y : y), x in groups.
+// (mirror_x ? in_w - 1 - x : x, mirror_y ? in_h - 1 - y : y), x in groups
+// (for packed 4:2:2, in pair words, each reversed by pl.reverse).
 // A thread takes a 16-byte chunk of kRowPasses rows, kRowStep rows apart,
 // and issues all its loads before its stores.
 __device__ __forceinline__ void row_tile(const WordPlane& pl, int d, int ox0, int oy0) {
   const bool mirror_x = d == 2 || d == 4;  // 180, horiz
   const bool mirror_y = d == 2 || d == 5;  // 180, vert
-  // Reverses the groups within a word: bytes for 1-byte groups, byte pairs
-  // for 2-byte ones.
-  const unsigned reverse = pl.element == 1 ? 0x0123 : 0x1032;
+  const unsigned reverse = pl.reverse;
   const int col = ox0 + 16 * (static_cast<int>(threadIdx.x) % kRowChunks);
   const int y0 = oy0 + static_cast<int>(threadIdx.x) / kRowChunks;
   if (col >= pl.out_w || y0 >= pl.out_h) return;
@@ -494,8 +497,11 @@ __global__ void flip_y422_kernel(const ImageRef in, const ImageRef out, FlipDire
 // 2 kTurnPairs input rows of kTurnWords pair words (one more than
 // kTurnRows / 2: a tile counted from the right may start at an odd column).
 constexpr int kTurnPairs = 32, kTurnRows = 64, kTurnWords = kTurnRows / 2 + 1;
+constexpr int kTurnThreads = 256;
+constexpr int kTurnTileWords = 2 * kTurnPairs * kTurnWords;
+constexpr int kTurnLoads = (kTurnTileWords + kTurnThreads - 1) / kTurnThreads;
 
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kTurnThreads)
     turn_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction, int y_off,
                      int u_off, int v_off, bool in_a4, bool out_a4) {
   __shared__ uint32_t tile[2 * kTurnPairs][kTurnWords];
@@ -511,21 +517,31 @@ __global__ void __launch_bounds__(256)
   const int w0 = cols_left ? max(sw - kTurnRows - y0, 0) >> 1 : y0 >> 1;
   const int in_pairs = (sw + 1) >> 1;
   const int t = threadIdx.x;
-  for (int i = t; i < 2 * kTurnPairs * kTurnWords; i += blockDim.x) {
+  // Every load of a thread is issued before its first shared store: a loop
+  // that stored each word before loading the next kept 4 bytes a thread in
+  // flight, too few to cover the memory's latency.
+  uint32_t v[kTurnLoads];
+#pragma unroll
+  for (int k = 0; k < kTurnLoads; ++k) {
+    const int i = t + k * kTurnThreads;
     const int r = i / kTurnWords, w = i % kTurnWords;
     const int row = r0 + r, word = w0 + w;
-    uint32_t v = 0;
-    if (row >= 0 && row < sh && word < in_pairs) {
+    v[k] = 0;
+    if (i < kTurnTileWords && row >= 0 && row < sh && word < in_pairs) {
       const uint8_t* p = in.planes[0].data + static_cast<size_t>(row) * in.planes[0].stride +
                          static_cast<size_t>(word) * 4;
-      v = in_a4 ? *reinterpret_cast<const uint32_t*>(p)
-                : static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                      static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+      v[k] = in_a4 ? __ldg(reinterpret_cast<const uint32_t*>(p))
+                   : static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
     }
-    tile[r][w] = v;
+  }
+#pragma unroll
+  for (int k = 0; k < kTurnLoads; ++k) {
+    const int i = t + k * kTurnThreads;
+    if (i < kTurnTileWords) tile[i / kTurnWords][i % kTurnWords] = v[k];
   }
   __syncthreads();
-  for (int i = t; i < kTurnPairs * kTurnRows; i += blockDim.x) {
+  for (int i = t; i < kTurnPairs * kTurnRows; i += kTurnThreads) {
     const int p = p0 + i % kTurnPairs, y = y0 + i / kTurnPairs;
     const int x = 2 * p;
     if (x >= dw || y >= dh) continue;
@@ -568,21 +584,10 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
     const dim3 grid((pairs + kTurnPairs - 1) / kTurnPairs,
                     static_cast<unsigned>((out.height + kTurnRows - 1) / kTurnRows));
     if (grid.y > 65535) throw Error("flip: a packed 4:2:2 picture too wide to turn");
-    turn_y422_kernel<<<grid, 256, 0, stream>>>(in, out, direction, info.comp[0].offset,
+    turn_y422_kernel<<<grid, kTurnThreads, 0, stream>>>(in, out, direction, info.comp[0].offset,
                                                info.comp[1].offset, info.comp[2].offset,
                                                aligned4(in.planes[0]), aligned4(out.planes[0]));
     CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2 turned)");
-    return;
-  }
-  if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
-    const int pairs = (out.width + 1) / 2;
-    if (pairs == 0 || out.height == 0) return;
-    const dim3 block(32, 8);
-    const dim3 grid((pairs + 31) / 32,
-                    static_cast<unsigned>(std::min((out.height + 7) / 8, 65535)));
-    flip_y422_kernel<<<grid, block, 0, stream>>>(in, out, direction, info.comp[0].offset,
-                                                 info.comp[1].offset, info.comp[2].offset, pairs);
-    CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
     return;
   }
   const bool swaps = flip_swaps_size(direction);
@@ -593,7 +598,59 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
   WordPlanes words{};
   words.direction = static_cast<int>(direction);
   long tiles = 0;
-  for (int p = 0; p < info.n_planes; ++p) {
+  // Adds plane p to the word kernel's launch: rows of in_w and out_w bytes
+  // in groups of `element` bytes.
+  auto add_word_plane = [&](int p, int in_w, int in_h, int out_w, int out_h, int element,
+                            unsigned reverse) {
+    WordPlane& w = words.plane[words.n_planes++];
+    w.src = in.planes[p].data;
+    w.src_stride = in.planes[p].stride;
+    w.dst = out.planes[p].data;
+    w.dst_stride = out.planes[p].stride;
+    w.in_w = in_w;
+    w.in_h = in_h;
+    w.out_w = out_w;
+    w.out_h = out_h;
+    w.element = element;
+    w.reverse = reverse;
+    const bool pairs_turned = element == 2 && swaps;
+    w.tile_w = !swaps ? kRowTileW : pairs_turned ? 4 * kPairTileWords : kTrTile;
+    w.tile_h = !swaps ? kRowTileH : pairs_turned ? kPairTileRows : kTrTile;
+    w.tiles_x = (w.out_w + w.tile_w - 1) / w.tile_w;
+    w.first_tile = static_cast<int>(tiles);
+    w.src_aligned = aligned_to(w.src, w.src_stride, 4);
+    w.dst_aligned = aligned_to(w.dst, w.dst_stride, 4);
+    w.src_vec16 = aligned_to(w.src, w.src_stride, 16) && (!right_to_left || w.in_w % 16 == 0);
+    w.dst_vec16 = aligned_to(w.dst, w.dst_stride, 16);
+    tiles += static_cast<long>(w.tiles_x) * ((w.out_h + w.tile_h - 1) / w.tile_h);
+  };
+  // Packed 4:2:2 at an even width, rows kept: its one plane is in `words`.
+  bool pair_words = false;
+  if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
+    const int pairs = (out.width + 1) / 2;
+    if (pairs == 0 || out.height == 0) return;
+    if (in.width % 2 == 0) {
+      // Rows kept at an even width: each output pair word is an input pair
+      // word (mirrored: the word at the other end, its luma bytes swapped),
+      // so the rows go through the word kernel as 4-byte groups.
+      const int y_off = info.comp[0].offset;
+      const unsigned swap_luma = 0x3210u ^ (0x2u << (4 * y_off)) ^ (0x2u << (4 * (y_off + 2)));
+      add_word_plane(0, 4 * pairs, out.height, 4 * pairs, out.height, 4, swap_luma);
+      pair_words = true;
+    } else {
+      // Odd widths: a mirrored pair takes its two pixels from two input
+      // pairs, and the last pair's second luma repeats its first.
+      const dim3 block(32, 8);
+      const dim3 grid((pairs + 31) / 32,
+                      static_cast<unsigned>(std::min((out.height + 7) / 8, 65535)));
+      flip_y422_kernel<<<grid, block, 0, stream>>>(in, out, direction, info.comp[0].offset,
+                                                   info.comp[1].offset, info.comp[2].offset,
+                                                   pairs);
+      CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
+      return;
+    }
+  }
+  for (int p = 0; p < info.n_planes && !pair_words; ++p) {
     const size_t n = static_cast<size_t>(info.pixel_bytes[p]);
     FlipGeometry g;
     g.in_w = static_cast<int>(plane_row_bytes(in.format, p, in.width) / n);
@@ -603,27 +660,10 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
     g.direction = static_cast<int>(direction);
     if (g.out_w == 0 || g.out_h == 0) continue;
     if (n <= 2) {
-      // Into the word kernel's single launch, below.
-      WordPlane& w = words.plane[words.n_planes++];
-      w.src = in.planes[p].data;
-      w.src_stride = in.planes[p].stride;
-      w.dst = out.planes[p].data;
-      w.dst_stride = out.planes[p].stride;
-      w.in_w = g.in_w * static_cast<int>(n);
-      w.in_h = g.in_h;
-      w.out_w = g.out_w * static_cast<int>(n);
-      w.out_h = g.out_h;
-      w.element = static_cast<int>(n);
-      const bool pairs_turned = n == 2 && swaps;
-      w.tile_w = !swaps ? kRowTileW : pairs_turned ? 4 * kPairTileWords : kTrTile;
-      w.tile_h = !swaps ? kRowTileH : pairs_turned ? kPairTileRows : kTrTile;
-      w.tiles_x = (w.out_w + w.tile_w - 1) / w.tile_w;
-      w.first_tile = static_cast<int>(tiles);
-      w.src_aligned = aligned_to(w.src, w.src_stride, 4);
-      w.dst_aligned = aligned_to(w.dst, w.dst_stride, 4);
-      w.src_vec16 = aligned_to(w.src, w.src_stride, 16) && (!right_to_left || w.in_w % 16 == 0);
-      w.dst_vec16 = aligned_to(w.dst, w.dst_stride, 16);
-      tiles += static_cast<long>(w.tiles_x) * ((w.out_h + w.tile_h - 1) / w.tile_h);
+      // Into the word kernel's single launch, below. Mirrored words reverse
+      // their bytes, or their byte pairs.
+      add_word_plane(p, g.in_w * static_cast<int>(n), g.in_h, g.out_w * static_cast<int>(n),
+                     g.out_h, static_cast<int>(n), n == 1 ? 0x0123u : 0x1032u);
       continue;
     }
     // Packed RGB, or P010's (U, V) pairs: 4-byte elements; 24-bit RGB: 3.

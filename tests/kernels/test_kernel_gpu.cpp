@@ -1,7 +1,8 @@
 // Every GPU kernel against its CPU reference, byte for byte: flip in all
 // eight directions, balance with several parameter sets, blur at sigma 0.5,
 // 2, 7.3 and 20, and edge, and convert between every pair of formats, for every format
-// at 1x1, 3x5, 641x479, 1920x1080 and 4096x2160, with device planes aligned
+// at 1x1, 3x5, 34x7 (even, rows not a multiple of 16 bytes), 641x479,
+// 1920x1080 and 4096x2160, with device planes aligned
 // to 256 bytes (vector paths) and to 4 bytes (GStreamer's narrowest
 // strides). The kernels do integer work, or double arithmetic rounded
 // operation by operation as on the host, so no tolerance is needed. Skips
@@ -90,7 +91,8 @@ std::vector<GpuCase> gpu_cases() {
   std::vector<GpuCase> cases;
   for (PixelFormat f : all_pixel_formats()) {
     if (is_bayer(f)) continue;  // input to convert only: GpuConvertVsReference
-    for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {641, 479}, {1920, 1080}, {4096, 2160}})
+    for (auto [w, h] :
+         {std::pair{1, 1}, {3, 5}, {34, 7}, {641, 479}, {1920, 1080}, {4096, 2160}})
       cases.push_back({f, w, h});
   }
   return cases;
@@ -185,13 +187,17 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
 std::vector<GpuCase> convert_cases() {
   std::vector<GpuCase> cases;
   // The small ones also where debayering's word path meets its edges
-  // (widths 2 to 13, heights 2 to 6).
+  // (widths 2 to 13, heights 2 to 6), and widths a multiple of 4 at odd
+  // heights, where the kernels' aligned paths take every column and
+  // their last block row has one row (12x5, 132x7: a warp and a thread).
   for (auto [w, h] : {std::pair{1, 1},
                       {3, 5},
                       {2, 2},
                       {7, 4},
                       {10, 6},
                       {13, 3},
+                      {12, 5},
+                      {132, 7},
                       {641, 479},
                       {1920, 1080},
                       {4096, 2160}})
