@@ -2178,16 +2178,231 @@ __device__ __forceinline__ void deep_chroma_row_warp(const ImageRef& in, int c0,
   }
 }
 
+// deep420_kernel where the picture's width is a multiple of 4 and every
+// plane is aligned for its word accesses (deep_fast): as the general loop,
+// with each plane's row a pointer stepped a stride at a time, the chroma
+// neighbours at fixed offsets or from the lanes beside (as
+// deep_chroma_row_warp), and a block row's loads issued a block row ahead
+// of its arithmetic. Lanes past the picture (`active` false) take part in
+// the chroma rows only.
+template <int kOut, bool kP010>
+__device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const ImageRef& in,
+                                             const ImageRef& out, int x0, bool active, int first,
+                                             int last) {
+  using convert_math::clamp16;
+  using convert_math::mix31;
+  const ConvertCoefficients& k = L.k;
+  const int height = in.height;
+  const int cw = (in.width + 1) >> 1, ch = (height + 1) >> 1;
+  const int c0 = min(x0 >> 1, cw - 1);  // lanes past the picture: clamped
+  const bool both = c0 + 1 < cw;
+  const int lane = static_cast<int>(threadIdx.x);
+  const uint32_t ys = static_cast<uint32_t>(in.planes[0].stride);
+  const uint32_t us = static_cast<uint32_t>(in.planes[1].stride);
+  const uint32_t vs = kP010 ? 0u : static_cast<uint32_t>(in.planes[2].stride);
+  // Byte offsets of columns c0 - 1 and c0 + 2 from c0 (read by the warp's
+  // end lanes; clamped columns come from the lane's own words instead).
+  constexpr int kCol = kP010 ? 4 : 2;
+  auto u_row = [&](int r) {
+    return in.planes[1].data + static_cast<size_t>(clamp_index(r, ch)) * us + kCol * c0;
+  };
+  auto v_row = [&](int r) {
+    return kP010 ? nullptr
+                 : in.planes[2].data + static_cast<size_t>(clamp_index(r, ch)) * vs + kCol * c0;
+  };
+  // One chroma row's words: columns c0 and c0 + 1 (U | V << 16) and the
+  // column an end lane reads for its neighbour.
+  struct Raw {
+    uint32_t a, b, edge;
+  };
+  const bool left_lane = lane == 0 && c0 > 0;
+  const bool right_lane = lane == 31 && c0 + 2 < cw;
+  const int edge_off = left_lane ? -kCol : 2 * kCol;
+  auto word_at = [&](const uint8_t* u, const uint8_t* v, int off) {
+    if constexpr (kP010) {
+      return *reinterpret_cast<const uint32_t*>(u + off);
+    } else {
+      return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(u + off)) |
+             static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(v + off)) << 16;
+    }
+  };
+  auto raw_row = [&](const uint8_t* u, const uint8_t* v) {
+    Raw w;
+    if (both) {
+      if constexpr (kP010) {
+        const uint2 p = *reinterpret_cast<const uint2*>(u);
+        w.a = p.x, w.b = p.y;
+      } else {
+        const uint32_t wu = *reinterpret_cast<const uint32_t*>(u);
+        const uint32_t wv = *reinterpret_cast<const uint32_t*>(v);
+        w.a = __byte_perm(wu, wv, 0x5410);
+        w.b = __byte_perm(wu, wv, 0x7632);
+      }
+    } else {
+      w.a = w.b = word_at(u, v, 0);
+    }
+    w.edge = left_lane || right_lane ? word_at(u, v, edge_off) : 0u;
+    return w;
+  };
+  // Chroma across for the block's 4 pixels (deep_chroma_row_warp's words,
+  // then deep_across).
+  auto across = [&](const Raw& w, int(&hu)[4], int(&hv)[4]) {
+    uint32_t left = __shfl_up_sync(0xFFFFFFFFu, w.b, 1);
+    uint32_t right = __shfl_down_sync(0xFFFFFFFFu, w.a, 1);
+    if (lane == 0) left = left_lane ? w.edge : w.a;
+    if (c0 + 2 >= cw)
+      right = w.b;  // clamped: column cw - 1
+    else if (lane == 31)
+      right = w.edge;
+    const uint32_t words[4] = {left, w.a, w.b, right};
+    int u[4], v[4];
+    CO_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      u[j] = deep_sample(words[j] & 0xFFFFu, kP010);
+      v[j] = deep_sample(words[j] >> 16, kP010);
+    }
+    deep_across(u, hu);
+    deep_across(v, hv);
+  };
+  const uint32_t os0 = static_cast<uint32_t>(out.planes[0].stride);
+  const uint32_t os1 = kOut == kToRgb || kOut == kToPacked422
+                           ? 0u
+                           : static_cast<uint32_t>(out.planes[1].stride);
+  const uint32_t os2 = kOut == kToPlanar422 || kOut == kToPlanar444
+                           ? static_cast<uint32_t>(out.planes[2].stride)
+                           : 0u;
+  const size_t y_first = static_cast<size_t>(2 * first);
+  const int bpp = kOut == kToPacked422 ? 2 : kOut == kToRgb ? (L.out_rgb24 ? 3 : 4) : 1;
+  const int out_c = kOut == kToPlanar444 ? x0 : kOut == kToSemi422 ? x0 : x0 >> 1;
+  uint8_t* o0 = out.planes[0].data + y_first * os0 + x0 * bpp;
+  uint8_t* o1 = os1 ? out.planes[1].data + y_first * os1 + out_c : nullptr;
+  uint8_t* o2 = os2 ? out.planes[2].data + y_first * os2 + out_c : nullptr;
+  const uint8_t* lp = in.planes[0].data + y_first * ys + 2 * x0;
+
+  // Chroma across for the rows above, at and below the block row.
+  int hu[3][4], hv[3][4];
+  across(raw_row(u_row(first - 1), v_row(first - 1)), hu[0], hv[0]);
+  across(raw_row(u_row(first), v_row(first)), hu[1], hv[1]);
+  int cr = min(first + 1, ch - 1);
+  const uint8_t* up = u_row(cr);
+  const uint8_t* vp = v_row(cr);
+  uint2 l0 = make_uint2(0, 0), l1 = make_uint2(0, 0);
+  Raw raw{0, 0, 0};
+  auto fetch = [&](int by) {
+    if (active) {
+      l0 = *reinterpret_cast<const uint2*>(lp);
+      // An odd height's last block row reads its one row twice.
+      l1 = *reinterpret_cast<const uint2*>(lp + (2 * by + 1 < height ? ys : 0u));
+    }
+    lp += 2 * ys;
+    raw = raw_row(up, vp);
+    if (cr + 1 < ch) {
+      ++cr;
+      up += us;
+      if (!kP010) vp += vs;
+    }
+  };
+  fetch(first);
+  for (int by = first; by < last; ++by) {
+    const uint2 luma_words[2] = {l0, l1};
+    const Raw cur = raw;
+    if (by + 1 < last) fetch(by + 1);
+    across(cur, hu[2], hv[2]);
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      // A clamped row is read, not written; lanes past the picture only
+      // read chroma for their neighbours.
+      if ((dy == 1 && 2 * by + 1 >= height) || !active) continue;
+      const uint2 lw = luma_words[dy];
+      const int luma[4] = {deep_sample(lw.x & 0xFFFFu, kP010), deep_sample(lw.x >> 16, kP010),
+                           deep_sample(lw.y & 0xFFFFu, kP010), deep_sample(lw.y >> 16, kP010)};
+      // Down: even rows with the row above, odd rows with the row below.
+      int u[4], v[4];
+      CO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        u[i] = mix31(hu[1][i], hu[2 * dy][i]);
+        v[i] = mix31(hv[1][i], hv[2 * dy][i]);
+      }
+      if constexpr (kOut == kToRgb) {
+        uint32_t w[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
+          const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
+          const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
+          const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
+          w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
+                             static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
+          w[i] = __byte_perm(w[i], 0, L.out_perm);
+        }
+        if (L.out_rgb24)
+          store_rgb24_words(reinterpret_cast<uint32_t*>(o0), w);
+        else
+          *reinterpret_cast<uint4*>(o0) = make_uint4(w[0], w[1], w[2], w[3]);
+      } else {
+        // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
+        auto lanes = [](int a, int b) {
+          return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
+        };
+        const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
+        const uint32_t a0 =
+            lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
+        const uint32_t a1 =
+            lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
+        if constexpr (kOut == kToPacked422) {
+          const uint32_t w0 = __byte_perm(__byte_perm(y4, a0, 0x6140), 0, L.pair_perm);
+          const uint32_t w1 = __byte_perm(__byte_perm(y4, a1, 0x6342), 0, L.pair_perm);
+          *reinterpret_cast<uint2*>(o0) = make_uint2(w0, w1);
+        } else {
+          *reinterpret_cast<uint32_t*>(o0) = y4;
+          if constexpr (kOut == kToSemi422) {
+            *reinterpret_cast<uint32_t*>(o1) = __byte_perm(a0, a1, 0x6420);
+          } else if constexpr (kOut == kToPlanar422) {
+            *reinterpret_cast<uint16_t*>(o1) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0040));
+            *reinterpret_cast<uint16_t*>(o2) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0062));
+          } else {
+            uint32_t c[4];
+            CO_UNROLL
+            for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
+            *reinterpret_cast<uint32_t*>(o1) = __byte_perm(
+                __byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
+            *reinterpret_cast<uint32_t*>(o2) = __byte_perm(
+                __byte_perm(c[0], c[1], 0x0062), __byte_perm(c[2], c[3], 0x0062), 0x5410);
+          }
+        }
+      }
+      o0 += os0;
+      if (os1) o1 += os1;
+      if (os2) o2 += os2;
+    }
+    CO_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      hu[0][i] = hu[1][i], hu[1][i] = hu[2][i];
+      hv[0][i] = hv[1][i], hv[1][i] = hv[2][i];
+    }
+  }
+}
+
 // Five blocks per multiprocessor, as yuv_to_packed_kernel (4K, H200:
 // P010_10LE -> RGBA 3.9x -> 3.5x, I420_10LE -> YUY2 4.2x -> 3.5x,
 // P010_10LE -> Y444 3.7x -> 3.1x).
-template <int kOut, bool kP010>
-__global__ void __launch_bounds__(kThreads, 5)
+// kFast: deep420_fast for every thread, at four blocks per multiprocessor
+// (its pointers, and the raw words a block row ahead, spilled at five).
+template <int kOut, bool kP010, bool kFast>
+__global__ void __launch_bounds__(kThreads, kFast ? 4 : 5)
     deep420_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
                    const __grid_constant__ ImageRef out, int blocks_x, int blocks_y, int rows) {
   using convert_math::clamp16;
   using convert_math::mix31;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
+  if constexpr (kFast) {
+    const int step = gridDim.y * blockDim.y * rows;
+    for (int first = (blockIdx.y * blockDim.y + threadIdx.y) * rows; first < blocks_y;
+         first += step)
+      deep420_fast<kOut, kP010>(L, in, out, 4 * bx4, bx4 < blocks_x, first,
+                                min(first + rows, blocks_y));
+    return;
+  }
   // The chroma rows go by warp where the planes allow, with every lane.
   const bool by_warp = kP010 ? L.in_a8[1] : L.in_a4[1] && L.in_a4[2];
   const bool active = bx4 < blocks_x;
@@ -2781,20 +2996,23 @@ void with_yuv_out(int yuv_out, const F& f) {
 // aligned for its word accesses (luma and NV12's chroma words, I420's
 // 2-byte chroma pairs; the output's 16-byte packed pixels, 12-byte 3-byte
 // pixels, 8-byte packed 4:2:2 pairs, or chroma words and pairs).
-bool yuv_fast(const ConvertLayout& L) {
-  const bool in = L.in_a4[0] && (L.in_semi ? L.in_a4[1] : L.in_a2[1] && L.in_a2[2]);
+bool yuv_fast_out(const ConvertLayout& L) {
   switch (L.yuv_out) {
     case kToRgb:
-      return in && (L.out_rgb24 ? L.out_a4[0] : L.out_a16);
+      return L.out_rgb24 ? L.out_a4[0] : L.out_a16;
     case kToPacked422:
-      return in && L.out_a16;
+      return L.out_a16;
     case kToSemi422:
-      return in && L.out_a4[1];
+      return L.out_a4[1];
     case kToPlanar422:
-      return in && L.out_a2[1] && L.out_a2[2];
+      return L.out_a2[1] && L.out_a2[2];
     default:
-      return in && L.out_a4[1] && L.out_a4[2];
+      return L.out_a4[1] && L.out_a4[2];
   }
+}
+
+bool yuv_fast(const ConvertLayout& L) {
+  return L.in_a4[0] && (L.in_semi ? L.in_a4[1] : L.in_a2[1] && L.in_a2[2]) && yuv_fast_out(L);
 }
 
 template <int kIn>
@@ -2952,6 +3170,16 @@ bool deep420_takes(PixelFormat in, PixelFormat out, const ConvertCoefficients& k
   return k.out_family == convert_math::kPacked || *yuv_out != kToRgb;
 }
 
+// Whether deep420_fast may run: the width a multiple of 4, luma aligned
+// for its 8-byte words, chroma as deep_chroma_row_warp needs it, and the
+// output as yuv_to_packed_fast needs it (its luma plane too: there the
+// chroma threads write luma).
+bool deep_fast(const ConvertLayout& L, int width, bool p010) {
+  const bool in = width % 4 == 0 && L.in_a16 && (p010 ? L.in_a8[1] : L.in_a4[1] && L.in_a4[2]);
+  const bool luma = L.yuv_out == kToRgb || L.yuv_out == kToPacked422 || L.out_a4[0];
+  return in && luma && yuv_fast_out(L);
+}
+
 void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
                   int yuv_out, cudaStream_t stream) {
   const bool rgb24 = out.format == PixelFormat::kRGB || out.format == PixelFormat::kBGR;
@@ -2963,13 +3191,18 @@ void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoeffici
                   static_cast<unsigned>(
                       std::min<int>((bh + kBlockY * rows - 1) / (kBlockY * rows), kMaxGridY)));
   const dim3 block(kBlockX, kBlockY);
+  const bool p010 = in.format == PixelFormat::kP010_10LE;
+  const bool fast = deep_fast(L, in.width, p010);
   with_yuv_out(yuv_out, [&](auto kind) {
-    if (in.format == PixelFormat::kP010_10LE)
-      deep420_kernel<decltype(kind)::value, true>
-          <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+    constexpr int kOut = decltype(kind)::value;
+    if (p010 && fast)
+      deep420_kernel<kOut, true, true><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+    else if (p010)
+      deep420_kernel<kOut, true, false><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+    else if (fast)
+      deep420_kernel<kOut, false, true><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
     else
-      deep420_kernel<decltype(kind)::value, false>
-          <<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
+      deep420_kernel<kOut, false, false><<<grid, block, 0, stream>>>(L, in, out, bw, bh, rows);
   });
   CO_CUDA_CHECK_LAUNCH("the convert kernel (10-bit 4:2:0)");
 }
