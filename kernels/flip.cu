@@ -66,9 +66,9 @@ struct WordPlane {
   size_t src_stride;
   uint8_t* dst;
   size_t dst_stride;
-  int in_w, in_h;                 // bytes per row, rows
-  int out_w, out_h;               // bytes per row, rows
-  int element;                    // bytes per pixel group: 1, 2, or 4 (a packed 4:2:2 pair)
+  int in_w, in_h;    // bytes per row, rows
+  int out_w, out_h;  // bytes per row, rows
+  int element;       // bytes per pixel group: 1, 2, or 4 (a packed 4:2:2 pair)
   // Mirrored rows: the byte permute that reverses a word's groups (bytes
   // for 1-byte groups, byte pairs for 2-byte ones; a packed 4:2:2 pair word
   // keeps its chroma and swaps its two luma bytes).
@@ -584,9 +584,9 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
     const dim3 grid((pairs + kTurnPairs - 1) / kTurnPairs,
                     static_cast<unsigned>((out.height + kTurnRows - 1) / kTurnRows));
     if (grid.y > 65535) throw Error("flip: a packed 4:2:2 picture too wide to turn");
-    turn_y422_kernel<<<grid, kTurnThreads, 0, stream>>>(in, out, direction, info.comp[0].offset,
-                                               info.comp[1].offset, info.comp[2].offset,
-                                               aligned4(in.planes[0]), aligned4(out.planes[0]));
+    turn_y422_kernel<<<grid, kTurnThreads, 0, stream>>>(
+        in, out, direction, info.comp[0].offset, info.comp[1].offset, info.comp[2].offset,
+        aligned4(in.planes[0]), aligned4(out.planes[0]));
     CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2 turned)");
     return;
   }
@@ -644,8 +644,7 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
       const dim3 grid((pairs + 31) / 32,
                       static_cast<unsigned>(std::min((out.height + 7) / 8, 65535)));
       flip_y422_kernel<<<grid, block, 0, stream>>>(in, out, direction, info.comp[0].offset,
-                                                   info.comp[1].offset, info.comp[2].offset,
-                                                   pairs);
+                                                   info.comp[1].offset, info.comp[2].offset, pairs);
       CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
       return;
     }

@@ -91,8 +91,7 @@ std::vector<GpuCase> gpu_cases() {
   std::vector<GpuCase> cases;
   for (PixelFormat f : all_pixel_formats()) {
     if (is_bayer(f)) continue;  // input to convert only: GpuConvertVsReference
-    for (auto [w, h] :
-         {std::pair{1, 1}, {3, 5}, {34, 7}, {641, 479}, {1920, 1080}, {4096, 2160}})
+    for (auto [w, h] : {std::pair{1, 1}, {3, 5}, {34, 7}, {641, 479}, {1920, 1080}, {4096, 2160}})
       cases.push_back({f, w, h});
   }
   return cases;
