@@ -718,6 +718,32 @@ __device__ __forceinline__ void nearest_step(uint32_t mid, uint32_t uv[2][4]) {
   }
 }
 
+// The fast instances' row stepping (yuv_to_packed_fast, deep420_fast).
+// A block row's two input rows from *p as T words (an odd height's last
+// block row has one row, read twice), and p moved on to the next block row.
+template <typename T>
+__device__ __forceinline__ void load_row_pair(const uint8_t*& p, uint32_t stride, bool second, T& a,
+                                              T& b) {
+  a = *reinterpret_cast<const T*>(p);
+  b = *reinterpret_cast<const T*>(p + (second ? stride : 0u));
+  p += 2 * stride;
+}
+
+// A 4:2:0 chroma row (U and, for two planes, V at the thread's column)
+// stepped down one row at a time and held at the plane's last row.
+struct ChromaCursor {
+  const uint8_t *u, *v;  // v is unused (and stays put) for one plane of pairs
+  uint32_t u_stride, v_stride;
+  int row, rows;
+  __device__ __forceinline__ void step() {
+    if (row + 1 < rows) {
+      ++row;
+      u += u_stride;
+      v += v_stride;
+    }
+  }
+};
+
 // yuv_to_packed_kernel's threads on a picture whose width is a multiple of
 // 4, where every plane they touch is aligned for word loads and stores
 // (yuv_fast): block rows first .. last - 1. The same arithmetic as the
@@ -792,26 +818,16 @@ __device__ __forceinline__ void yuv_to_packed_fast(const ConvertLayout& L, const
   }
   // The chroma row each block row fetches: the one below (clamped) for
   // interpolated chroma, its own otherwise.
-  int cr = kLinear ? min(first + 1, ch - 1) : first;
-  const uint8_t* up = u_row(cr);
-  const uint8_t* vp = v_row(cr);
+  const int cr = kLinear ? min(first + 1, ch - 1) : first;
+  ChromaCursor cc{u_row(cr), v_row(cr), us, vs, cr, ch};
   // A block row's loads, issued a block row ahead of its arithmetic (as in
   // the kernel's general loop).
   uint32_t l0 = 0, l1 = 0;
   ChromaRow row{0, 0, 0};
   auto fetch = [&](int by) {
-    if (!kLumaApart) {
-      l0 = *reinterpret_cast<const uint32_t*>(yp);
-      // An odd height's last block row reads its one row twice.
-      l1 = *reinterpret_cast<const uint32_t*>(yp + (2 * by + 1 < height ? ys : 0u));
-      yp += 2 * ys;
-    }
-    row = chroma(up, vp);
-    if (cr + 1 < ch) {
-      ++cr;
-      up += us;
-      if (!kSemi) vp += vs;
-    }
+    if (!kLumaApart) load_row_pair(yp, ys, 2 * by + 1 < height, l0, l1);
+    row = chroma(cc.u, cc.v);
+    cc.step();
   };
   fetch(first);
   for (int by = first; by < last; ++by) {
@@ -2262,42 +2278,35 @@ __device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const Image
     deep_across(u, hu);
     deep_across(v, hv);
   };
+  // The output's chroma planes: U and V, or one of pairs (NV16).
+  constexpr bool kPlane1 = kOut != kToRgb && kOut != kToPacked422;
+  constexpr bool kPlane2 = kOut == kToPlanar422 || kOut == kToPlanar444;
   const uint32_t os0 = static_cast<uint32_t>(out.planes[0].stride);
-  const uint32_t os1 =
-      kOut == kToRgb || kOut == kToPacked422 ? 0u : static_cast<uint32_t>(out.planes[1].stride);
-  const uint32_t os2 = kOut == kToPlanar422 || kOut == kToPlanar444
-                           ? static_cast<uint32_t>(out.planes[2].stride)
-                           : 0u;
+  const uint32_t os1 = kPlane1 ? static_cast<uint32_t>(out.planes[1].stride) : 0u;
+  const uint32_t os2 = kPlane2 ? static_cast<uint32_t>(out.planes[2].stride) : 0u;
   const size_t y_first = static_cast<size_t>(2 * first);
   const int bpp = kOut == kToPacked422 ? 2 : kOut == kToRgb ? (L.out_rgb24 ? 3 : 4) : 1;
   const int out_c = kOut == kToPlanar444 ? x0 : kOut == kToSemi422 ? x0 : x0 >> 1;
   uint8_t* o0 = out.planes[0].data + y_first * os0 + x0 * bpp;
-  uint8_t* o1 = os1 ? out.planes[1].data + y_first * os1 + out_c : nullptr;
-  uint8_t* o2 = os2 ? out.planes[2].data + y_first * os2 + out_c : nullptr;
+  uint8_t* o1 = kPlane1 ? out.planes[1].data + y_first * os1 + out_c : nullptr;
+  uint8_t* o2 = kPlane2 ? out.planes[2].data + y_first * os2 + out_c : nullptr;
   const uint8_t* lp = in.planes[0].data + y_first * ys + 2 * x0;
 
   // Chroma across for the rows above, at and below the block row.
   int hu[3][4], hv[3][4];
   across(raw_row(u_row(first - 1), v_row(first - 1)), hu[0], hv[0]);
   across(raw_row(u_row(first), v_row(first)), hu[1], hv[1]);
-  int cr = min(first + 1, ch - 1);
-  const uint8_t* up = u_row(cr);
-  const uint8_t* vp = v_row(cr);
+  const int cr = min(first + 1, ch - 1);
+  ChromaCursor cc{u_row(cr), v_row(cr), us, vs, cr, ch};
   uint2 l0 = make_uint2(0, 0), l1 = make_uint2(0, 0);
   Raw raw{0, 0, 0};
   auto fetch = [&](int by) {
-    if (active) {
-      l0 = *reinterpret_cast<const uint2*>(lp);
-      // An odd height's last block row reads its one row twice.
-      l1 = *reinterpret_cast<const uint2*>(lp + (2 * by + 1 < height ? ys : 0u));
-    }
-    lp += 2 * ys;
-    raw = raw_row(up, vp);
-    if (cr + 1 < ch) {
-      ++cr;
-      up += us;
-      if (!kP010) vp += vs;
-    }
+    if (active)
+      load_row_pair(lp, ys, 2 * by + 1 < height, l0, l1);
+    else
+      lp += 2 * ys;
+    raw = raw_row(cc.u, cc.v);
+    cc.step();
   };
   fetch(first);
   for (int by = first; by < last; ++by) {
@@ -2369,8 +2378,8 @@ __device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const Image
         }
       }
       o0 += os0;
-      if (os1) o1 += os1;
-      if (os2) o2 += os2;
+      if (kPlane1) o1 += os1;
+      if (kPlane2) o2 += os2;
     }
     CO_UNROLL
     for (int i = 0; i < 4; ++i) {
