@@ -3110,10 +3110,11 @@ void with_yuv_out(int yuv_out, const F& f) {
   }
 }
 
-// Whether yuv_to_packed_fast may run: every plane it reads and writes
-// aligned for its word accesses (luma and NV12's chroma words, I420's
-// 2-byte chroma pairs; the output's 16-byte packed pixels, 12-byte 3-byte
-// pixels, 8-byte packed 4:2:2 pairs, or chroma words and pairs).
+// Whether yuv_to_packed_fast may run (yuv_fast): every plane it reads and
+// writes aligned for its word accesses (luma and NV12's chroma words,
+// I420's 2-byte chroma pairs; the output's 16-byte packed pixels, 12-byte
+// 3-byte pixels, 8-byte packed 4:2:2 pairs, or chroma words and pairs).
+// yuv_fast_out is the output's part, which deep_fast shares.
 bool yuv_fast_out(const ConvertLayout& L) {
   switch (L.yuv_out) {
     case kToRgb:
