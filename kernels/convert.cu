@@ -622,6 +622,35 @@ __device__ __forceinline__ void store_yuv_row(const ConvertLayout& L, const Imag
   store_chroma_pairs<kOut == kToSemi422>(L, row(1), row(2), 0x6420, c0, n, a0, a1);
 }
 
+// store_yuv_row for the fast instances: all 4 pixels inside the picture and
+// the planes aligned for these stores (yuv_fast_out), rows given as
+// pointers at the thread's first byte (o0: luma or packed pairs; o1, o2:
+// the chroma planes, o1 alone for NV16's pairs). kLuma: luma is stored
+// here (for packed 4:2:2 it always is, inside the pair words).
+template <int kOut, bool kLuma>
+__device__ __forceinline__ void store_yuv_words(const ConvertLayout& L, uint8_t* o0, uint8_t* o1,
+                                                uint8_t* o2, uint32_t luma, const uint32_t c[4],
+                                                uint32_t a0, uint32_t a1) {
+  if constexpr (kOut == kToPacked422) {
+    const uint32_t w0 = __byte_perm(__byte_perm(luma, a0, 0x6140), 0, L.pair_perm);
+    const uint32_t w1 = __byte_perm(__byte_perm(luma, a1, 0x6342), 0, L.pair_perm);
+    *reinterpret_cast<uint2*>(o0) = make_uint2(w0, w1);
+    return;
+  }
+  if (kLuma) *reinterpret_cast<uint32_t*>(o0) = luma;
+  if constexpr (kOut == kToSemi422) {
+    *reinterpret_cast<uint32_t*>(o1) = __byte_perm(a0, a1, 0x6420);
+  } else if constexpr (kOut == kToPlanar422) {
+    *reinterpret_cast<uint16_t*>(o1) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0040));
+    *reinterpret_cast<uint16_t*>(o2) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0062));
+  } else {
+    *reinterpret_cast<uint32_t*>(o1) =
+        __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
+    *reinterpret_cast<uint32_t*>(o2) =
+        __byte_perm(__byte_perm(c[0], c[1], 0x0062), __byte_perm(c[2], c[3], 0x0062), 0x5410);
+  }
+}
+
 // Luma copied where a kernel's output luma is its input's: by blocks of
 // its own in the launch, 16 bytes a thread (both planes aligned to 16
 // bytes; else a byte at a time), `band` rows per blockIdx.y, kBlockY rows
@@ -865,22 +894,8 @@ __device__ __forceinline__ void yuv_to_packed_fast(const ConvertLayout& L, const
         uint32_t c[4];
         CO_UNROLL
         for (int i = 0; i < 4; ++i) c[i] = (uv[dy][i] ^ 0x00800080u) & 0x00FF00FFu;
-        const uint32_t a0 = pair_average(c[0], c[1]), a1 = pair_average(c[2], c[3]);
-        if constexpr (kOut == kToPacked422) {
-          const uint32_t w0 = __byte_perm(__byte_perm(luma, a0, 0x6140), 0, L.pair_perm);
-          const uint32_t w1 = __byte_perm(__byte_perm(luma, a1, 0x6342), 0, L.pair_perm);
-          *reinterpret_cast<uint2*>(o0) = make_uint2(w0, w1);
-        } else if constexpr (kOut == kToSemi422) {
-          *reinterpret_cast<uint32_t*>(o1) = __byte_perm(a0, a1, 0x6420);
-        } else if constexpr (kOut == kToPlanar422) {
-          *reinterpret_cast<uint16_t*>(o1) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0040));
-          *reinterpret_cast<uint16_t*>(o2) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0062));
-        } else {
-          *reinterpret_cast<uint32_t*>(o1) =
-              __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
-          *reinterpret_cast<uint32_t*>(o2) =
-              __byte_perm(__byte_perm(c[0], c[1], 0x0062), __byte_perm(c[2], c[3], 0x0062), 0x5410);
-        }
+        store_yuv_words<kOut, false>(L, o0, o1, o2, luma, c, pair_average(c[0], c[1]),
+                                     pair_average(c[2], c[3]));
       }
       if (!kLumaApart) o0 += os0;
       if (kLumaApart) o1 += os1;
@@ -2091,6 +2106,42 @@ __device__ __forceinline__ uint32_t load16(const uint8_t* p, bool a2) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
 }
 
+// A 10-bit block row's 4 pixels (samples on the 16-bit scale) as packed
+// RGB words: to_output<true>'s matrix, then the high bytes of R, G, B and
+// 255 (the canonical pixel word) through the output's permute.
+__device__ __forceinline__ void deep_rgb_words(const ConvertLayout& L, const int luma[4],
+                                               const int u[4], const int v[4], uint32_t w[4]) {
+  using convert_math::clamp16;
+  const ConvertCoefficients& k = L.k;
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
+    const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
+    const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
+    const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
+    w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
+                       static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
+    w[i] = __byte_perm(w[i], 0, L.out_perm);
+  }
+}
+
+// The same pixels as 8-bit YUV (>> 8): luma in the bytes of *y4, each
+// pixel's chroma U | V << 16 in c[i], and the two pairs' chroma averaged on
+// 16 bits first in *a0 and *a1 (store_yuv_row's arguments).
+__device__ __forceinline__ void deep_yuv_words(const int luma[4], const int u[4], const int v[4],
+                                               uint32_t* y4, uint32_t c[4], uint32_t* a0,
+                                               uint32_t* a1) {
+  using convert_math::average;
+  auto lanes = [](int a, int b) {
+    return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
+  };
+  *y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
+  CO_UNROLL
+  for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
+  *a0 = lanes(average(u[0], u[1]), average(v[0], v[1]));
+  *a1 = lanes(average(u[2], u[3]), average(v[2], v[3]));
+}
+
 // U and V of chroma row r at columns c0 - 1 .. c0 + 2, clamped to the plane.
 __device__ __forceinline__ void deep_chroma_row(const ConvertLayout& L, const ImageRef& in, int c0,
                                                 int r, int cw, int u[4], int v[4]) {
@@ -2203,9 +2254,7 @@ template <int kOut, bool kP010>
 __device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const ImageRef& in,
                                              const ImageRef& out, int x0, bool active, int first,
                                              int last) {
-  using convert_math::clamp16;
   using convert_math::mix31;
-  const ConvertCoefficients& k = L.k;
   const int height = in.height;
   const int cw = (in.width + 1) >> 1, ch = (height + 1) >> 1;
   const int c0 = min(x0 >> 1, cw - 1);  // lanes past the picture: clamped
@@ -2331,51 +2380,15 @@ __device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const Image
       }
       if constexpr (kOut == kToRgb) {
         uint32_t w[4];
-        CO_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
-          const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
-          const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
-          const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
-          w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
-                             static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
-          w[i] = __byte_perm(w[i], 0, L.out_perm);
-        }
+        deep_rgb_words(L, luma, u, v, w);
         if (L.out_rgb24)
           store_rgb24_words(reinterpret_cast<uint32_t*>(o0), w);
         else
           *reinterpret_cast<uint4*>(o0) = make_uint4(w[0], w[1], w[2], w[3]);
       } else {
-        // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
-        auto lanes = [](int a, int b) {
-          return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
-        };
-        const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
-        const uint32_t a0 =
-            lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
-        const uint32_t a1 =
-            lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
-        if constexpr (kOut == kToPacked422) {
-          const uint32_t w0 = __byte_perm(__byte_perm(y4, a0, 0x6140), 0, L.pair_perm);
-          const uint32_t w1 = __byte_perm(__byte_perm(y4, a1, 0x6342), 0, L.pair_perm);
-          *reinterpret_cast<uint2*>(o0) = make_uint2(w0, w1);
-        } else {
-          *reinterpret_cast<uint32_t*>(o0) = y4;
-          if constexpr (kOut == kToSemi422) {
-            *reinterpret_cast<uint32_t*>(o1) = __byte_perm(a0, a1, 0x6420);
-          } else if constexpr (kOut == kToPlanar422) {
-            *reinterpret_cast<uint16_t*>(o1) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0040));
-            *reinterpret_cast<uint16_t*>(o2) = static_cast<uint16_t>(__byte_perm(a0, a1, 0x0062));
-          } else {
-            uint32_t c[4];
-            CO_UNROLL
-            for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
-            *reinterpret_cast<uint32_t*>(o1) = __byte_perm(__byte_perm(c[0], c[1], 0x0040),
-                                                           __byte_perm(c[2], c[3], 0x0040), 0x5410);
-            *reinterpret_cast<uint32_t*>(o2) = __byte_perm(__byte_perm(c[0], c[1], 0x0062),
-                                                           __byte_perm(c[2], c[3], 0x0062), 0x5410);
-          }
-        }
+        uint32_t y4, c[4], a0, a1;
+        deep_yuv_words(luma, u, v, &y4, c, &a0, &a1);
+        store_yuv_words<kOut, true>(L, o0, o1, o2, y4, c, a0, a1);
       }
       o0 += os0;
       if (kPlane1) o1 += os1;
@@ -2398,7 +2411,6 @@ template <int kOut, bool kP010, bool kFast>
 __global__ void __launch_bounds__(kThreads, kFast ? 4 : 5)
     deep420_kernel(const __grid_constant__ ConvertLayout L, const __grid_constant__ ImageRef in,
                    const __grid_constant__ ImageRef out, int blocks_x, int blocks_y, int rows) {
-  using convert_math::clamp16;
   using convert_math::mix31;
   const int bx4 = blockIdx.x * blockDim.x + threadIdx.x;
   if constexpr (kFast) {
@@ -2413,7 +2425,6 @@ __global__ void __launch_bounds__(kThreads, kFast ? 4 : 5)
   const bool by_warp = kP010 ? L.in_a8[1] : L.in_a4[1] && L.in_a4[2];
   const bool active = bx4 < blocks_x;
   if (!active && !by_warp) return;
-  const ConvertCoefficients& k = L.k;
   constexpr bool msb = kP010;
   const int width = in.width, x0 = 4 * bx4;
   const bool full = x0 + 4 <= width;
@@ -2470,35 +2481,15 @@ __global__ void __launch_bounds__(kThreads, kFast ? 4 : 5)
         if (x0 + 3 >= width) u[3] = u[2], v[3] = v[2];
         if constexpr (kOut == kToRgb) {
           uint32_t w[4];
-          CO_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            const int yy = luma[i] - k.to_rgb_y_offset16, cu = u[i] - 32768, cv = v[i] - 32768;
-            const int r = clamp16((k.to_rgb[0] * yy + k.to_rgb[1] * cv) >> 8);
-            const int b = clamp16((k.to_rgb[0] * yy + k.to_rgb[2] * cu) >> 8);
-            const int g = clamp16((k.to_rgb[0] * yy + k.to_rgb[3] * cu + k.to_rgb[4] * cv) >> 8);
-            // High bytes of R, G, B, then 255: the canonical pixel word.
-            w[i] = __byte_perm(static_cast<uint32_t>(r) | static_cast<uint32_t>(b) << 16,
-                               static_cast<uint32_t>(g) | 0xFF000000u, 0x7351);
-            w[i] = __byte_perm(w[i], 0, L.out_perm);
-          }
+          deep_rgb_words(L, luma, u, v, w);
           uint8_t* row = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
           if (L.out_rgb24)
             store_rgb24(row, x0, width, full, L.out_a4[0], w);
           else
             store_packed(row, x0, width, full, L.out_a16, L.out_a4[0], w);
         } else {
-          // Samples to 8 bits (>> 8), pairs averaged on 16 bits first.
-          auto lanes = [](int a, int b) {
-            return static_cast<uint32_t>(a >> 8) | static_cast<uint32_t>(b >> 8) << 16;
-          };
-          const uint32_t y4 = __byte_perm(lanes(luma[0], luma[1]), lanes(luma[2], luma[3]), 0x6420);
-          uint32_t c[4];
-          CO_UNROLL
-          for (int i = 0; i < 4; ++i) c[i] = lanes(u[i], v[i]);
-          const uint32_t a0 =
-              lanes(convert_math::average(u[0], u[1]), convert_math::average(v[0], v[1]));
-          const uint32_t a1 =
-              lanes(convert_math::average(u[2], u[3]), convert_math::average(v[2], v[3]));
+          uint32_t y4, c[4], a0, a1;
+          deep_yuv_words(luma, u, v, &y4, c, &a0, &a1);
           store_yuv_row<kOut>(L, out, y, x0, width, full, y4, c, a0, a1);
         }
       }
@@ -2870,6 +2861,28 @@ __device__ __forceinline__ void rows_body(const ConvertLayout& L, const ImageRef
        by += gridDim.y * blockDim.y) {
     uint32_t avg[2][2];      // 4:2:0 output: each row's two pair averages
     int du[2][2], dv[2][2];  // the same on the 16-bit scale (kDeep)
+    // 8-bit output: row y's stores from its pixels (4:2:0: its luma; the
+    // block row's chroma goes below, from average_row's pair averages).
+    auto write_row = [&](int y, const RowPixels& r) {
+      if constexpr (kOut == kToGrey8 || k420) {
+        store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
+                   full, L.out_a4[0], r.luma);
+      } else if constexpr (kOut == kToRgb) {
+        uint32_t uv[4];
+        CO_UNROLL
+        for (int i = 0; i < 4; ++i) uv[i] = r.c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
+        store_rgb_row(L, out, y, x0, width, full, r.luma, uv);
+      } else if constexpr (!kDeep) {
+        store_yuv_row<kOut>(L, out, y, x0, width, full, r.luma, r.c, pair_average(r.c[0], r.c[1]),
+                            pair_average(r.c[2], r.c[3]));
+      }
+    };
+    auto average_row = [&](int dy, const RowPixels& r) {
+      if constexpr (k420) {
+        avg[dy][0] = pair_average(r.c[0], r.c[1]);
+        avg[dy][1] = pair_average(r.c[2], r.c[3]);
+      }
+    };
     if constexpr (kAhead) {
       // An odd height's last block row reads its one row twice (the clamped
       // row repeats it, as in the reference) and writes it once.
@@ -2886,26 +2899,8 @@ __device__ __forceinline__ void rows_body(const ConvertLayout& L, const ImageRef
                                    fetch_row_pixels<kSrc, kLinear, kFast>(L, in, y1, x0, full, cw)};
         CO_UNROLL
         for (int dy = 0; dy < 2; ++dy) {
-          const int y = dy == 0 ? y0 : y1;
-          const RowPixels& r = rows[dy];
-          const uint32_t(&c)[4] = r.c;
-          if constexpr (k420) {
-            avg[dy][0] = pair_average(c[0], c[1]);
-            avg[dy][1] = pair_average(c[2], c[3]);
-          }
-          if (dy == 1 && !second) continue;
-          if constexpr (kOut == kToGrey8 || k420) {
-            store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0,
-                       width, full, L.out_a4[0], r.luma);
-          } else if constexpr (kOut == kToRgb) {
-            uint32_t uv[4];
-            CO_UNROLL
-            for (int i = 0; i < 4; ++i) uv[i] = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
-            store_rgb_row(L, out, y, x0, width, full, r.luma, uv);
-          } else {
-            store_yuv_row<kOut>(L, out, y, x0, width, full, r.luma, c, pair_average(c[0], c[1]),
-                                pair_average(c[2], c[3]));
-          }
+          average_row(dy, rows[dy]);
+          if (dy == 0 || second) write_row(dy == 0 ? y0 : y1, rows[dy]);
         }
       }
     } else {
@@ -2925,24 +2920,8 @@ __device__ __forceinline__ void rows_body(const ConvertLayout& L, const ImageRef
           continue;
         }
         const RowPixels r = fetch_row_pixels<kSrc, kLinear>(L, in, y, x0, full, cw);
-        const uint32_t(&c)[4] = r.c;
-        if constexpr (kOut == kToGrey8) {
-          store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
-                     full, L.out_a4[0], r.luma);
-        } else if constexpr (kOut == kToRgb) {
-          uint32_t uv[4];
-          CO_UNROLL
-          for (int i = 0; i < 4; ++i) uv[i] = c[i] ^ 0x00800080u;  // splats in bytes 0 and 2
-          store_rgb_row(L, out, y, x0, width, full, r.luma, uv);
-        } else if constexpr (k420) {
-          store_luma(out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride, x0, width,
-                     full, L.out_a4[0], r.luma);
-          avg[dy][0] = pair_average(c[0], c[1]);
-          avg[dy][1] = pair_average(c[2], c[3]);
-        } else {
-          store_yuv_row<kOut>(L, out, y, x0, width, full, r.luma, c, pair_average(c[0], c[1]),
-                              pair_average(c[2], c[3]));
-        }
+        write_row(y, r);
+        average_row(dy, r);
       }
     }
     if constexpr (k420)
@@ -3110,8 +3089,8 @@ void with_yuv_out(int yuv_out, const F& f) {
   }
 }
 
-// Whether yuv_to_packed_fast may run (yuv_fast): every plane it reads and
-// writes aligned for its word accesses (luma and NV12's chroma words,
+// Whether yuv_to_packed_fast may run (yuv_fast): the width a multiple of 4
+// and every plane it reads and writes aligned for its word accesses (luma and NV12's chroma words,
 // I420's 2-byte chroma pairs; the output's 16-byte packed pixels, 12-byte
 // 3-byte pixels, 8-byte packed 4:2:2 pairs, or chroma words and pairs).
 // yuv_fast_out is the output's part, which deep_fast shares.
@@ -3130,8 +3109,9 @@ bool yuv_fast_out(const ConvertLayout& L) {
   }
 }
 
-bool yuv_fast(const ConvertLayout& L) {
-  return L.in_a4[0] && (L.in_semi ? L.in_a4[1] : L.in_a2[1] && L.in_a2[2]) && yuv_fast_out(L);
+bool yuv_fast(const ConvertLayout& L, int width) {
+  return width % 4 == 0 && L.in_a4[0] && (L.in_semi ? L.in_a4[1] : L.in_a2[1] && L.in_a2[2]) &&
+         yuv_fast_out(L);
 }
 
 template <int kIn>
@@ -3152,7 +3132,7 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
           luma_copy(in.planes[0], out.planes[0], in.width, in.height, 2 * kBlockY * rows);
       if (L.yuv_out != kToRgb && L.yuv_out != kToPacked422)
         grid.x += static_cast<unsigned>(luma_blocks(luma));
-      const bool fast = in.width % 4 == 0 && yuv_fast(L);
+      const bool fast = yuv_fast(L, in.width);
       with_yuv_out(L.yuv_out, [&](auto kind) {
         constexpr int kOut = decltype(kind)::value;
         if (linear && fast)

@@ -624,20 +624,10 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
     w.dst_vec16 = aligned_to(w.dst, w.dst_stride, 16);
     tiles += static_cast<long>(w.tiles_x) * ((w.out_h + w.tile_h - 1) / w.tile_h);
   };
-  // Packed 4:2:2 at an even width, rows kept: its one plane is in `words`.
-  bool pair_words = false;
   if (is_packed422(in.format) && direction != FlipDirection::kIdentity) {
     const int pairs = (out.width + 1) / 2;
     if (pairs == 0 || out.height == 0) return;
-    if (in.width % 2 == 0) {
-      // Rows kept at an even width: each output pair word is an input pair
-      // word (mirrored: the word at the other end, its luma bytes swapped),
-      // so the rows go through the word kernel as 4-byte groups.
-      const int y_off = info.comp[0].offset;
-      const unsigned swap_luma = 0x3210u ^ (0x2u << (4 * y_off)) ^ (0x2u << (4 * (y_off + 2)));
-      add_word_plane(0, 4 * pairs, out.height, 4 * pairs, out.height, 4, swap_luma);
-      pair_words = true;
-    } else {
+    if (in.width % 2 != 0) {
       // Odd widths: a mirrored pair takes its two pixels from two input
       // pairs, and the last pair's second luma repeats its first.
       const dim3 block(32, 8);
@@ -648,28 +638,35 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
       CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
       return;
     }
-  }
-  for (int p = 0; p < info.n_planes && !pair_words; ++p) {
-    const size_t n = static_cast<size_t>(info.pixel_bytes[p]);
-    FlipGeometry g;
-    g.in_w = static_cast<int>(plane_row_bytes(in.format, p, in.width) / n);
-    g.in_h = static_cast<int>(plane_rows(in.format, p, in.height));
-    g.out_w = static_cast<int>(plane_row_bytes(out.format, p, out.width) / n);
-    g.out_h = static_cast<int>(plane_rows(out.format, p, out.height));
-    g.direction = static_cast<int>(direction);
-    if (g.out_w == 0 || g.out_h == 0) continue;
-    if (n <= 2) {
-      // Into the word kernel's single launch, below. Mirrored words reverse
-      // their bytes, or their byte pairs.
-      add_word_plane(p, g.in_w * static_cast<int>(n), g.in_h, g.out_w * static_cast<int>(n),
-                     g.out_h, static_cast<int>(n), n == 1 ? 0x0123u : 0x1032u);
-      continue;
+    // Rows kept at an even width: each output pair word is an input pair
+    // word (mirrored: the word at the other end, its luma bytes swapped),
+    // so the rows go through the word kernel as 4-byte groups.
+    const int y_off = info.comp[0].offset;
+    const unsigned swap_luma = 0x3210u ^ (0x2u << (4 * y_off)) ^ (0x2u << (4 * (y_off + 2)));
+    add_word_plane(0, 4 * pairs, out.height, 4 * pairs, out.height, 4, swap_luma);
+  } else {
+    for (int p = 0; p < info.n_planes; ++p) {
+      const size_t n = static_cast<size_t>(info.pixel_bytes[p]);
+      FlipGeometry g;
+      g.in_w = static_cast<int>(plane_row_bytes(in.format, p, in.width) / n);
+      g.in_h = static_cast<int>(plane_rows(in.format, p, in.height));
+      g.out_w = static_cast<int>(plane_row_bytes(out.format, p, out.width) / n);
+      g.out_h = static_cast<int>(plane_rows(out.format, p, out.height));
+      g.direction = static_cast<int>(direction);
+      if (g.out_w == 0 || g.out_h == 0) continue;
+      if (n <= 2) {
+        // Into the word kernel's single launch, below. Mirrored words reverse
+        // their bytes, or their byte pairs.
+        add_word_plane(p, g.in_w * static_cast<int>(n), g.in_h, g.out_w * static_cast<int>(n),
+                       g.out_h, static_cast<int>(n), n == 1 ? 0x0123u : 0x1032u);
+        continue;
+      }
+      // Packed RGB, or P010's (U, V) pairs: 4-byte elements; 24-bit RGB: 3.
+      if (n == 4)
+        launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
+      else
+        launch_plane<Bytes<3>, Bytes<3>>(in.planes[p], out.planes[p], n, g, stream);
     }
-    // Packed RGB, or P010's (U, V) pairs: 4-byte elements; 24-bit RGB: 3.
-    if (n == 4)
-      launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
-    else
-      launch_plane<Bytes<3>, Bytes<3>>(in.planes[p], out.planes[p], n, g, stream);
   }
   if (words.n_planes == 0) return;
   if (tiles > 0x7FFFFFFF) throw Error("flip: the image is too large");
