@@ -7,6 +7,7 @@
 //                     [--ring N] [--sizes 1080p,4k] [--pcie-gbps 55]
 //                     [--synthetic-us N] [--no-pageable]
 //   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
+//                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
 //                     [--register-runs N]
 //
@@ -29,7 +30,10 @@
 // device-to-device cudaMemcpy in the same run says what a plain copy
 // reaches of that peak. --all-pairs adds convert between every pair of
 // formats (the 4-byte RGB orders represented by RGBA, BGRx and ARGB), then
-// the pairs furthest from the bound.
+// the pairs furthest from the bound. --pairs times only convert between the
+// pairs named, --only only the kernels and formats named (the kernel as its
+// row is labelled, e.g. `edge:GRAY8,flip 90r:RGB`): one case at a time, e.g.
+// under a profiler.
 //
 // --staging measures what to do with upstream memory that is not ours, for
 // 1080p RGBA, 4K NV12 and 4K RGBA: the staging copy into pinned memory on
@@ -79,6 +83,8 @@ struct Options {
   // --pairs FROM:TO,...: only convert between these (format names as
   // GStreamer spells them), e.g. to profile one pair.
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
+  // --only KERNEL:FORMAT,...: only these rows of the kernel table.
+  std::vector<std::pair<std::string, PixelFormat>> only;
 };
 
 struct Size {
@@ -218,7 +224,7 @@ int usage(const char* why) {
       "cudaoverlap-bench: %s\nusage: cudaoverlap-bench [--backend auto|cuda|cpu] "
       "[--frames N] [--warmup N] [--ring N] [--sizes 720p,1080p,4k] [--pcie-gbps G] "
       "[--synthetic-us N] [--no-pageable]\n       cudaoverlap-bench --kernels [--iterations N] "
-      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,...]\n       cudaoverlap-bench --staging "
+      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       cudaoverlap-bench --staging "
       "[--backend auto|cuda|cpu] "
       "[--repeats N] [--register-runs N]\n",
       why);
@@ -360,11 +366,18 @@ int run_kernel_table(const Options& opt) {
       time_row("convert", "convert", bt709, from, to, opt.iterations, true);
     return 0;
   }
+  auto chosen = [&](const std::string& label, PixelFormat format) {
+    if (opt.only.empty()) return true;
+    for (const auto& [l, f] : opt.only)
+      if (l == label && f == format) return true;
+    return false;
+  };
   for (const TimedKernel& k : timed_kernels())
     for (PixelFormat format : formats)
       for (PixelFormat made : make_operation(k.kernel, k.params)->output_formats(format))
-        if (made == format)
+        if (made == format && chosen(k.label, format))
           time_row(k.label, k.kernel, k.params, format, format, opt.iterations, true);
+  if (!opt.only.empty()) return 0;
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},      {PixelFormat::kI420, PixelFormat::kBGRx},
@@ -672,6 +685,14 @@ int run(int argc, char** argv) {
             !format_named(pair.substr(colon + 1), &to))
           return usage(("--pairs takes FROM:TO format names, not " + pair).c_str());
         opt.pairs.push_back({from, to});
+      }
+    } else if (arg == "--only") {
+      for (const std::string& row : split_commas(value)) {
+        const size_t colon = row.rfind(':');
+        PixelFormat format;
+        if (colon == std::string::npos || !format_named(row.substr(colon + 1), &format))
+          return usage(("--only takes KERNEL:FORMAT, not " + row).c_str());
+        opt.only.push_back({row.substr(0, colon), format});
       }
     } else if (arg == "--sizes") {
       opt.sizes = split_commas(value);
