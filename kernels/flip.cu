@@ -654,7 +654,10 @@ constexpr int kTurnLoads = (kTurnTileWords + kTurnThreads - 1) / kTurnThreads;
 __global__ void __launch_bounds__(kTurnThreads)
     turn_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction, int y_off,
                      int u_off, int v_off, bool in_a4, bool out_a4) {
-  __shared__ uint32_t tile[2 * kTurnPairs][kTurnWords];
+  // Input rows 2m and 2m + 1 of the tile side by side: an output pair's
+  // two input words are one 8-byte shared load (conflict-free: a half-warp
+  // reads 16 pairs of rows at one word).
+  __shared__ uint2 tile[kTurnPairs][kTurnWords];
   const int sw = in.width, sh = in.height, dw = out.width, dh = out.height;
   const int p0 = blockIdx.x * kTurnPairs, y0 = blockIdx.y * kTurnRows;
   // Rows counted from the bottom for 90R and ur-ll, columns from the right
@@ -688,35 +691,54 @@ __global__ void __launch_bounds__(kTurnThreads)
 #pragma unroll
   for (int k = 0; k < kTurnLoads; ++k) {
     const int i = t + k * kTurnThreads;
-    if (i < kTurnTileWords) tile[i / kTurnWords][i % kTurnWords] = v[k];
+    if (i >= kTurnTileWords) break;
+    const int r = i / kTurnWords;
+    uint32_t* pair = reinterpret_cast<uint32_t*>(&tile[r >> 1][i % kTurnWords]);
+    pair[r & 1] = v[k];
   }
   __syncthreads();
-  for (int i = t; i < kTurnPairs * kTurnRows; i += kTurnThreads) {
-    const int p = p0 + i % kTurnPairs, y = y0 + i / kTurnPairs;
-    const int x = 2 * p;
-    if (x >= dw || y >= dh) continue;
-    const bool second = x + 1 < dw;
-    const int lr0 = (rows_up ? sh - 1 - x : x) - r0;
-    const int lr1 = rows_up ? lr0 - 1 : lr0 + 1;
-    const int col = cols_left ? sw - 1 - y : y;
-    const int lw = (col >> 1) - w0;
-    const uint32_t a = tile[lr0][lw], b = second ? tile[lr1][lw] : a;
-    auto byte = [](uint32_t w, int at) { return (w >> (8 * at)) & 0xFFu; };
-    const int luma = (col & 1) * 2 + y_off;
-    uint32_t u = byte(a, u_off), v = byte(a, v_off);
-    if (second) {
-      u = (u + byte(b, u_off)) >> 1;
-      v = (v + byte(b, v_off)) >> 1;
-    }
-    const uint32_t word = byte(a, luma) << (8 * y_off) | byte(b, luma) << (8 * y_off + 16) |
-                          u << (8 * u_off) | v << (8 * v_off);
-    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride +
-                 static_cast<size_t>(p) * 4;
+  // A thread makes the output pair p0 + lane of rows y0 + warp + 8 j: its
+  // input rows are fixed, its input column steps 8 a row (4 pair words),
+  // so the luma byte it takes (the column's parity) is fixed too.
+  const int lane = t & 31;
+  const int p = p0 + lane, x = 2 * p;
+  if (x >= dw) return;
+  const bool second = x + 1 < dw;
+  // Input rows x and x + 1 (or sh - 1 - x and sh - 2 - x) are tile rows
+  // 2m and 2m + 1 (the first of them the odd one counting up).
+  const int m = rows_up ? kTurnPairs - 1 - lane : lane;
+  const int y_first = y0 + (t >> 5);
+  const int col0 = cols_left ? sw - 1 - y_first : y_first;
+  const int lw0 = (col0 >> 1) - w0;
+  const int lw_step = cols_left ? -kTurnThreads / 32 / 2 : kTurnThreads / 32 / 2;
+  const int luma = (col0 & 1) * 2 + y_off;
+  // a: the pair word of input row x, b: of row x + 1 (a again at the last
+  // column of an odd width). Luma: a's at y_off, b's at y_off + 2 (in
+  // lum's other bytes: anything); chroma: the bytewise mean, rounded down.
+  const uint32_t sel_luma = static_cast<uint32_t>(luma) << (4 * y_off) |
+                            static_cast<uint32_t>(luma + 4) << (4 * (y_off + 2));
+  uint32_t sel_word = 0;
+  sel_word |= static_cast<uint32_t>(y_off) << (4 * y_off);
+  sel_word |= static_cast<uint32_t>(y_off + 2) << (4 * (y_off + 2));
+  sel_word |= static_cast<uint32_t>(4 + u_off) << (4 * u_off);
+  sel_word |= static_cast<uint32_t>(4 + v_off) << (4 * v_off);
+  uint8_t* d = out.planes[0].data + static_cast<size_t>(y_first) * out.planes[0].stride +
+               static_cast<size_t>(p) * 4;
+  const size_t d_step = (kTurnThreads / 32) * out.planes[0].stride;
+#pragma unroll
+  for (int j = 0; j < kTurnRows / (kTurnThreads / 32); ++j) {
+    if (y_first + j * (kTurnThreads / 32) >= dh) break;
+    const uint2 e = tile[m][lw0 + j * lw_step];
+    const uint32_t a = rows_up ? e.y : e.x;
+    const uint32_t b = second ? (rows_up ? e.x : e.y) : a;
+    const uint32_t mean = (a & b) + (((a ^ b) >> 1) & 0x7F7F7F7Fu);
+    const uint32_t word = __byte_perm(__byte_perm(a, b, sel_luma), mean, sel_word);
     if (out_a4) {
       *reinterpret_cast<uint32_t*>(d) = word;
     } else {
       for (int k = 0; k < 4; ++k) d[k] = static_cast<uint8_t>(word >> (8 * k));
     }
+    d += d_step;
   }
 }
 
