@@ -1180,6 +1180,7 @@ bool tile_out(const ConvertCoefficients& k, TileOut* o) {
 // is fixed at compile time.
 struct DebayerArgs {
   uint32_t out_perm;      // word above -> 4-byte pixel, or 3-byte in bytes 0..2
+  bool first_even;        // 3-byte: byte 0 of a pixel is the even columns' colour
   bool in_a4, out_words;  // word loads; whole-quad stores (16 or 3x4 bytes)
   int quads;              // groups of 4 columns
 };
@@ -1229,22 +1230,39 @@ __device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int 
           (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
 }
 
+// The 4 pixels of a row from x0, a colour to a word: the even columns'
+// colour, green and the odd columns' colour, byte i for pixel i.
+struct Colours {
+  uint32_t even, green, odd;
+};
+
+__device__ __forceinline__ Colours debayer_colours(const RowColours& a, const RowColours& h,
+                                                   const RowColours& b, bool even_colour_row) {
+  if (even_colour_row) {
+    const uint32_t g = __vavgu4(__vavgu4(a.d0, b.d0), h.d1);
+    return {h.d0, (g & 0x00FF00FFu) | (h.d1 & 0xFF00FF00u), __vavgu4(a.d1, b.d1)};
+  }
+  const uint32_t g = __vavgu4(__vavgu4(a.d1, b.d1), h.d0);
+  return {__vavgu4(a.d0, b.d0), (h.d0 & 0x00FF00FFu) | (g & 0xFF00FF00u), h.d1};
+}
+
+// The 4 pixels' 3-byte form straight from their colours, as the 12 bytes
+// of three words: f, green, l for each pixel, where f is the colour of the
+// output's byte 0 (first_even: the even columns' colour) and l the other.
+// Six byte permutes, where pixel words and then packing them take fifteen.
+__device__ __forceinline__ void debayer_rgb24(const Colours& c, bool first_even, uint32_t q[3]) {
+  const uint32_t f = first_even ? c.even : c.odd, l = first_even ? c.odd : c.even;
+  q[0] = __byte_perm(__byte_perm(f, c.green, 0x0140), l, 0x2410);  // f0 g0 l0 f1
+  q[1] = __byte_perm(__byte_perm(c.green, f, 0x2601), l, 0x3250);  // g1 l1 f2 g2
+  q[2] = __byte_perm(__byte_perm(f, c.green, 0x0730), l, 0x7216);  // l2 f3 g3 l3
+}
+
 // The words of the 4 pixels of a row from x0.
 __device__ __forceinline__ void debayer_words(const RowColours& a, const RowColours& h,
                                               const RowColours& b, bool even_colour_row,
                                               uint32_t* p) {
-  uint32_t even, odd, green;
-  if (even_colour_row) {
-    even = h.d0;
-    odd = __vavgu4(a.d1, b.d1);
-    const uint32_t g = __vavgu4(__vavgu4(a.d0, b.d0), h.d1);
-    green = (g & 0x00FF00FFu) | (h.d1 & 0xFF00FF00u);
-  } else {
-    even = __vavgu4(a.d0, b.d0);
-    odd = h.d1;
-    const uint32_t g = __vavgu4(__vavgu4(a.d1, b.d1), h.d0);
-    green = (h.d0 & 0x00FF00FFu) | (g & 0xFF00FF00u);
-  }
+  const Colours c = debayer_colours(a, h, b, even_colour_row);
+  const uint32_t even = c.even, green = c.green, odd = c.odd;
   const uint32_t rg01 = __byte_perm(even, green, 0x5140), rg23 = __byte_perm(even, green, 0x7362);
   const uint32_t ba01 = __byte_perm(odd, 0xFFFFFFFFu, 0x5140);
   const uint32_t ba23 = __byte_perm(odd, 0xFFFFFFFFu, 0x7362);
@@ -1300,8 +1318,18 @@ __global__ void __launch_bounds__(kThreads, 5)
     CO_UNROLL
     for (int r = 0; r < kRows; ++r) {
       if (y + r >= h) break;
+      const bool even_row = ((r ^ kEvenColourRowParity) & 1) == 0;
+      uint8_t* d = out.planes[0].data + static_cast<size_t>(y + r) * out.planes[0].stride +
+                   static_cast<size_t>(x0) * kPixelBytes;
+      if (kPixelBytes == 3 && n == 4 && A.out_words) {
+        uint32_t q[3];
+        debayer_rgb24(debayer_colours(c[r], c[r + 1], c[r + 2], even_row), A.first_even, q);
+        uint32_t* w = reinterpret_cast<uint32_t*>(d);
+        w[0] = q[0], w[1] = q[1], w[2] = q[2];
+        continue;
+      }
       uint32_t p[4];
-      debayer_words(c[r], c[r + 1], c[r + 2], ((r ^ kEvenColourRowParity) & 1) == 0, p);
+      debayer_words(c[r], c[r + 1], c[r + 2], even_row, p);
       store_quad<kPixelBytes>(A,
                               out.planes[0].data +
                                   static_cast<size_t>(y + r) * out.planes[0].stride +
@@ -1322,7 +1350,10 @@ void debayer_cuda(const ImageRef& in, const ImageRef& out, cudaStream_t stream) 
   const int pixel_bytes = o.comp[0].pixel_stride;
   // Red is the odd columns' colour (byte 2) where it sits in odd columns.
   const uint32_t from[3] = {red_x ? 2u : 0u, 1u, red_x ? 0u : 2u};
-  for (int c = 0; c < 3; ++c) A.out_perm |= from[c] << (4 * o.comp[c].offset);
+  for (int c = 0; c < 3; ++c) {
+    A.out_perm |= from[c] << (4 * o.comp[c].offset);
+    if (o.comp[c].offset == 0) A.first_even = from[c] == 0;
+  }
   if (pixel_bytes == 4) A.out_perm |= 3u << (4 * o.alpha_byte);
   A.in_a4 = aligned_to(in.planes[0], 4);
   A.out_words = aligned_to(out.planes[0], pixel_bytes == 4 ? 16 : 4);
