@@ -428,19 +428,23 @@ __device__ __forceinline__ void source_of(const FlipGeometry& g, int x, int y, i
   }
 }
 
+// The source tile of the output tile of `tile` x `tile` pixels at (ox0,
+// oy0), unclipped: its smaller coordinates, from two opposite corners.
+__device__ __forceinline__ int2 source_tile(const FlipGeometry& g, int ox0, int oy0, int tile) {
+  int ax, ay, bx, by;
+  source_of(g, ox0, oy0, &ax, &ay);
+  source_of(g, ox0 + tile - 1, oy0 + tile - 1, &bx, &by);
+  return make_int2(min(ax, bx), min(ay, by));
+}
+
 template <typename T>
 __global__ void flip_plane_kernel(const uint8_t* __restrict__ src, size_t src_stride,
                                   uint8_t* __restrict__ dst, size_t dst_stride, FlipGeometry g) {
   __shared__ T tile[kTile][kTile + 1];  // +1: no bank conflicts on column reads
   const int ox0 = blockIdx.x * kTile;
   const int oy0 = blockIdx.y * kTile;
-  // The source tile is the image of the whole (unclipped) output tile: the
-  // smaller coordinates of two opposite corners.
-  int ax, ay, bx, by;
-  source_of(g, ox0, oy0, &ax, &ay);
-  source_of(g, ox0 + kTile - 1, oy0 + kTile - 1, &bx, &by);
-  const int sx0 = min(ax, bx);
-  const int sy0 = min(ay, by);
+  const int2 s0 = source_tile(g, ox0, oy0, kTile);
+  const int sx0 = s0.x, sy0 = s0.y;
 
   for (int ly = threadIdx.y; ly < kTile; ly += kRowsPerPass) {
     const int sx = sx0 + threadIdx.x;
@@ -507,11 +511,8 @@ __global__ void __launch_bounds__(S::kThreads)
   __shared__ __align__(16) uint8_t tile[kRgbTile * kRgbPitch];
   const int ox0 = blockIdx.x * kRgbTile;
   const int oy0 = blockIdx.y * kRgbTile;
-  int ax, ay, bx, by;
-  source_of(g, ox0, oy0, &ax, &ay);
-  source_of(g, ox0 + kRgbTile - 1, oy0 + kRgbTile - 1, &bx, &by);
-  const int sx0 = min(ax, bx);
-  const int sy0 = min(ay, by);
+  const int2 s0 = source_tile(g, ox0, oy0, kRgbTile);
+  const int sx0 = s0.x, sy0 = s0.y;
   const int first = 3 * sx0;
   const int base = first & ~15;  // rounds down, also below 0
   const int shift = first - base;

@@ -224,7 +224,8 @@ int usage(const char* why) {
       "cudaoverlap-bench: %s\nusage: cudaoverlap-bench [--backend auto|cuda|cpu] "
       "[--frames N] [--warmup N] [--ring N] [--sizes 720p,1080p,4k] [--pcie-gbps G] "
       "[--synthetic-us N] [--no-pageable]\n       cudaoverlap-bench --kernels [--iterations N] "
-      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       cudaoverlap-bench --staging "
+      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
+      "cudaoverlap-bench --staging "
       "[--backend auto|cuda|cpu] "
       "[--repeats N] [--register-runs N]\n",
       why);
