@@ -1191,6 +1191,14 @@ struct RowColours {
   uint32_t d0, d1;
 };
 
+// The colours from a row's 4 samples (own) and those shifted a column
+// right (left: columns x0 - 1 .. x0 + 2) and left (right: x0 + 1 .. x0 + 4).
+__device__ __forceinline__ RowColours colours_of(uint32_t own, uint32_t left, uint32_t right) {
+  const uint32_t between = __vavgu4(left, right);
+  return {(own & 0x00FF00FFu) | (between & 0xFF00FF00u),
+          (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
+}
+
 __device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int w, bool inside,
                                                   bool a4) {
   uint32_t own, left, right;
@@ -1225,9 +1233,7 @@ __device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int 
       right |= r << (8 * i);
     }
   }
-  const uint32_t between = __vavgu4(left, right);
-  return {(own & 0x00FF00FFu) | (between & 0xFF00FF00u),
-          (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
+  return colours_of(own, left, right);
 }
 
 // The 4 pixels of a row from x0, a colour to a word: the even columns'
@@ -1305,15 +1311,33 @@ __global__ void __launch_bounds__(kThreads, 5)
   for (int t = blockIdx.y * blockDim.y + threadIdx.y; kRows * t < h; t += gridDim.y * blockDim.y) {
     const int y = kRows * t;  // even, so row y + r has the parity of r
     RowColours c[kRows + 2];
-    CO_UNROLL
-    for (int r = 0; r < kRows + 2; ++r) {
-      // Rows y - 1 .. y + kRows, mirrored at the top and bottom (those past
-      // row h are never used).
+    // Rows y - 1 .. y + kRows, mirrored at the top and bottom (those past
+    // row h are never used).
+    auto row = [&](int r) {
       const int i = y - 1 + r;
       const int src =
           i < 0 ? debayer_math::row_above(0, h) : (i >= h ? debayer_math::row_below(h - 1, h) : i);
-      c[r] = row_colours(in.planes[0].data + static_cast<size_t>(src) * in.planes[0].stride, x0, w,
-                         inside, A.in_a4);
+      return in.planes[0].data + static_cast<size_t>(src) * in.planes[0].stride;
+    };
+    if (inside && A.in_a4) {
+      // Every row's loads before any of them is used: row_colours' branches
+      // kept each row's loads behind the previous row's arithmetic, six
+      // round trips to memory in a row.
+      uint32_t own[kRows + 2], left[kRows + 2], right[kRows + 2];
+      CO_UNROLL
+      for (int r = 0; r < kRows + 2; ++r) {
+        const uint8_t* s = row(r) + x0;
+        own[r] = __ldg(reinterpret_cast<const uint32_t*>(s));
+        left[r] = __ldg(s - 1);
+        right[r] = __ldg(s + 4);
+      }
+      CO_UNROLL
+      for (int r = 0; r < kRows + 2; ++r)
+        c[r] = colours_of(own[r], __byte_perm(own[r], left[r], 0x2104),
+                          __byte_perm(own[r], right[r], 0x4321));
+    } else {
+      CO_UNROLL
+      for (int r = 0; r < kRows + 2; ++r) c[r] = row_colours(row(r), x0, w, inside, A.in_a4);
     }
     CO_UNROLL
     for (int r = 0; r < kRows; ++r) {
