@@ -1199,19 +1199,16 @@ __device__ __forceinline__ RowColours colours_of(uint32_t own, uint32_t left, ui
           (between & 0x00FF00FFu) | (own & 0xFF00FF00u)};
 }
 
-__device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int w, bool inside,
-                                                  bool a4) {
+// The general load, for a thread at the picture's edges or on a mosaic
+// not word-aligned (the kernel loads inside, aligned rows itself).
+__device__ __forceinline__ RowColours row_colours(const uint8_t* s, int x0, int w, bool inside) {
   uint32_t own, left, right;
   if (inside) {
     // Columns x0 - 1 .. x0 + 4 exist and none of x0 .. x0 + 3 is one of the
     // last two.
-    if (a4) {
-      own = __ldg(reinterpret_cast<const uint32_t*>(s + x0));
-    } else {
-      own = static_cast<uint32_t>(__ldg(s + x0)) | static_cast<uint32_t>(__ldg(s + x0 + 1)) << 8 |
-            static_cast<uint32_t>(__ldg(s + x0 + 2)) << 16 |
-            static_cast<uint32_t>(__ldg(s + x0 + 3)) << 24;
-    }
+    own = static_cast<uint32_t>(__ldg(s + x0)) | static_cast<uint32_t>(__ldg(s + x0 + 1)) << 8 |
+          static_cast<uint32_t>(__ldg(s + x0 + 2)) << 16 |
+          static_cast<uint32_t>(__ldg(s + x0 + 3)) << 24;
     left = __byte_perm(own, __ldg(s + x0 - 1), 0x2104);   // s[x0 - 1 .. x0 + 2]
     right = __byte_perm(own, __ldg(s + x0 + 4), 0x4321);  // s[x0 + 1 .. x0 + 4]
   } else {
@@ -1284,12 +1281,9 @@ __device__ __forceinline__ void store_quad(const DebayerArgs& A, uint8_t* d, int
   uint32_t q[4];
   CO_UNROLL
   for (int i = 0; i < 4; ++i) q[i] = __byte_perm(p[i], 0, A.out_perm);
-  if (n == 4 && A.out_words) {
-    if (kPixelBytes == 4) {
-      *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
-    } else {
-      store_rgb24_words(reinterpret_cast<uint32_t*>(d), q);
-    }
+  // Whole 3-byte quads never come here (debayer_rgb24).
+  if (kPixelBytes == 4 && n == 4 && A.out_words) {
+    *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
     return;
   }
   for (int i = 0; i < n; ++i)
@@ -1337,7 +1331,7 @@ __global__ void __launch_bounds__(kThreads, 5)
                           __byte_perm(own[r], right[r], 0x4321));
     } else {
       CO_UNROLL
-      for (int r = 0; r < kRows + 2; ++r) c[r] = row_colours(row(r), x0, w, inside, A.in_a4);
+      for (int r = 0; r < kRows + 2; ++r) c[r] = row_colours(row(r), x0, w, inside);
     }
     CO_UNROLL
     for (int r = 0; r < kRows; ++r) {
@@ -1354,11 +1348,7 @@ __global__ void __launch_bounds__(kThreads, 5)
       }
       uint32_t p[4];
       debayer_words(c[r], c[r + 1], c[r + 2], even_row, p);
-      store_quad<kPixelBytes>(A,
-                              out.planes[0].data +
-                                  static_cast<size_t>(y + r) * out.planes[0].stride +
-                                  static_cast<size_t>(x0) * kPixelBytes,
-                              n, p);
+      store_quad<kPixelBytes>(A, d, n, p);
     }
   }
 }
