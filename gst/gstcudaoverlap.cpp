@@ -43,6 +43,8 @@
 #include <memory>
 
 #include "blur.h"
+#include "custom.h"
+#include "custom_settings.h"
 #include "gstcudaoverlapenums.h"
 #include "session.h"
 #include "video_mapping.h"
@@ -66,6 +68,7 @@ constexpr GstCudaOverlapVideoDirection DEFAULT_VIDEO_DIRECTION =
     GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY;
 const BalanceParams DEFAULT_BALANCE;  // videobalance's defaults
 const double DEFAULT_SIGMA = KernelParams().blur_sigma;
+constexpr const char* DEFAULT_KERNEL_ENTRY = "process";
 constexpr guint DEFAULT_STATS_INTERVAL = 0;
 constexpr bool DEFAULT_QOS = true;
 
@@ -84,6 +87,11 @@ enum {
   PROP_SATURATION,
   PROP_HUE,
   PROP_SIGMA,
+  PROP_KERNEL_FILE,
+  PROP_KERNEL_SOURCE,
+  PROP_KERNEL_PARAMS,
+  PROP_KERNEL_ENTRY,
+  PROP_KERNEL_LAUNCH,
   // What the element tells about itself (stats.h).
   PROP_STATS,
   PROP_STATS_INTERVAL,
@@ -104,6 +112,19 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapVideoDirection video_direction = DEFAULT_VIDEO_DIRECTION;
   BalanceParams balance = DEFAULT_BALANCE;
   double sigma = DEFAULT_SIGMA;
+  std::string kernel_file;
+  std::string kernel_source;
+  GstStructure* kernel_params = nullptr;  // owned
+  std::string kernel_entry = DEFAULT_KERNEL_ENTRY;
+  std::string kernel_launch;
+  // kernel=custom's parameters made from the five above when the element
+  // starts (the file is read then), and what was wrong with them.
+  CustomKernelParams custom;
+  std::string custom_problem;
+
+  ~GstCudaOverlapPrivate() {
+    if (kernel_params) gst_structure_free(kernel_params);
+  }
 
   // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
   // session, which reads them.
@@ -131,8 +152,41 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.params.flip = flip_direction_from_gst(priv->video_direction);
   settings.params.balance = priv->balance;
   settings.params.blur_sigma = priv->sigma;
+  settings.params.custom = priv->custom;
   GST_OBJECT_UNLOCK(self);
   return settings;
+}
+
+// READY->PAUSED: kernel=custom's parameters from its properties, the
+// source file read now (so an edit between runs is picked up). False after
+// posting an error, when kernel=custom cannot start with them.
+static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  GstCudaOverlapPrivate* priv = self->priv;
+  const bool custom = std::string(kernel_name_from_gst(priv->kernel)) == "custom";
+  const std::string file = priv->kernel_file;
+  CustomKernelParams params;
+  params.source = priv->kernel_source;
+  params.entry = priv->kernel_entry;
+  std::string problem = custom_params_from_structure(priv->kernel_params, &params.params);
+  if (problem.empty()) problem = custom_launch_from_string(priv->kernel_launch, &params);
+  GST_OBJECT_UNLOCK(self);
+  if (problem.empty() && !file.empty()) {
+    if (!params.source.empty())
+      problem = "kernel-file and kernel-source are both set: give the kernel's source once";
+    else
+      problem = custom_source_from_file(file, &params);
+  }
+  if (problem.empty()) problem = check_custom_params(params);
+  GST_OBJECT_LOCK(self);
+  priv->custom = params;
+  priv->custom_problem = problem;
+  GST_OBJECT_UNLOCK(self);
+  if (custom && !problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", problem.c_str()), (nullptr));
+    return false;
+  }
+  return true;
 }
 
 static Session& gst_cuda_overlap_session(GstObject* parent) {
@@ -248,6 +302,7 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     const GstCudaOverlapBackend backend = self->priv->backend;
     const int device_id = self->priv->device_id;
     GST_OBJECT_UNLOCK(self);
+    if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
     if (!session.start(backend, device_id)) return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =
@@ -309,6 +364,32 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_SIGMA:
       priv->sigma = g_value_get_double(value);
       break;
+    case PROP_KERNEL_FILE: {
+      const gchar* path = g_value_get_string(value);
+      priv->kernel_file = path ? path : "";
+      break;
+    }
+    case PROP_KERNEL_SOURCE: {
+      const gchar* text = g_value_get_string(value);
+      priv->kernel_source = text ? text : "";
+      break;
+    }
+    case PROP_KERNEL_PARAMS: {
+      if (priv->kernel_params) gst_structure_free(priv->kernel_params);
+      const GstStructure* structure = gst_value_get_structure(value);
+      priv->kernel_params = structure ? gst_structure_copy(structure) : nullptr;
+      break;
+    }
+    case PROP_KERNEL_ENTRY: {
+      const gchar* name = g_value_get_string(value);
+      priv->kernel_entry = name ? name : DEFAULT_KERNEL_ENTRY;
+      break;
+    }
+    case PROP_KERNEL_LAUNCH: {
+      const gchar* text = g_value_get_string(value);
+      priv->kernel_launch = text ? text : "";
+      break;
+    }
     case PROP_STATS_INTERVAL:
       session.instruments().set_stats_interval(g_value_get_uint(value));
       break;
@@ -369,6 +450,22 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_SIGMA:
       g_value_set_double(value, priv->sigma);
+      break;
+    case PROP_KERNEL_FILE:
+      g_value_set_string(value, priv->kernel_file.empty() ? nullptr : priv->kernel_file.c_str());
+      break;
+    case PROP_KERNEL_SOURCE:
+      g_value_set_string(value,
+                         priv->kernel_source.empty() ? nullptr : priv->kernel_source.c_str());
+      break;
+    case PROP_KERNEL_PARAMS:
+      gst_value_set_structure(value, priv->kernel_params);
+      break;
+    case PROP_KERNEL_ENTRY:
+      g_value_set_string(value, priv->kernel_entry.c_str());
+      break;
+    case PROP_KERNEL_LAUNCH:
+      g_value_set_string(value, priv->kernel_launch.c_str());
       break;
     case PROP_STATS:
       g_value_take_boxed(value, session.instruments().stats());
@@ -504,6 +601,41 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                           "kernel reaches 3 sigma each way; subsampled chroma is blurred by the "
                           "same extent on the picture)",
                           kBlurMinSigma, kBlurMaxSigma, DEFAULT_SIGMA, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_FILE,
+      g_param_spec_string(
+          "kernel-file", "Kernel file",
+          "kernel=custom: a file of CUDA C written against <cudaoverlap/pixel.cuh>, read and "
+          "compiled for the GPU when the element starts (the result cached on disk)",
+          nullptr, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_SOURCE,
+      g_param_spec_string("kernel-source", "Kernel source",
+                          "kernel=custom: the CUDA C itself, instead of kernel-file", nullptr,
+                          flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_PARAMS,
+      g_param_spec_boxed(
+          "kernel-params", "Kernel parameters",
+          "kernel=custom: a structure whose fields become the members of the kernel's Params, "
+          "by name and type, e.g. \"params, amount=(float)1.5, radius=(int)2\" ((int), (uint), "
+          "(float), (double) and (boolean) fields)",
+          GST_TYPE_STRUCTURE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_ENTRY,
+      g_param_spec_string("kernel-entry", "Kernel entry",
+                          "kernel=custom: the name of the per-pixel function, or with "
+                          "kernel-launch of the __global__ kernel",
+                          DEFAULT_KERNEL_ENTRY, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_LAUNCH,
+      g_param_spec_string(
+          "kernel-launch", "Kernel launch",
+          "kernel=custom: empty for a per-pixel function (the element writes the kernel around "
+          "it); a block shape such as \"32x8\", or with the pixels each thread covers "
+          "\"32x8/4x1\", for a whole __global__ kernel(InFrame in, OutFrame out, Params "
+          "params) launched over the picture",
+          "", flags));
   g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed(

@@ -95,6 +95,16 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
     SESSION_ERROR(RESOURCE, NOT_FOUND, e.what());
     return false;
   }
+  if (settings_().kernel == "custom" && device_->cuda_device() < 0) {
+    SESSION_ERROR(RESOURCE, SETTINGS,
+                  "kernel=custom runs CUDA source, which needs the cuda backend; "
+                  "cudaoverlap is on " +
+                      device_->describe() +
+                      (backend == GST_CUDA_OVERLAP_BACKEND_AUTO ? " because no CUDA device was found"
+                                                                 : ""));
+    device_.reset();
+    return false;
+  }
   GST_INFO_OBJECT(element_, "running on %s", device_->describe().c_str());
   const std::string problem = instruments_.start(element_);  // stats, trace-file
   if (!problem.empty()) SESSION_ERROR(RESOURCE, OPEN_WRITE, problem);
@@ -196,7 +206,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
                   "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
     return false;
   }
-  const SessionSettings settings = settings_();
+  SessionSettings settings = settings_();
+  // kernel=custom compiles for the architecture of the device it runs on.
+  settings.params.custom.device = device_ ? device_->cuda_device() : -1;
   EngineConfig config;
   config.ring_size = settings.ring_size;
   config.mode = settings.mode;

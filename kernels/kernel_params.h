@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "video_format.h"
 
@@ -65,6 +66,43 @@ struct ConvertParams {
   bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
 };
 
+// One field of kernel=custom's parameters (the element's kernel-params
+// structure): a member of the `Params` struct the user's kernel receives.
+struct CustomParam {
+  enum class Type { kInt, kUInt, kFloat, kDouble, kBool };
+  std::string name;  // a C identifier
+  Type type = Type::kInt;
+  double value = 0;  // every type's values fit a double exactly
+
+  bool operator==(const CustomParam& o) const {
+    return name == o.name && type == o.type && value == o.value;
+  }
+};
+
+// kernel=custom: a CUDA C source compiled at run time (custom.h).
+struct CustomKernelParams {
+  std::string source;                // the CUDA C text
+  std::string source_name = "kernel-source";  // for messages: the file's name
+  std::string entry = "process";     // the user's function or kernel
+  // 0: the per-pixel form (entry is a __device__ function the operation
+  // wraps); else a __global__ kernel launched with blocks of block_x x
+  // block_y threads, each thread covering pixels_x x pixels_y pixels.
+  int block_x = 0;
+  int block_y = 0;
+  int pixels_x = 1;
+  int pixels_y = 1;
+  std::vector<CustomParam> params;
+  // The CUDA device whose architecture the source is compiled for; -1: the
+  // calling thread's current device. The element sets it to its own.
+  int device = -1;
+
+  bool operator==(const CustomKernelParams& o) const {
+    return source == o.source && source_name == o.source_name && entry == o.entry &&
+           block_x == o.block_x && block_y == o.block_y && pixels_x == o.pixels_x &&
+           pixels_y == o.pixels_y && params == o.params && device == o.device;
+  }
+};
+
 // What the built-in operations are made from; each takes the fields named
 // after it and ignores the others.
 struct KernelParams {
@@ -75,10 +113,11 @@ struct KernelParams {
   // blur: the Gaussian's standard deviation in pixels, 0.5 to 20.
   double blur_sigma = 2.0;
   ConvertParams convert;
+  CustomKernelParams custom;
 
   bool operator==(const KernelParams& o) const {
     return synthetic_us == o.synthetic_us && flip == o.flip && balance == o.balance &&
-           blur_sigma == o.blur_sigma && convert == o.convert;
+           blur_sigma == o.blur_sigma && convert == o.convert && custom == o.custom;
   }
   bool operator!=(const KernelParams& o) const { return !(*this == o); }
 };

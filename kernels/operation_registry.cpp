@@ -4,6 +4,7 @@
 #include "balance.h"
 #include "blur.h"
 #include "convert.h"
+#include "custom.h"
 #include "copy.h"
 #include "edge.h"
 #include "error.h"
@@ -55,6 +56,15 @@ const std::vector<OperationEntry>& operation_registry() {
        [](const KernelParams& p) -> std::shared_ptr<const Operation> {
          return std::make_shared<ConvertOperation>(p.convert);
        }},
+      {"custom",
+       "Custom: your own CUDA C from kernel-file or kernel-source, compiled for the GPU when the "
+       "element starts (cached on disk), with kernel-params' fields as its Params; cuda backend "
+       "only",
+       true,
+       [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+         return std::make_shared<CustomOperation>(p.custom, p.convert.in);
+       },
+       true},
       {"synthetic", "Synthetic: a copy plus synthetic-us of GPU busy time per frame (benchmarks)",
        false,
        [](const KernelParams& p) -> std::shared_ptr<const Operation> {

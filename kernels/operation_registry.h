@@ -20,6 +20,9 @@ struct OperationEntry {
   const char* description;  // one sentence, for gst-inspect-1.0
   bool offered;             // false: benchmarks and tests only, not the element
   std::shared_ptr<const Operation> (*make)(const KernelParams& params);
+  // Runs the user's code (custom): nothing to run with default parameters,
+  // so suites that go through every operation leave it to its own.
+  bool user_code = false;
 };
 
 // Every built-in operation, in the order the element lists them.

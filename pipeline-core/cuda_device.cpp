@@ -140,6 +140,7 @@ class CudaDevice final : public Device {
     name_ = std::string(prop.name) + " (CUDA device " + std::to_string(id_) + ")";
   }
   std::string describe() const override { return name_; }
+  int cuda_device() const override { return id_; }
   void make_current() override { CO_CUDA_CHECK(cudaSetDevice(id_)); }
   size_t device_memory_free() override {
     make_current();

@@ -104,6 +104,9 @@ class Device {
   virtual ~Device() = default;
   // A name for messages: "NVIDIA H200 (CUDA device 0)", "cpu backend".
   virtual std::string describe() const = 0;
+  // The CUDA device number it runs on; -1 for a backend that is not CUDA
+  // (and cannot run CUDA code of the user's: kernel=custom).
+  virtual int cuda_device() const { return -1; }
   // Binds the calling thread to this device; call on each thread that
   // enqueues work or waits on events.
   virtual void make_current() = 0;

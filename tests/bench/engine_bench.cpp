@@ -54,8 +54,10 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "../kernels/custom_sources.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
@@ -63,6 +65,8 @@
 
 namespace cudaoverlap {
 namespace {
+using cudaoverlap::test::kInvertPixelSource;
+using cudaoverlap::test::kInvertRawSource;
 
 struct Options {
   std::string backend = "auto";
@@ -251,8 +255,20 @@ struct TimedKernel {
 std::vector<TimedKernel> timed_kernels() {
   std::vector<TimedKernel> kernels;
   for (const OperationEntry& entry : operation_registry())
-    if (entry.offered && std::string(entry.name) != "convert" && std::string(entry.name) != "flip")
+    if (entry.offered && !entry.user_code && std::string(entry.name) != "convert" &&
+        std::string(entry.name) != "flip")
       kernels.push_back({entry.name, entry.name, {}});
+  // kernel=custom, the same inversion from the user's side: a per-pixel
+  // function and a whole kernel on raw samples (custom_sources.h).
+  for (auto [name, source, launch] : {std::tuple{"custom invert", kInvertPixelSource, 0},
+                                      {"custom invert raw", kInvertRawSource, 32}}) {
+    TimedKernel k{name, "custom", {}};
+    k.params.custom.source = source;
+    k.params.custom.source_name = std::string(name) + ".cu";
+    k.params.custom.block_x = launch;
+    k.params.custom.block_y = launch ? 8 : 0;
+    kernels.push_back(k);
+  }
   for (auto [direction, name] : {std::pair{FlipDirection::kHoriz, "flip horiz"},
                                  {FlipDirection::k180, "flip 180"},
                                  {FlipDirection::k90R, "flip 90r"},

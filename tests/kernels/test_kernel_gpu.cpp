@@ -30,7 +30,7 @@ struct NamedParams {
 std::vector<NamedParams> parameter_sets(long pixels) {
   std::vector<NamedParams> sets;
   for (const OperationEntry& entry : operation_registry())
-    sets.push_back({"defaults", entry.name, {}});
+    if (!entry.user_code) sets.push_back({"defaults", entry.name, {}});
   for (FlipDirection d : kAllDirections) {
     NamedParams n{direction_name(d), "flip", {}};
     n.params.flip = d;

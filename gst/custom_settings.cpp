@@ -1,0 +1,89 @@
+// See custom_settings.h.
+#include "custom_settings.h"
+
+#include <cstdio>
+
+namespace cudaoverlap {
+namespace {
+
+struct FieldContext {
+  std::vector<CustomParam>* params;
+  std::string problem;
+};
+
+gboolean add_field(GQuark field, const GValue* value, gpointer user_data) {
+  auto* context = static_cast<FieldContext*>(user_data);
+  CustomParam p;
+  p.name = g_quark_to_string(field);
+  const GType type = G_VALUE_TYPE(value);
+  if (type == G_TYPE_INT) {
+    p.type = CustomParam::Type::kInt;
+    p.value = g_value_get_int(value);
+  } else if (type == G_TYPE_UINT) {
+    p.type = CustomParam::Type::kUInt;
+    p.value = g_value_get_uint(value);
+  } else if (type == G_TYPE_FLOAT) {
+    p.type = CustomParam::Type::kFloat;
+    p.value = g_value_get_float(value);
+  } else if (type == G_TYPE_DOUBLE) {
+    p.type = CustomParam::Type::kDouble;
+    p.value = g_value_get_double(value);
+  } else if (type == G_TYPE_BOOLEAN) {
+    p.type = CustomParam::Type::kBool;
+    p.value = g_value_get_boolean(value) ? 1 : 0;
+  } else {
+    context->problem = "kernel-params field '" + p.name + "' is a " + g_type_name(type) +
+                       "; a kernel takes (int), (uint), (float), (double) and (boolean) fields";
+    return FALSE;
+  }
+  context->params->push_back(p);
+  return TRUE;
+}
+
+}  // namespace
+
+std::string custom_params_from_structure(const GstStructure* structure,
+                                         std::vector<CustomParam>* params) {
+  params->clear();
+  if (!structure) return {};
+  FieldContext context{params, {}};
+  gst_structure_foreach(structure, add_field, &context);
+  return context.problem;
+}
+
+std::string custom_launch_from_string(const std::string& text, CustomKernelParams* params) {
+  params->block_x = params->block_y = 0;
+  params->pixels_x = params->pixels_y = 1;
+  if (text.empty()) return {};
+  int bx = 0, by = 0, px = 1, py = 1, used = 0;
+  const int n = std::sscanf(text.c_str(), "%dx%d%n/%dx%d%n", &bx, &by, &used, &px, &py, &used);
+  if ((n != 2 && n != 4) || used != static_cast<int>(text.size()) || bx < 1 || by < 1 || px < 1 ||
+      py < 1)
+    return "kernel-launch '" + text +
+           "' is not a launch shape: give the block as WxH (\"32x8\"), optionally with the pixels "
+           "each thread covers (\"32x8/4x1\")";
+  params->block_x = bx;
+  params->block_y = by;
+  params->pixels_x = px;
+  params->pixels_y = py;
+  return {};
+}
+
+std::string custom_source_from_file(const std::string& path, CustomKernelParams* params) {
+  gchar* contents = nullptr;
+  gsize length = 0;
+  GError* error = nullptr;
+  if (!g_file_get_contents(path.c_str(), &contents, &length, &error)) {
+    std::string problem = "kernel-file '" + path + "' cannot be read: " + error->message;
+    g_error_free(error);
+    return problem;
+  }
+  params->source.assign(contents, length);
+  g_free(contents);
+  gchar* base = g_path_get_basename(path.c_str());
+  params->source_name = base;
+  g_free(base);
+  return {};
+}
+
+}  // namespace cudaoverlap

@@ -1,0 +1,28 @@
+// kernel=custom's properties (kernel-file, kernel-source, kernel-params,
+// kernel-entry, kernel-launch) as the kernels layer takes them: the file
+// read, the GstStructure's fields turned into typed parameters, the launch
+// shape parsed. Each returns a sentence saying what is wrong, or empty.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <string>
+#include <vector>
+
+#include "kernel_params.h"
+
+namespace cudaoverlap {
+
+// `structure`'s fields, in order, as parameters (int, uint, float, double
+// and boolean fields); null: none.
+std::string custom_params_from_structure(const GstStructure* structure,
+                                         std::vector<CustomParam>* params);
+
+// "" (the per-pixel form), "32x8" (a whole kernel, blocks of 32x8 threads,
+// a pixel each) or "32x8/4x1" (each thread 4x1 pixels).
+std::string custom_launch_from_string(const std::string& text, CustomKernelParams* params);
+
+// The source file's text, and its base name for NVRTC's messages.
+std::string custom_source_from_file(const std::string& path, CustomKernelParams* params);
+
+}  // namespace cudaoverlap

@@ -1,0 +1,43 @@
+// kernel=custom sources the suites and the benchmark share: `invert` written
+// against <cudaoverlap/pixel.cuh> in both of its forms, each of which must
+// give kernel=invert's bytes in every format.
+#pragma once
+
+namespace cudaoverlap::test {
+
+// The per-pixel form on the format's own samples.
+inline constexpr char kInvertPixelSource[] = R"(#include <cudaoverlap/pixel.cuh>
+
+// max - v on every colour sample; alpha and padding kept.
+co::Pixel process(co::Pixel px, int x, int y, const Params& params) {
+  for (int c = 0; c < 3; ++c) px.c[c] = 1.f - px.c[c];
+  return px;
+}
+)";
+
+// A whole kernel on raw samples (kernel-launch 32x8): one thread per pixel,
+// each sample written by the pixel at the top-left of the block it covers.
+inline constexpr char kInvertRawSource[] = R"(#include <cudaoverlap/pixel.cuh>
+
+template <int I>
+void invert_component(const InFrame& in, const OutFrame& out, int x, int y) {
+  using C = typename co::ComponentOf<Format, I>::type;
+  if constexpr (C::present) {
+    if ((x & ((1 << C::x_sub) - 1)) != 0 || (y & ((1 << C::y_sub) - 1)) != 0) return;
+    const unsigned v = in.raw<I>(x, y);
+    out.set_raw<I>(x, y, I < Format::colours ? ((1u << C::depth) - 1u) - v : v);
+  }
+}
+
+__global__ void process(InFrame in, OutFrame out, Params params) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= in.width || y >= in.height) return;
+  invert_component<0>(in, out, x, y);
+  invert_component<1>(in, out, x, y);
+  invert_component<2>(in, out, x, y);
+  invert_component<3>(in, out, x, y);
+}
+)";
+
+}  // namespace cudaoverlap::test
