@@ -22,6 +22,9 @@ scripts/setup.sh >/dev/null  # builds what changed (CUDA objects included)
 plugins=/usr/lib/x86_64-linux-gnu/gstreamer-1.0
 ../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
   $plugins/libgstcoretracers.so $plugins/libgstjpeg.so $plugins/libgstavi.so
+# NVRTC (kernel=custom) comes with the GPU machine's CUDA toolkit: at 110 MB
+# it would not fit a call.
+rm -f .gpu/gst/lib/libnvrtc*
 rm -rf .gpu/bin .gpu/bin.tgz .gpu/bin.txz .gpu/gst.tgz
 mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
@@ -32,7 +35,7 @@ for f in "${bins[@]}"; do
   [ -f "$f" ] && [ -x "$f" ] || continue
   strip --strip-debug -o ".gpu/bin/$(basename "$f")" "$f"
 done
-skip='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|linux-vdso|libcuda|libnvidia-.*|libcudart)\.so'
+skip='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|linux-vdso|libcuda|libnvidia-.*|libcudart|libnvrtc)\.so'
 for f in .gpu/bin/*; do ldd "$f" | awk '/=> \//{print $1" "$3}'; done | sort -u |
   while read -r name path; do
     [[ $name =~ $skip ]] && continue

@@ -61,6 +61,7 @@
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
+#include "runtime_compiler.h"
 #include "parallel_copy.h"
 
 namespace cudaoverlap {
@@ -288,6 +289,50 @@ std::vector<TimedKernel> timed_kernels() {
   return kernels;
 }
 
+// What kernel=custom adds to a start: make the operation and check it for
+// 4K RGBA (where the program is compiled, or read from the disk cache, and
+// loaded), against the built-in invert. Median of 5 of each; a cache
+// directory of its own, so the first is a real compile.
+void print_custom_start() {
+  char dir_template[] = "/tmp/cudaoverlap-bench-cache-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (!dir) return;
+  setenv("CUDAOVERLAP_KERNEL_CACHE", dir, 1);
+  ImageRef image;
+  image.format = PixelFormat::kRGBA;
+  image.width = 3840;
+  image.height = 2160;
+  auto start_ms = [&](const char* kernel, const KernelParams& params) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto op = make_operation(kernel, params);
+    const std::string problem = op->check(image, image);
+    if (!problem.empty()) throw Error(problem);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  KernelParams custom;
+  custom.custom.source = kInvertPixelSource;
+  std::vector<double> compiled, cached, built_in;
+  for (int i = 0; i < 5; ++i) {
+    custom.custom.source_name = "invert" + std::to_string(i) + ".cu";  // a new program
+    compiled.push_back(start_ms("custom", custom));
+    cached.push_back(start_ms("custom", custom));
+    built_in.push_back(start_ms("invert", {}));
+  }
+  std::printf("\nkernel=custom at start (make and check the operation for 4K RGBA, NVRTC %s; "
+              "median of 5):\n\n",
+              runtime_compiler_version().c_str());
+  std::printf("| start | ms |\n|---|---:|\n");
+  std::printf("| custom invert, compiled (empty cache) | %.1f |\n", median(compiled));
+  std::printf("| custom invert, from the disk cache | %.1f |\n", median(cached));
+  std::printf("| built-in invert | %.3f |\n", median(built_in));
+  std::system((std::string("rm -rf '") + dir + "'").c_str());
+  unsetenv("CUDAOVERLAP_KERNEL_CACHE");
+}
+
 // The --kernels table: GPU time of each kernel alone at 4K.
 int run_kernel_table(const Options& opt) {
   std::string why;
@@ -410,6 +455,7 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kRGBA, PixelFormat::kNV21}};
   for (const auto& [from, to] : convert_pairs)
     time_row("convert", "convert", bt709, from, to, opt.iterations, true);
+  print_custom_start();
   if (!opt.all_pairs) return 0;
   // Every pair, fewer launches each; a matrix of ratios, then the worst.
   // Inputs: every format above (Bayer mosaics included); outputs: those

@@ -369,5 +369,128 @@ TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
   }
 }
 
+// --- kernel=custom ----------------------------------------------------------
+
+// A file of the test's own, removed with it.
+struct TemporaryFile {
+  TemporaryFile(const std::string& name, const std::string& text) {
+    char dir[] = "/tmp/cudaoverlap-custom-XXXXXX";
+    path = std::string(mkdtemp(dir)) + "/" + name;
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  ~TemporaryFile() {
+    std::remove(path.c_str());
+    std::remove(path.substr(0, path.rfind('/')).c_str());
+  }
+  std::string path;
+};
+
+constexpr char kInvertSource[] = R"(#include <cudaoverlap/pixel.cuh>
+co::Pixel process(co::Pixel px, int x, int y, const Params& params) {
+  for (int c = 0; c < 3; ++c) px.c[c] = params.on ? 1.f - px.c[c] : px.c[c];
+  return px;
+}
+)";
+
+bool cuda_under_test() { return test_backend() != "cpu" && backend_available(); }
+
+TEST(CustomKernel, OnTheCpuBackendItIsRefusedAtStartWithASentence) {
+  TemporaryFile file("invert.cu", kInvertSource);
+  GstElement* pipeline = gst_parse_launch(
+      ("videotestsrc num-buffers=2 ! cudaoverlap backend=cpu kernel=custom kernel-file=" +
+       file.path + " ! fakesink")
+          .c_str(),
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  ASSERT_NE(message, nullptr);
+  GError* error = nullptr;
+  gst_message_parse_error(message, &error, nullptr);
+  EXPECT_NE(std::string(error->message).find("needs the cuda backend"), std::string::npos)
+      << error->message;
+  g_error_free(error);
+  gst_message_unref(message);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+}
+
+TEST(CustomKernel, ParametersThatCannotBeTakenFailTheStart) {
+  for (const char* properties :
+       {"kernel=custom", "kernel=custom kernel-source=x kernel-file=/nonexistent.cu",
+        "kernel=custom kernel-source=x kernel-params=\"p, name=(string)x\"",
+        "kernel=custom kernel-source=x kernel-launch=32by8"}) {
+    SCOPED_TRACE(properties);
+    GstElement* pipeline = gst_parse_launch(
+        (std::string("videotestsrc num-buffers=2 ! cudaoverlap ") + properties + " ! fakesink")
+            .c_str(),
+        nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(pipeline);
+  }
+}
+
+class CustomKernelOnCuda : public ::testing::TestWithParam<std::tuple<GstVideoFormat, int, int>> {
+ protected:
+  void SetUp() override {
+    if (!cuda_under_test()) GTEST_SKIP() << "kernel=custom runs on the cuda backend only";
+  }
+};
+
+TEST_P(CustomKernelOnCuda, AFileInvertingFramesMatchesTheCpuComputation) {
+  const auto [format, width, height] = GetParam();
+  TemporaryFile file("invert.cu", kInvertSource);
+  const GstVideoInfo info = video_info(format, width, height);
+  std::vector<GstBuffer*> inputs;
+  for (int i = 0; i < 6; ++i) inputs.push_back(make_frame(info, 40 + i, i));
+  AppPipeline pipeline(info, "kernel=custom kernel-file=" + file.path +
+                                 " kernel-params=\"p, on=(boolean)true\"");
+  ASSERT_TRUE(pipeline.ok());
+  for (GstBuffer* input : inputs) pipeline.push(gst_buffer_ref(input));
+  pipeline.end();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << "frame " << i << " missing; error: " << pipeline.error();
+    EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kInvert), "")
+        << "frame " << i;
+    gst_sample_unref(sample);
+  }
+  EXPECT_EQ(pipeline.error(), "");
+  for (GstBuffer* input : inputs) gst_buffer_unref(input);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SomeFormats, CustomKernelOnCuda,
+    ::testing::Values(std::tuple{GST_VIDEO_FORMAT_RGBA, 64, 48},
+                      std::tuple{GST_VIDEO_FORMAT_NV12, 64, 48},
+                      std::tuple{GST_VIDEO_FORMAT_I420, 33, 17},
+                      std::tuple{GST_VIDEO_FORMAT_YUY2, 35, 9},
+                      std::tuple{GST_VIDEO_FORMAT_BGR, 17, 5},
+                      std::tuple{GST_VIDEO_FORMAT_GRAY8, 640, 480}));
+
+TEST(CustomKernel, ACompileErrorIsAnElementErrorWithNvrtcsLine) {
+  if (!cuda_under_test()) GTEST_SKIP() << "kernel=custom runs on the cuda backend only";
+  TemporaryFile file("broken.cu",
+                     "co::Pixel process(co::Pixel px, int x, int y, const Params& params) {\n"
+                     "  return px + params.missing;\n"
+                     "}\n");
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
+  AppPipeline pipeline(info, "kernel=custom kernel-file=" + file.path);
+  ASSERT_TRUE(pipeline.ok());
+  pipeline.push(make_frame(info, 1, 0));
+  pipeline.end();
+  GstSample* sample = pipeline.pull();
+  EXPECT_EQ(sample, nullptr);
+  if (sample) gst_sample_unref(sample);
+  const std::string error = pipeline.error();
+  EXPECT_NE(error.find("broken.cu(2)"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace cudaoverlap_test
