@@ -45,44 +45,56 @@ std::string component_type(const FormatInfo& info, int c) {
   return s.str();
 }
 
-// The per-pixel form's kernel: one thread per chroma block.
+// The per-pixel form's kernel: one thread per tile (co::detail::map_tile),
+// chroma block by chroma block where a tile is cut by the picture's edge or
+// a plane is not on 16 bytes.
 constexpr char kPixelKernelText[] = R"(
 extern "C" __global__ void cudaoverlap_pixel_kernel(InFrame in, OutFrame out, Params params) {
+  constexpr int tx = co::detail::tile_width<Format>();
   constexpr int bx = 1 << Format::block_x_sub, by = 1 << Format::block_y_sub;
   // Packed 4:2:2 stores a last pair's second luma past an odd width.
   constexpr bool one_plane = Format::colours == 3 && Format::Comp0::plane == Format::Comp1::plane;
   const int width = one_plane ? (in.width + bx - 1) / bx * bx : in.width;
-  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * bx;
+  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * tx;
   const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * by;
   if (x0 >= width || y0 >= in.height) return;
   using View = decltype(co::detail::view_of(&CUDAOVERLAP_ENTRY));
-  if constexpr (bx == 1 && by == 1) {
-    View v;
-    in.view(in.pixel(x0, y0), &v);
-    out.set_pixel(x0, y0, out.as_pixel(CUDAOVERLAP_ENTRY(v, x0, y0, params)));
-  } else {
-    float u = 0.f, w = 0.f;
-    int n = 0;
-    for (int dy = 0; dy < by; ++dy) {
-      for (int dx = 0; dx < bx; ++dx) {
-        const int x = x0 + dx, y = y0 + dy;
-        if (x >= width || y >= in.height) continue;
-        View v;
-        in.view(in.pixel(x, y), &v);
-        const co::Pixel p = out.as_pixel(CUDAOVERLAP_ENTRY(v, x, y, params));
-        out.set_sample<0>(x, y, p.c[0]);
-        out.set_sample<3>(x, y, p.a);
-        u += p.c[1];
-        w += p.c[2];
-        ++n;
+  auto result = [&](const View& v, int x, int y) {
+    return out.as_pixel(CUDAOVERLAP_ENTRY(v, x, y, params));
+  };
+  if (x0 + tx <= width && y0 + by <= in.height && co::detail::aligned16(in) &&
+      co::detail::aligned16(out)) {
+    co::detail::map_tile<View>(in, out, x0, y0, result);
+    return;
+  }
+  for (int xb = x0; xb < x0 + tx && xb < width; xb += bx) {
+    if constexpr (bx == 1 && by == 1) {
+      View v;
+      in.view(in.pixel(xb, y0), &v);
+      out.set_pixel(xb, y0, result(v, xb, y0));
+    } else {
+      float u = 0.f, w = 0.f;
+      int n = 0;
+      for (int dy = 0; dy < by; ++dy) {
+        for (int dx = 0; dx < bx; ++dx) {
+          const int x = xb + dx, y = y0 + dy;
+          if (x >= width || y >= in.height) continue;
+          View v;
+          in.view(in.pixel(x, y), &v);
+          const co::Pixel p = result(v, x, y);
+          out.set_sample<0>(x, y, p.c[0]);
+          out.set_sample<3>(x, y, p.a);
+          u += p.c[1];
+          w += p.c[2];
+          ++n;
+        }
       }
+      out.set_sample<1>(xb, y0, u / n);
+      out.set_sample<2>(xb, y0, w / n);
     }
-    out.set_sample<1>(x0, y0, u / n);
-    out.set_sample<2>(x0, y0, w / n);
   }
 }
 )";
-
 }  // namespace
 
 const char kCustomPixelKernel[] = "cudaoverlap_pixel_kernel";

@@ -159,13 +159,29 @@ void launch_custom_kernel(const CustomKernel& kernel, const CustomKernelParams& 
   void* args[] = {&in_frame, &out_frame, values.data()};
   dim3 block, grid;
   if (params.block_x == 0) {
+    // A thread per tile, as the kernel's co::detail::tile_width picks it.
     const FormatInfo& info = format_info(in.format);
-    const int bx = 1 << std::max(info.comp[1].x_sub, info.comp[2].x_sub);
-    const int by = 1 << std::max(info.comp[1].y_sub, info.comp[2].y_sub);
-    const bool chroma = colour_components(in.format) == 3;
+    int bx = 1, by = 1;
+    for (int c = 1; c < colour_components(in.format); ++c) {
+      bx = std::max(bx, 1 << info.comp[c].x_sub);
+      by = std::max(by, 1 << info.comp[c].y_sub);
+    }
+    int tx = bx;
+    for (;;) {
+      bool whole = true;
+      int longest = 0;
+      for (int c = 0; c < 4; ++c) {
+        if (!(c < info.n_components || (c == 3 && info.alpha_byte >= 0))) continue;
+        const int bytes = (tx >> info.comp[c].x_sub) * info.comp[c].pixel_stride;
+        if (bytes % 4 != 0) whole = false;
+        longest = std::max(longest, bytes);
+      }
+      if (whole && longest >= 16) break;
+      tx *= 2;
+    }
     block = dim3(32, 8);
-    const unsigned across = static_cast<unsigned>((in.width + (chroma ? bx : 1) - 1) / (chroma ? bx : 1));
-    const unsigned down = static_cast<unsigned>((in.height + (chroma ? by : 1) - 1) / (chroma ? by : 1));
+    const unsigned across = static_cast<unsigned>((in.width + tx - 1) / tx);
+    const unsigned down = static_cast<unsigned>((in.height + by - 1) / by);
     grid = dim3((across + block.x - 1) / block.x, (down + block.y - 1) / block.y);
   } else {
     block = dim3(static_cast<unsigned>(params.block_x), static_cast<unsigned>(params.block_y));

@@ -367,9 +367,286 @@ struct Frame : FrameData {
 };
 
 namespace detail {
+
 // The pixel type a per-pixel function takes (its first parameter).
 template <class V, class R, class P>
 V view_of(R (*)(V, int, int, P));
+
+// --- The per-pixel form's tiles -------------------------------------------
+//
+// Where it can, a thread of a per-pixel kernel takes a tile of pixels whose
+// every plane's bytes are a whole number of 16-byte words: it loads them
+// with 16-byte loads, takes each sample out of registers at an offset known
+// when the program is compiled, and builds and stores its output the same
+// way. That is how a hand-written kernel moves memory; one sample at a time
+// would take several times as long.
+
+template <class F>
+struct Components {
+  // Component i's fields; plane -1 where the format has no component i.
+  __host__ __device__ static constexpr int plane(int i) {
+    return i == 0 ? F::Comp0::plane
+                  : i == 1 ? F::Comp1::plane : i == 2 ? F::Comp2::plane : F::Comp3::plane;
+  }
+  __host__ __device__ static constexpr int step(int i) {
+    return i == 0 ? F::Comp0::step
+                  : i == 1 ? F::Comp1::step : i == 2 ? F::Comp2::step : F::Comp3::step;
+  }
+  __host__ __device__ static constexpr int x_sub(int i) {
+    return i == 0 ? F::Comp0::x_sub
+                  : i == 1 ? F::Comp1::x_sub : i == 2 ? F::Comp2::x_sub : F::Comp3::x_sub;
+  }
+  __host__ __device__ static constexpr int y_sub(int i) {
+    return i == 0 ? F::Comp0::y_sub
+                  : i == 1 ? F::Comp1::y_sub : i == 2 ? F::Comp2::y_sub : F::Comp3::y_sub;
+  }
+  // The first component in plane p, or -1 when no component is.
+  __host__ __device__ static constexpr int first_in_plane(int p) {
+    return plane(0) == p ? 0 : plane(1) == p ? 1 : plane(2) == p ? 2 : plane(3) == p ? 3 : -1;
+  }
+};
+
+// Pixels across a tile: the fewest, a multiple of the chroma block, that
+// make every component's run of bytes a multiple of 4 and the longest at
+// least 16. A plane's run then starts on a multiple of its length, so it
+// moves in loads and stores of 16, 8 or 4 bytes (the largest that divides
+// the length). Wider tiles would mean fewer threads than the GPU needs to
+// keep its memory busy. The element's launch computes the same (custom.cu).
+template <class F>
+__host__ __device__ constexpr int tile_width() {
+  using K = Components<F>;
+  int tx = 1 << F::block_x_sub;
+  for (;;) {
+    bool whole = true;
+    int longest = 0;
+    for (int i = 0; i < 4; ++i) {
+      if (K::plane(i) < 0) continue;
+      const int bytes = (tx >> K::x_sub(i)) * K::step(i);
+      if (bytes % 4 != 0) whole = false;
+      if (bytes > longest) longest = bytes;
+    }
+    if (whole && longest >= 16) return tx;
+    tx *= 2;
+  }
+}
+
+// Bytes and rows of plane p in a tile; 0 for a plane no component uses.
+template <class F>
+__host__ __device__ constexpr int tile_bytes(int p) {
+  using K = Components<F>;
+  const int k = K::first_in_plane(p);
+  return k < 0 ? 0 : (tile_width<F>() >> K::x_sub(k)) * K::step(k);
+}
+template <class F>
+__host__ __device__ constexpr int tile_rows(int p) {
+  using K = Components<F>;
+  const int k = K::first_in_plane(p);
+  return k < 0 ? 0 : (1 << F::block_y_sub) >> K::y_sub(k);
+}
+// One plane's part of a tile, as 32-bit words, row by row.
+template <class F, int P, int Rows = tile_rows<F>(P), int Words = tile_bytes<F>(P) / 4>
+struct PlaneRun {
+  unsigned w[Rows > 0 ? Rows : 1][Words > 0 ? Words : 1];
+
+  __device__ static const unsigned char* start(const Frame<F>& f, int x0, int y0, int r) {
+    using K = Components<F>;
+    constexpr int k = K::first_in_plane(P);
+    return f.row(P, (y0 >> K::y_sub(k)) + r) + (x0 >> K::x_sub(k)) * K::step(k);
+  }
+  // Bytes one load or store moves: 16, 8 or 4, whichever divides the run.
+  static constexpr int kChunk = (Words * 4) % 16 == 0 ? 16 : (Words * 4) % 8 == 0 ? 8 : 4;
+
+  __device__ void load(const Frame<F>& f, int x0, int y0) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const unsigned char* at = start(f, x0, y0, r);
+#pragma unroll
+      for (int q = 0; q < Words * 4 / kChunk; ++q) {
+        if constexpr (kChunk == 16) {
+          const uint4 v = reinterpret_cast<const uint4*>(at)[q];
+          w[r][4 * q] = v.x;
+          w[r][4 * q + 1] = v.y;
+          w[r][4 * q + 2] = v.z;
+          w[r][4 * q + 3] = v.w;
+        } else if constexpr (kChunk == 8) {
+          const uint2 v = reinterpret_cast<const uint2*>(at)[q];
+          w[r][2 * q] = v.x;
+          w[r][2 * q + 1] = v.y;
+        } else {
+          w[r][q] = reinterpret_cast<const unsigned*>(at)[q];
+        }
+      }
+    }
+  }
+  __device__ void clear() {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int q = 0; q < Words; ++q) w[r][q] = 0u;
+  }
+  __device__ void store(const Frame<F>& f, int x0, int y0) const {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      unsigned char* at = const_cast<unsigned char*>(start(f, x0, y0, r));
+#pragma unroll
+      for (int q = 0; q < Words * 4 / kChunk; ++q) {
+        if constexpr (kChunk == 16)
+          reinterpret_cast<uint4*>(at)[q] =
+              make_uint4(w[r][4 * q], w[r][4 * q + 1], w[r][4 * q + 2], w[r][4 * q + 3]);
+        else if constexpr (kChunk == 8)
+          reinterpret_cast<uint2*>(at)[q] = make_uint2(w[r][2 * q], w[r][2 * q + 1]);
+        else
+          reinterpret_cast<unsigned*>(at)[q] = w[r][q];
+      }
+    }
+  }
+};
+
+// A tile's samples, plane by plane.
+template <class F>
+struct Tile {
+  static constexpr int tx = tile_width<F>();
+  static constexpr int by = 1 << F::block_y_sub;
+  PlaneRun<F, 0> p0;
+  PlaneRun<F, 1> p1;
+  PlaneRun<F, 2> p2;
+  PlaneRun<F, 3> p3;
+
+  template <int P>
+  __device__ auto& plane() {
+    if constexpr (P == 0) return p0;
+    else if constexpr (P == 1) return p1;
+    else if constexpr (P == 2) return p2;
+    else return p3;
+  }
+  template <int P>
+  __device__ const auto& plane() const {
+    if constexpr (P == 0) return p0;
+    else if constexpr (P == 1) return p1;
+    else if constexpr (P == 2) return p2;
+    else return p3;
+  }
+  template <int P>
+  __device__ void load_plane(const Frame<F>& f, int x0, int y0) {
+    if constexpr (tile_bytes<F>(P) > 0) plane<P>().load(f, x0, y0);
+  }
+  template <int P>
+  __device__ void clear_plane() {
+    if constexpr (tile_bytes<F>(P) > 0) plane<P>().clear();
+  }
+  template <int P>
+  __device__ void store_plane(const Frame<F>& f, int x0, int y0) const {
+    if constexpr (tile_bytes<F>(P) > 0) plane<P>().store(f, x0, y0);
+  }
+  __device__ void load(const Frame<F>& f, int x0, int y0) {
+    load_plane<0>(f, x0, y0);
+    load_plane<1>(f, x0, y0);
+    load_plane<2>(f, x0, y0);
+    load_plane<3>(f, x0, y0);
+  }
+  __device__ void clear() {
+    clear_plane<0>();
+    clear_plane<1>();
+    clear_plane<2>();
+    clear_plane<3>();
+  }
+  __device__ void store(const Frame<F>& f, int x0, int y0) const {
+    store_plane<0>(f, x0, y0);
+    store_plane<1>(f, x0, y0);
+    store_plane<2>(f, x0, y0);
+    store_plane<3>(f, x0, y0);
+  }
+
+  // Component I's sample for tile pixel (dx, dy), normalised.
+  template <int I>
+  __device__ float get(int dx, int dy) const {
+    using C = typename ComponentOf<F, I>::type;
+    if constexpr (!C::present) {
+      return 1.f;
+    } else {
+      const int b = (dx >> C::x_sub) * C::step + C::offset;
+      const unsigned word = plane<C::plane>().w[dy >> C::y_sub][b >> 2] >> (8 * (b & 3));
+      const unsigned max = (1u << C::depth) - 1u;
+      const unsigned raw =
+          F::sample_bytes == 1 ? (word & 255u) : (((word & 0xffffu) >> C::shift) & max);
+      return float(raw) * (1.f / float(max));
+    }
+  }
+  template <int I>
+  __device__ void put(int dx, int dy, float v) {
+    using C = typename ComponentOf<F, I>::type;
+    if constexpr (C::present) {
+      const int b = (dx >> C::x_sub) * C::step + C::offset;
+      const unsigned max = (1u << C::depth) - 1u;
+      const unsigned raw = static_cast<unsigned>(__float2int_rn(clamp01(v) * float(max)));
+      plane<C::plane>().w[dy >> C::y_sub][b >> 2] |= (raw << C::shift) << (8 * (b & 3));
+    }
+  }
+  __device__ Pixel pixel(int dx, int dy) const {
+    Pixel p;
+    p.c[0] = get<0>(dx, dy);
+    p.c[1] = F::colours == 3 ? get<1>(dx, dy) : 0.f;
+    p.c[2] = F::colours == 3 ? get<2>(dx, dy) : 0.f;
+    p.a = get<3>(dx, dy);
+    return p;
+  }
+};
+
+// Whether every plane of `f` starts on 16 bytes and keeps to them row by row.
+template <class F>
+__device__ bool aligned16(const Frame<F>& f) {
+  bool ok = true;
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+    if (tile_bytes<F>(p) > 0)
+      ok = ok && ((reinterpret_cast<unsigned long long>(f.plane[p]) | f.stride[p]) & 15u) == 0;
+  return ok;
+}
+
+// The tile at (x0, y0), which lies wholly inside both frames: `fn(view, x,
+// y)` gives each pixel's result as a co::Pixel.
+template <class View, class F, class Fn>
+__device__ void map_tile(const Frame<F>& in, const Frame<F>& out, int x0, int y0, Fn fn) {
+  using T = Tile<F>;
+  constexpr int bx = 1 << F::block_x_sub;
+  constexpr bool sub = F::block_x_sub > 0 || F::block_y_sub > 0;
+  T src, dst;
+  src.load(in, x0, y0);
+  dst.clear();
+  float u[T::tx / bx], v[T::tx / bx];
+#pragma unroll
+  for (int b = 0; b < T::tx / bx; ++b) u[b] = v[b] = 0.f;
+#pragma unroll
+  for (int dy = 0; dy < T::by; ++dy) {
+#pragma unroll
+    for (int dx = 0; dx < T::tx; ++dx) {
+      View view;
+      in.view(src.pixel(dx, dy), &view);
+      const Pixel q = fn(view, x0 + dx, y0 + dy);
+      dst.template put<0>(dx, dy, q.c[0]);
+      dst.template put<3>(dx, dy, q.a);
+      if constexpr (F::colours == 3) {
+        if constexpr (sub) {
+          u[dx / bx] += q.c[1];
+          v[dx / bx] += q.c[2];
+        } else {
+          dst.template put<1>(dx, dy, q.c[1]);
+          dst.template put<2>(dx, dy, q.c[2]);
+        }
+      }
+    }
+  }
+  if constexpr (F::colours == 3 && sub) {
+    constexpr float n = float(bx * T::by);
+#pragma unroll
+    for (int b = 0; b < T::tx / bx; ++b) {
+      dst.template put<1>(b * bx, 0, u[b] / n);
+      dst.template put<2>(b * bx, 0, v[b] / n);
+    }
+  }
+  dst.store(out, x0, y0);
+}
+
 }  // namespace detail
 
 }  // namespace co
