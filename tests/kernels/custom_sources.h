@@ -40,4 +40,21 @@ __global__ void process(InFrame in, OutFrame out, Params params) {
 }
 )";
 
+// The README's examples, compiled by the tests so that they stay true.
+inline constexpr char kReadmeSepiaSource[] = R"(// sepia.cu
+co::Rgba process(co::Rgba px, int x, int y, const Params& params) {
+  const float grey = 0.299f * px.r + 0.587f * px.g + 0.114f * px.b;
+  const float k = params.amount;
+  return co::Rgba{px.r + k * (1.07f * grey - px.r), px.g + k * (0.74f * grey - px.g),
+                  px.b + k * (0.43f * grey - px.b), px.a};
+}
+)";
+
+inline constexpr char kReadmeWholeKernelSource[] = R"(
+__global__ void process(InFrame in, OutFrame out, Params params) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < in.width && y < in.height) out.set_rgba(x, y, in.rgba(x, y));
+}
+)";
+
 }  // namespace cudaoverlap::test

@@ -111,6 +111,22 @@ TEST(CustomCompile, EveryPixelViewCompiles) {
   }
 }
 
+TEST(CustomCompile, TheReadmesExamplesCompile) {
+  if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
+  CustomKernelParams sepia;
+  sepia.source = kReadmeSepiaSource;
+  sepia.params = {{"amount", CustomParam::Type::kFloat, 0.8}};
+  CustomKernelParams whole;
+  whole.source = kReadmeWholeKernelSource;
+  whole.block_x = 32;
+  whole.block_y = 8;
+  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kYUY2,
+                        PixelFormat::kI420_10LE, PixelFormat::kBGR, PixelFormat::kGRAY16_LE}) {
+    EXPECT_NO_THROW(compile(sepia, f)) << format_info(f).name;
+    EXPECT_NO_THROW(compile(whole, f)) << format_info(f).name;
+  }
+}
+
 TEST(CustomCompile, AnErrorCarriesNvrtcsLogWithTheUsersLineNumbers) {
   if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
   CustomKernelParams p;
