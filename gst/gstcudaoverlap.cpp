@@ -157,13 +157,12 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   return settings;
 }
 
-// READY->PAUSED: kernel=custom's parameters from its properties, the
-// source file read now (so an edit between runs is picked up). False after
-// posting an error, when kernel=custom cannot start with them.
-static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
+// kernel=custom's parameters from its properties, the source file read now
+// (so an edit is picked up at each start and each change while playing),
+// kept for the session's settings. Returns what is wrong with them, or empty.
+static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKernelParams* made) {
   GST_OBJECT_LOCK(self);
   GstCudaOverlapPrivate* priv = self->priv;
-  const bool custom = std::string(kernel_name_from_gst(priv->kernel)) == "custom";
   const std::string file = priv->kernel_file;
   CustomKernelParams params;
   params.source = priv->kernel_source;
@@ -180,13 +179,45 @@ static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
   if (problem.empty()) problem = check_custom_params(params);
   GST_OBJECT_LOCK(self);
   priv->custom = params;
-  priv->custom_problem = problem;
   GST_OBJECT_UNLOCK(self);
-  if (custom && !problem.empty()) {
+  *made = std::move(params);
+  return problem;
+}
+
+static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  const bool custom = std::string(kernel_name_from_gst(self->priv->kernel)) == "custom";
+  GST_OBJECT_UNLOCK(self);
+  return custom;
+}
+
+// READY->PAUSED: false after posting an error, when kernel=custom cannot
+// start with its properties.
+static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
+  CustomKernelParams params;
+  const std::string problem = gst_cuda_overlap_make_custom(self, &params);
+  if (gst_cuda_overlap_kernel_is_custom(self) && !problem.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", problem.c_str()), (nullptr));
     return false;
   }
   return true;
+}
+
+// A kernel=custom property changed while playing: the new kernel goes to
+// the session to be compiled and swapped in; what cannot be taken is a
+// warning, and the running kernel stays.
+static void gst_cuda_overlap_replace_custom(GstCudaOverlap* self) {
+  if (!gst_cuda_overlap_kernel_is_custom(self)) return;
+  CustomKernelParams params;
+  const std::string problem = gst_cuda_overlap_make_custom(self, &params);
+  if (!problem.empty()) {
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("kernel=custom: the new source is not taken, the running kernel stays: %s",
+                         problem.c_str()),
+                        (nullptr));
+    return;
+  }
+  self->priv->session->replace_custom_kernel(std::move(params));
 }
 
 static Session& gst_cuda_overlap_session(GstObject* parent) {
@@ -319,9 +350,15 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
   GstCudaOverlapPrivate* priv = self->priv;
   Session& session = *priv->session;
   GST_OBJECT_LOCK(self);
+  // kernel=custom's source and parameters may change while playing: the
+  // session compiles them aside and swaps them in between two frames.
+  const bool custom_property = prop_id == PROP_KERNEL_FILE || prop_id == PROP_KERNEL_SOURCE ||
+                               prop_id == PROP_KERNEL_PARAMS || prop_id == PROP_KERNEL_ENTRY ||
+                               prop_id == PROP_KERNEL_LAUNCH;
+  const bool playing = GST_STATE(self) > GST_STATE_READY;
   // Engines, the device and the instruments are made with these at start
   // and on caps; pin-upstream-memory is read per frame.
-  if (GST_STATE(self) > GST_STATE_READY && prop_id != PROP_PIN_UPSTREAM_MEMORY) {
+  if (playing && prop_id != PROP_PIN_UPSTREAM_MEMORY && !custom_property) {
     GST_OBJECT_UNLOCK(self);
     GST_WARNING_OBJECT(self, "'%s' can only be changed in the NULL or READY state; ignored",
                        pspec->name);
@@ -406,6 +443,7 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
       break;
   }
   GST_OBJECT_UNLOCK(self);
+  if (custom_property && playing) gst_cuda_overlap_replace_custom(self);
 }
 
 static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue* value,
@@ -601,18 +639,22 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                           "kernel reaches 3 sigma each way; subsampled chroma is blurred by the "
                           "same extent on the picture)",
                           kBlurMinSigma, kBlurMaxSigma, DEFAULT_SIGMA, flags));
+  // kernel=custom's: also while playing (compiled aside, swapped between
+  // two frames).
+  const auto playing_flags = static_cast<GParamFlags>(
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_FILE,
       g_param_spec_string(
           "kernel-file", "Kernel file",
           "kernel=custom: a file of CUDA C written against <cudaoverlap/pixel.cuh>, read and "
           "compiled for the GPU when the element starts (the result cached on disk)",
-          nullptr, flags));
+          nullptr, playing_flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_SOURCE,
       g_param_spec_string("kernel-source", "Kernel source",
                           "kernel=custom: the CUDA C itself, instead of kernel-file", nullptr,
-                          flags));
+                          playing_flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_PARAMS,
       g_param_spec_boxed(
@@ -620,13 +662,13 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "kernel=custom: a structure whose fields become the members of the kernel's Params, "
           "by name and type, e.g. \"params, amount=(float)1.5, radius=(int)2\" ((int), (uint), "
           "(float), (double) and (boolean) fields)",
-          GST_TYPE_STRUCTURE, flags));
+          GST_TYPE_STRUCTURE, playing_flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_ENTRY,
       g_param_spec_string("kernel-entry", "Kernel entry",
                           "kernel=custom: the name of the per-pixel function, or with "
                           "kernel-launch of the __global__ kernel",
-                          DEFAULT_KERNEL_ENTRY, flags));
+                          DEFAULT_KERNEL_ENTRY, playing_flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_LAUNCH,
       g_param_spec_string(
@@ -635,7 +677,7 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "it); a block shape such as \"32x8\", or with the pixels each thread covers "
           "\"32x8/4x1\", for a whole __global__ kernel(InFrame in, OutFrame out, Params "
           "params) launched over the picture",
-          "", flags));
+          "", playing_flags));
   g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed(

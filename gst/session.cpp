@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "custom.h"
 #include "device_choice.h"
 #include "error.h"
 #include "input_frame.h"
@@ -112,6 +113,12 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
 }
 
 void Session::stop() {
+  std::thread compiler;
+  {
+    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    compiler = std::move(swap_compiler_);
+  }
+  if (compiler.joinable()) compiler.join();
   install_engine(nullptr);
   queue_.clear();
   instruments_.stop();
@@ -163,8 +170,84 @@ void Session::install_engine(std::unique_ptr<Engine> engine) {
     // A flush that began before this engine existed covers it too.
     if (engine_ && queue_.flow() == GST_FLOW_FLUSHING) engine_->flush_start();
   }
+  {
+    // A replacement compiled for the old engine is not for this one.
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    ++swap_generation_;
+    swap_ready_.reset();
+    swap_base_.reset();
+    if (engine_ && dynamic_cast<const CustomOperation*>(engine_->config().operation.get())) {
+      const EngineConfig& config = engine_->config();
+      swap_base_ = config.operation;
+      swap_in_ = ImageRef{config.input.format, config.input.width, config.input.height, {}};
+      swap_out_ = ImageRef{config.output.format, config.output.width, config.output.height, {}};
+    }
+  }
   // Joins the worker. Frames already downstream keep their slots alive.
   old.reset();
+}
+
+void Session::replace_custom_kernel(CustomKernelParams params) {
+  std::thread previous;
+  {
+    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    previous = std::move(swap_compiler_);
+  }
+  if (previous.joinable()) previous.join();  // one compile at a time
+  std::shared_ptr<const Operation> base;
+  ImageRef in, out;
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    base = swap_base_;
+    in = swap_in_;
+    out = swap_out_;
+    generation = swap_generation_;
+  }
+  if (!base) return;
+  const auto& running = static_cast<const CustomOperation&>(*base);
+  params.device = running.params().device;
+  auto op = std::make_shared<const CustomOperation>(std::move(params), running.colorimetry());
+  if (op->same_as(running)) return;
+  std::thread compiler([this, op, in, out, generation] {
+    const std::string problem = op->check(in, out);
+    if (!problem.empty()) {
+      const std::string message =
+          "kernel=custom: the new source is not taken, the running kernel stays: " + problem;
+      GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    if (generation == swap_generation_) swap_ready_ = op;
+    GST_INFO_OBJECT(element_, "kernel=custom: new source compiled; it runs from the next frame");
+  });
+  {
+    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    previous = std::move(swap_compiler_);
+    swap_compiler_ = std::move(compiler);
+  }
+  if (previous.joinable()) previous.join();
+}
+
+void Session::take_replacement_kernel() {
+  std::shared_ptr<const Operation> op;
+  {
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    op = std::move(swap_ready_);
+  }
+  if (!op || !engine_) return;
+  try {
+    engine_->replace_operation(op);
+  } catch (const Error& e) {
+    const std::string message =
+        std::string("kernel=custom: the new source is not taken, the running kernel stays: ") +
+        e.what();
+    GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  swap_base_ = op;  // what the next replacement is compared with
+  GST_INFO_OBJECT(element_, "kernel=custom replaced between frames");
 }
 
 // ---------------------------------------------------------------------------
@@ -352,6 +435,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   // QoS: a frame downstream would show too late is dropped before it costs
   // an upload.
   if (instruments_.drop_late(element_, buffer)) return GST_FLOW_OK;
+  take_replacement_kernel();
 
   const FrameLayout in_layout = engine_->config().input;
   auto mapped = std::make_shared<MappedInput>();

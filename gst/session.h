@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "engine.h"
 #include "gstcudaoverlapenums.h"
@@ -90,6 +91,15 @@ class Session {
   // False when that could not be done (flushing, an error).
   bool drain_for_query();
 
+  // Any thread (the application's, setting a kernel=custom property while
+  // playing): compiles `params` for the stream as it is, on a thread of its
+  // own, and has the frames submitted after that run it, those before
+  // keeping the old kernel (Engine::replace_operation). A compile error is
+  // a warning: the running kernel stays. Without a running kernel=custom
+  // engine there is nothing to do: the next caps take the properties as
+  // they are then.
+  void replace_custom_kernel(CustomKernelParams params);
+
   // Any thread: an event from downstream (QOS, NAVIGATION, RECONFIGURE, …).
   gboolean src_event(GstEvent* event);
   // Any thread: the LATENCY query, already answered upstream; adds ours.
@@ -123,6 +133,9 @@ class Session {
   gboolean finish_after_flow(GstEvent* event, GstFlowReturn flow);
 
   void install_engine(std::unique_ptr<Engine> engine);
+  // Streaming: a replacement kernel=custom compiled for this engine, if one
+  // is ready, goes into it before the next frame.
+  void take_replacement_kernel();
   void on_frame(OutputFrame frame);           // engine worker
   void on_error(const std::string& message);  // engine worker or streaming
   bool report(Status status);                 // streaming: false unless kOk
@@ -165,6 +178,20 @@ class Session {
   GeometryTransform geometry_;  // of the output now: for NAVIGATION events
   std::string refused_caps_;
   bool error_posted_ = false;
+
+  // kernel=custom replaced while playing. swap_mutex_ is a leaf.
+  std::mutex swap_mutex_;
+  // Guarded by swap_mutex_. What a replacement is compiled for: the running
+  // engine's kernel=custom (its geometry and colorimetry), set by the
+  // streaming thread when it installs an engine; null when it runs another
+  // kernel or none.
+  std::shared_ptr<const Operation> swap_base_;
+  uint64_t swap_generation_ = 0;  // counts engines installed
+  std::shared_ptr<const Operation> swap_ready_;  // compiled for swap_generation_
+  ImageRef swap_in_, swap_out_;                  // the engine's geometry, no planes
+  // Compiles one replacement at a time; joined before the next and in stop().
+  std::thread swap_compiler_;
+  std::mutex swap_compiler_mutex_;  // guards swap_compiler_; taken before swap_mutex_
 
   OutputQueue queue_;  // the flow state; its own lock
   OutputBuffers outputs_;

@@ -52,6 +52,7 @@ class CustomOperation final : public Operation {
                      const Workspace& workspace) const override;
 
   const CustomKernelParams& params() const { return params_; }
+  const Colorimetry& colorimetry() const { return colorimetry_; }
 
   // How the program for `format` was made, once check() said yes: compiled
   // now or read from the cache, and in how many milliseconds.

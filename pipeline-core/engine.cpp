@@ -79,6 +79,10 @@ struct Slot {
   uint64_t sequence = 0;
   std::shared_ptr<void> keep_alive;  // the zero-copy input, until uploaded
   std::shared_ptr<void> user;
+  // The operation the frame's kernel runs: held until the slot is taken
+  // again, long after that kernel finished, so one replaced while frames
+  // are in flight (Engine::replace_operation) outlives its launches.
+  std::shared_ptr<const Operation> operation;
   // Host stages. Written under mutex_ as the slot enters in_flight_; the
   // worker reads it after taking the slot from there, and nothing writes it
   // again until the slot was freed.
@@ -451,6 +455,7 @@ Status Engine::submit(InputFrame frame) {
     slot.sequence = sequence;
     slot.user = std::move(frame.user);
     slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
+    slot.operation = config_.operation;
   }
 
   Slot& slot = c.slots_[index];
@@ -496,7 +501,7 @@ Status Engine::submit(InputFrame frame) {
     // Barrier "uploaded": the kernel reads the slot's device input.
     c.compute_->wait(*slot.uploaded);
     if (timed) c.compute_->record(*slot.compute_started);
-    c.compute_->launch(*config_.operation, device_in, device_out, c.workspace_view_);
+    c.compute_->launch(*slot.operation, device_in, device_out, c.workspace_view_);
     c.compute_->record(*slot.computed);
 
     stage = Stage::kDownload;
@@ -535,6 +540,20 @@ Status Engine::submit(InputFrame frame) {
   }
   c.changed_.notify_all();
   return Status::kOk;
+}
+
+void Engine::replace_operation(std::shared_ptr<const Operation> operation) {
+  if (!operation) throw Error("replace_operation needs an operation");
+  const std::string problem =
+      operation->check(geometry_only(config_.input), geometry_only(config_.output));
+  if (!problem.empty()) throw Error(problem);
+  // A workspace is shared by every frame in flight: new tables written into
+  // it would reach frames of the old operation still running.
+  if (operation->workspace_bytes() > 0 || config_.operation->workspace_bytes() > 0)
+    throw Error(std::string("kernel '") + operation->name() +
+                "' keeps tables on the device and cannot replace a running kernel; restart "
+                "the engine instead");
+  config_.operation = std::move(operation);
 }
 
 Status Engine::drain() {

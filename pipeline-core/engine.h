@@ -178,6 +178,14 @@ class Engine {
   // state. Producer thread.
   Status submit(InputFrame frame);
 
+  // Frames submitted from now on run `operation` (frames already submitted
+  // keep theirs): a kernel swapped between two frames, none lost, none with
+  // a part of each. Its check must pass for the engine's input and output,
+  // and neither it nor the current one may use a workspace. Throws Error
+  // saying why not; the engine is then unchanged. Producer thread, between
+  // submit() calls.
+  void replace_operation(std::shared_ptr<const Operation> operation);
+
   // Blocks until every submitted frame has been handed to on_frame (not
   // necessarily released). Returns early with kFlushing or kError. Producer.
   Status drain();

@@ -67,6 +67,21 @@ class AppPipeline {
     gst_object_unref(overlap);
     return s;
   }
+  // The cudaoverlap element (a new reference).
+  GstElement* overlap() { return gst_bin_get_by_name(GST_BIN(pipeline_), "overlap"); }
+  // Text of the next WARNING message within `timeout`, or empty.
+  std::string warning(GstClockTime timeout) {
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    GstMessage* message = gst_bus_timed_pop_filtered(bus, timeout, GST_MESSAGE_WARNING);
+    gst_object_unref(bus);
+    if (message == nullptr) return {};
+    GError* error = nullptr;
+    gst_message_parse_warning(message, &error, nullptr);
+    std::string text = error->message;
+    g_error_free(error);
+    gst_message_unref(message);
+    return text;
+  }
   std::string error() {
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
@@ -490,6 +505,69 @@ TEST(CustomKernel, ACompileErrorIsAnElementErrorWithNvrtcsLine) {
   if (sample) gst_sample_unref(sample);
   const std::string error = pipeline.error();
   EXPECT_NE(error.find("broken.cu(2)"), std::string::npos) << error;
+}
+
+// While playing, a new source is compiled aside and swapped in between two
+// frames: every frame comes out whole, either inverted (old) or copied
+// (new), none lost, and once the new kernel has run the old one never runs
+// again. A source that does not compile then is a warning, and the running
+// kernel stays.
+TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
+  if (!cuda_under_test()) GTEST_SKIP() << "kernel=custom runs on the cuda backend only";
+  TemporaryFile invert("invert.cu", kInvertSource);
+  TemporaryFile copy("copy.cu",
+                     "co::Pixel process(co::Pixel px, int x, int y, const Params&) { return px; }\n");
+  TemporaryFile broken("broken.cu", "co::Pixel process(co::Pixel px) { return nonsense; }\n");
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
+  AppPipeline pipeline(info, "kernel=custom kernel-file=" + invert.path +
+                                 " kernel-params=\"p, on=(boolean)true\"");
+  ASSERT_TRUE(pipeline.ok());
+  GstElement* overlap = pipeline.overlap();
+  int frames = 0, inverted = 0, copied = 0;
+  std::string problems;
+  // One frame through; which kernel made it.
+  auto one_frame = [&] {
+    GstBuffer* input = make_frame(info, 500 + frames, frames);
+    ++frames;
+    pipeline.push(gst_buffer_ref(input));
+    GstSample* sample = pipeline.pull();
+    if (sample == nullptr) {
+      problems += "frame " + std::to_string(frames - 1) + " missing; ";
+    } else {
+      GstBuffer* out = gst_sample_get_buffer(sample);
+      if (compare_frames(info, input, out, Kernel::kCopy).empty()) {
+        ++copied;
+      } else if (compare_frames(info, input, out, Kernel::kInvert).empty()) {
+        ++inverted;
+        if (copied > 0) problems += "frame " + std::to_string(frames - 1) + " old after new; ";
+      } else {
+        problems += "frame " + std::to_string(frames - 1) + " neither kernel's; ";
+      }
+      gst_sample_unref(sample);
+    }
+    gst_buffer_unref(input);
+  };
+  for (int i = 0; i < 5; ++i) one_frame();
+  EXPECT_EQ(inverted, 5);
+  g_object_set(overlap, "kernel-file", copy.path.c_str(), nullptr);
+  for (int i = 0; i < 400 && copied < 5; ++i) {
+    one_frame();
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(copied, 5) << "the new kernel never ran";
+  EXPECT_EQ(problems, "");
+  EXPECT_EQ(inverted + copied, frames);
+
+  g_object_set(overlap, "kernel-file", broken.path.c_str(), nullptr);
+  const std::string warning = pipeline.warning(10 * GST_SECOND);
+  EXPECT_NE(warning.find("broken.cu(1)"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("running kernel stays"), std::string::npos) << warning;
+  const int copied_before = copied;
+  for (int i = 0; i < 5; ++i) one_frame();
+  EXPECT_EQ(copied, copied_before + 5);
+  EXPECT_EQ(problems, "");
+  EXPECT_EQ(pipeline.error(), "");
+  gst_object_unref(overlap);
 }
 
 }  // namespace

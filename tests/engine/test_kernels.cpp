@@ -58,5 +58,63 @@ TEST(ReferenceTest, InvertKeepsAlphaAndPaddingAndInvertsEverythingElse) {
   EXPECT_EQ(out[1], 155);
 }
 
+// Engine::replace_operation between two submits: every frame submitted
+// before it is copied, every frame after it inverted, with the cpu
+// backend's random delays keeping several of each in flight at the swap.
+TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 200, 5);
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kNV12, 64, 32);
+  EngineConfig config;
+  config.ring_size = 4;
+  config.input = config.output = layout;
+  config.operation = make_operation("copy");
+  constexpr uint64_t kFrames = 60, kSwapAt = 30;
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::string> problems;
+  uint64_t delivered = 0;
+  EngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    const uint64_t i = frame.sequence();
+    const std::string problem =
+        check_frame(i < kSwapAt ? "copy" : "invert", layout, frame.image(), i);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
+    ++delivered;
+    arrived.notify_all();
+  };
+  Engine engine(device, config, callbacks);
+  engine.start();
+  for (uint64_t i = 0; i < kFrames; ++i) {
+    if (i == kSwapAt) engine.replace_operation(make_operation("invert"));
+    HostFrame host(layout, i);
+    InputFrame in;
+    in.image = host.image;
+    ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
+  }
+  ASSERT_EQ(engine.drain(), Status::kOk);
+  std::unique_lock<std::mutex> lock(mutex);
+  arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == kFrames; });
+  EXPECT_EQ(delivered, kFrames);
+  EXPECT_EQ(problems, std::vector<std::string>{});
+  EXPECT_TRUE(engine.config().operation->same_as(*make_operation("invert")));
+}
+
+TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCpu);
+  EngineConfig config;
+  config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 64, 32);
+  Engine engine(device, config, {});
+  engine.start();
+  // Its output would be 32x64; and balance keeps its tables in a workspace.
+  KernelParams params;
+  params.flip = FlipDirection::k90R;
+  params.balance.brightness = 0.2;
+  EXPECT_THROW(engine.replace_operation(make_operation("flip", params)), Error);
+  ASSERT_GT(make_operation("balance", params)->workspace_bytes(), 0u);
+  EXPECT_THROW(engine.replace_operation(make_operation("balance", params)), Error);
+  EXPECT_TRUE(engine.config().operation->same_as(*make_operation("copy")));
+}
+
 }  // namespace
 }  // namespace cudaoverlap::test
