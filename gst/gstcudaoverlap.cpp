@@ -43,6 +43,7 @@
 #include <memory>
 
 #include "blur.h"
+#include "cudaoverlap/cudaoverlap.h"
 #include "custom.h"
 #include "custom_settings.h"
 #include "gstcudaoverlapenums.h"
@@ -99,6 +100,13 @@ enum {
   PROP_QOS,
 };
 
+enum {
+  SIGNAL_PROCESS,
+  LAST_SIGNAL,
+};
+
+guint gst_cuda_overlap_signals[LAST_SIGNAL];
+
 }  // namespace
 
 struct GstCudaOverlapPrivate {
@@ -121,6 +129,9 @@ struct GstCudaOverlapPrivate {
   // starts (the file is read then), and what was wrong with them.
   CustomKernelParams custom;
   std::string custom_problem;
+  // kernel=application: emits `process` (made in _init, for the element's
+  // whole life; engines are stopped before it goes).
+  std::shared_ptr<const ApplicationProcess> application;
 
   ~GstCudaOverlapPrivate() {
     if (kernel_params) gst_structure_free(kernel_params);
@@ -153,6 +164,7 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.params.balance = priv->balance;
   settings.params.blur_sigma = priv->sigma;
   settings.params.custom = priv->custom;
+  settings.params.application = priv->application;
   GST_OBJECT_UNLOCK(self);
   return settings;
 }
@@ -532,8 +544,33 @@ static void gst_cuda_overlap_finalize(GObject* object) {
   G_OBJECT_CLASS(gst_cuda_overlap_parent_class)->finalize(object);
 }
 
+// kernel=application's frame as the `process` signal gives it.
+static CudaOverlapImage gst_cuda_overlap_image(const ImageRef& image) {
+  CudaOverlapImage out{};
+  out.format = gst_format_of(image.format);
+  out.width = image.width;
+  out.height = image.height;
+  out.n_planes = format_info(image.format).n_planes;
+  for (int p = 0; p < out.n_planes; ++p) {
+    out.data[p] = image.planes[p].data;
+    out.stride[p] = image.planes[p].stride;
+    out.row_bytes[p] = plane_row_bytes(image.format, p, image.width);
+    out.rows[p] = static_cast<int>(plane_rows(image.format, p, image.height));
+  }
+  return out;
+}
+
 static void gst_cuda_overlap_init(GstCudaOverlap* self) {
   self->priv = new GstCudaOverlapPrivate();
+  self->priv->application = std::make_shared<const ApplicationProcess>(
+      [self](const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
+        const CudaOverlapImage in_image = gst_cuda_overlap_image(in);
+        const CudaOverlapImage out_image = gst_cuda_overlap_image(out);
+        gboolean processed = FALSE;
+        g_signal_emit(self, gst_cuda_overlap_signals[SIGNAL_PROCESS], 0, &in_image, &out_image,
+                      static_cast<gpointer>(stream), &processed);
+        return processed != FALSE;
+      });
 
   GstElementClass* klass = GST_ELEMENT_GET_CLASS(self);
   self->sinkpad =
@@ -706,6 +743,27 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                            "Drop frames that downstream reports as too late before they are "
                            "uploaded, and post QoS messages",
                            DEFAULT_QOS, flags));
+
+  /**
+   * GstCudaOverlap::process:
+   * @cudaoverlap: the element
+   * @in: (type gpointer): the frame's input, a `const CudaOverlapImage *`
+   *   (`<cudaoverlap/cudaoverlap.h>`): device planes on the cuda backend
+   * @out: (type gpointer): its output, same format and size, to be written
+   * @stream: the CUDA stream (`cudaStream_t`) to put the work on; NULL on
+   *   the cpu backend, where the planes are host memory
+   *
+   * kernel=application: emitted for each frame where a kernel would run.
+   * The handler enqueues its work on @stream and returns TRUE; the element's
+   * events order that work after the frame's upload and before its
+   * download. It must not synchronise or allocate per frame; it is called
+   * from the streaming thread (cuda) or the cpu backend's compute thread.
+   *
+   * Returns: TRUE when the frame was processed; FALSE fails it (an error).
+   */
+  gst_cuda_overlap_signals[SIGNAL_PROCESS] = g_signal_new(
+      "process", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, g_signal_accumulator_true_handled,
+      nullptr, nullptr, G_TYPE_BOOLEAN, 3, G_TYPE_POINTER, G_TYPE_POINTER, G_TYPE_POINTER);
 
   // Both templates come from the format table (video_mapping.h).
   GstCaps* sink_formats = template_caps(GST_PAD_SINK);

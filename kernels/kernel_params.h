@@ -5,10 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "video_format.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace cudaoverlap {
 
@@ -103,6 +107,14 @@ struct CustomKernelParams {
   }
 };
 
+struct ImageRef;
+// kernel=application: the application's own work on each frame (the
+// element's `process` signal). `in` and `out` are device planes and `stream`
+// the compute stream on the cuda backend, host planes and null on the cpu
+// backend. False: the frame failed.
+using ApplicationProcess =
+    std::function<bool(const ImageRef& in, const ImageRef& out, ::CUstream_st* stream)>;
+
 // What the built-in operations are made from; each takes the fields named
 // after it and ignores the others.
 struct KernelParams {
@@ -114,10 +126,13 @@ struct KernelParams {
   double blur_sigma = 2.0;
   ConvertParams convert;
   CustomKernelParams custom;
+  // kernel=application; the same callback compares equal only to itself.
+  std::shared_ptr<const ApplicationProcess> application;
 
   bool operator==(const KernelParams& o) const {
     return synthetic_us == o.synthetic_us && flip == o.flip && balance == o.balance &&
-           blur_sigma == o.blur_sigma && convert == o.convert && custom == o.custom;
+           blur_sigma == o.blur_sigma && convert == o.convert && custom == o.custom &&
+           application == o.application;
   }
   bool operator!=(const KernelParams& o) const { return !(*this == o); }
 };

@@ -3,6 +3,7 @@
 
 #include "balance.h"
 #include "blur.h"
+#include "application.h"
 #include "convert.h"
 #include "custom.h"
 #include "copy.h"
@@ -63,6 +64,14 @@ const std::vector<OperationEntry>& operation_registry() {
        true,
        [](const KernelParams& p) -> std::shared_ptr<const Operation> {
          return std::make_shared<CustomOperation>(p.custom, p.convert.in);
+       },
+       true},
+      {"application",
+       "Application: the application's own work on each frame, put on the compute stream by a "
+       "handler of the process signal",
+       true,
+       [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+         return std::make_shared<ApplicationOperation>(p.application);
        },
        true},
       {"synthetic", "Synthetic: a copy plus synthetic-us of GPU busy time per frame (benchmarks)",

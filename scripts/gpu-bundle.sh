@@ -30,7 +30,7 @@ mkdir -p .gpu/bin
 bins=(build/tests/engine/test_* build/tests/engine/timing-cost build/tests/element/element-tests
   build/tests/element/pinned-pool-tests build/tests/element/output-queue-tests
   build/tests/kernels/kernel-tests build/tests/kernels/kernel-vs-gst
-  build/tests/bench/cudaoverlap-bench)
+  build/tests/bench/cudaoverlap-bench build/tests/examples/cudaoverlap-process-example)
 for f in "${bins[@]}"; do
   [ -f "$f" ] && [ -x "$f" ] || continue
   strip --strip-debug -o ".gpu/bin/$(basename "$f")" "$f"

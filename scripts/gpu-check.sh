@@ -69,6 +69,12 @@ rm -f "$out"/registry.?.bin
 echo "element-tests cuda (rc $rc, 6 shards): $(grep -c '^\[       OK \]' "$out/element-cuda.log") OK," \
   "$(grep -c '^\[  FAILED  \] [A-Z]' "$out/element-cuda.log") FAILED," \
   "$(grep -c '^\[  SKIPPED \] [A-Z]' "$out/element-cuda.log") skipped"
+# kernel=application from a C application: Thrust and a kernel of its own
+# on the element's stream, every frame checked on the CPU (tests/examples).
+for what in thrust kernel; do
+  .gpu/bin/cudaoverlap-process-example $what >"$out/process-example-$what.log" 2>&1
+  echo "process-example $what (rc $?): $(tail -1 "$out/process-example-$what.log")"
+done
 CUDAOVERLAP_TEST_BACKEND=cuda GST_TRACERS=leaks GST_REGISTRY="$out/registry-leaks.bin" \
   .gpu/bin/element-tests --gtest_filter='Leaks.*' >"$out/element-leaks-cuda.log" 2>&1
 echo "element-tests leaks cuda (rc $?): $(summary "$out/element-leaks-cuda.log")"

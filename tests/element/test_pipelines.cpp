@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "cudaoverlap/cudaoverlap.h"
 #include "element_test_util.h"
 
 namespace cudaoverlap_test {
@@ -568,6 +569,85 @@ TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
   EXPECT_EQ(problems, "");
   EXPECT_EQ(pipeline.error(), "");
   gst_object_unref(overlap);
+}
+
+// --- kernel=application ------------------------------------------------------
+
+// A process handler on host planes (the cpu backend): 255 - v on every
+// byte of the picture, as Kernel::kInvert computes on 8-bit formats without
+// alpha. Counts its calls and checks what it is given.
+struct ProcessHandler {
+  int calls = 0;
+  bool stream_was_null = true;
+  bool geometry_ok = true;
+  static gboolean invert(GstElement*, const CudaOverlapImage* in, const CudaOverlapImage* out,
+                         gpointer stream, gpointer user_data) {
+    auto* self = static_cast<ProcessHandler*>(user_data);
+    ++self->calls;
+    self->stream_was_null = self->stream_was_null && stream == nullptr;
+    self->geometry_ok = self->geometry_ok && in->width == out->width &&
+                        in->height == out->height && in->format == out->format;
+    for (int p = 0; p < in->n_planes; ++p)
+      for (int y = 0; y < in->rows[p]; ++y)
+        for (size_t x = 0; x < in->row_bytes[p]; ++x)
+          out->data[p][y * out->stride[p] + x] = 255 - in->data[p][y * in->stride[p] + x];
+    return TRUE;
+  }
+  static gboolean refuse(GstElement*, const CudaOverlapImage*, const CudaOverlapImage*, gpointer,
+                         gpointer) {
+    return FALSE;
+  }
+};
+
+TEST(ApplicationKernel, AProcessHandlerOnTheCpuBackendGetsHostPlanesAndItsOutputGoesOut) {
+  if (test_backend() != "cpu") GTEST_SKIP() << "the handler here works on host planes";
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGB}) {
+    const GstVideoInfo info = video_info(format, 33, 17);
+    AppPipeline pipeline(info, "kernel=application");
+    ASSERT_TRUE(pipeline.ok());
+    GstElement* overlap = pipeline.overlap();
+    ProcessHandler handler;
+    g_signal_connect(overlap, "process", G_CALLBACK(ProcessHandler::invert), &handler);
+    std::vector<GstBuffer*> inputs;
+    for (int i = 0; i < 8; ++i) inputs.push_back(make_frame(info, 70 + i, i));
+    for (GstBuffer* input : inputs) pipeline.push(gst_buffer_ref(input));
+    pipeline.end();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << "frame " << i << "; error: " << pipeline.error();
+      EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kInvert),
+                "")
+          << gst_video_format_to_string(format) << " frame " << i;
+      gst_sample_unref(sample);
+    }
+    EXPECT_EQ(handler.calls, 8);
+    EXPECT_TRUE(handler.stream_was_null);
+    EXPECT_TRUE(handler.geometry_ok);
+    EXPECT_EQ(pipeline.error(), "");
+    for (GstBuffer* input : inputs) gst_buffer_unref(input);
+    gst_object_unref(overlap);
+  }
+}
+
+TEST(ApplicationKernel, AHandlerThatFailsOrNoHandlerIsAnElementError) {
+  SKIP_WITHOUT_BACKEND();
+  for (bool connect : {true, false}) {
+    const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 16, 8);
+    AppPipeline pipeline(info, "kernel=application");
+    ASSERT_TRUE(pipeline.ok());
+    GstElement* overlap = pipeline.overlap();
+    if (connect) g_signal_connect(overlap, "process", G_CALLBACK(ProcessHandler::refuse), nullptr);
+    pipeline.push(make_frame(info, 1, 0));
+    pipeline.end();
+    std::string error;
+    for (int i = 0; i < 1000 && error.empty(); ++i) {
+      error = pipeline.error();
+      if (error.empty()) std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_NE(error.find("process handler did not process the frame"), std::string::npos)
+        << error;
+    gst_object_unref(overlap);
+  }
 }
 
 }  // namespace

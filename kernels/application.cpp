@@ -1,0 +1,37 @@
+// See application.h.
+#include "application.h"
+
+#include "error.h"
+
+namespace cudaoverlap {
+
+std::string ApplicationOperation::check(const ImageRef& in, const ImageRef& out) const {
+  if (!process_ || !*process_)
+    return "kernel=application runs the application's process callback, and none was given";
+  return Operation::check(in, out);
+}
+
+bool ApplicationOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const ApplicationOperation*>(&other);
+  return o && o->process_ == process_;
+}
+
+void ApplicationOperation::run(const ImageRef& in, const ImageRef& out,
+                               CUstream_st* stream) const {
+  if (!(*process_)(in, out, stream))
+    throw Error(
+        "the application's process handler did not process the frame (it returned FALSE, or "
+        "none is connected)");
+}
+
+void ApplicationOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                        CUstream_st* stream) const {
+  run(in, out, stream);
+}
+
+void ApplicationOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                         const Workspace&) const {
+  run(in, out, nullptr);
+}
+
+}  // namespace cudaoverlap
