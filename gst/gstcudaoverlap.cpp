@@ -678,8 +678,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                           kBlurMinSigma, kBlurMaxSigma, DEFAULT_SIGMA, flags));
   // kernel=custom's: also while playing (compiled aside, swapped between
   // two frames).
-  const auto playing_flags = static_cast<GParamFlags>(
-      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  const auto playing_flags = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                      GST_PARAM_MUTABLE_PLAYING);
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_FILE,
       g_param_spec_string(

@@ -97,12 +97,12 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
     return false;
   }
   if (settings_().kernel == "custom" && device_->cuda_device() < 0) {
-    SESSION_ERROR(RESOURCE, SETTINGS,
-                  "kernel=custom runs CUDA source, which needs the cuda backend; "
-                  "cudaoverlap is on " +
-                      device_->describe() +
-                      (backend == GST_CUDA_OVERLAP_BACKEND_AUTO ? " because no CUDA device was found"
-                                                                 : ""));
+    SESSION_ERROR(
+        RESOURCE, SETTINGS,
+        "kernel=custom runs CUDA source, which needs the cuda backend; "
+        "cudaoverlap is on " +
+            device_->describe() +
+            (backend == GST_CUDA_OVERLAP_BACKEND_AUTO ? " because no CUDA device was found" : ""));
     device_.reset();
     return false;
   }

@@ -186,7 +186,7 @@ class Session {
   // streaming thread when it installs an engine; null when it runs another
   // kernel or none.
   std::shared_ptr<const Operation> swap_base_;
-  uint64_t swap_generation_ = 0;  // counts engines installed
+  uint64_t swap_generation_ = 0;                 // counts engines installed
   std::shared_ptr<const Operation> swap_ready_;  // compiled for swap_generation_
   ImageRef swap_in_, swap_out_;                  // the engine's geometry, no planes
   // Compiles one replacement at a time; joined before the next and in stop().

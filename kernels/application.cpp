@@ -16,8 +16,7 @@ bool ApplicationOperation::same_as(const Operation& other) const {
   return o && o->process_ == process_;
 }
 
-void ApplicationOperation::run(const ImageRef& in, const ImageRef& out,
-                               CUstream_st* stream) const {
+void ApplicationOperation::run(const ImageRef& in, const ImageRef& out, CUstream_st* stream) const {
   if (!(*process_)(in, out, stream))
     throw Error(
         "the application's process handler did not process the frame (it returned FALSE, or "

@@ -40,8 +40,8 @@ std::string component_type(const FormatInfo& info, int c) {
   if (!present) return "co::NoComponent";
   const Component& k = info.comp[c];
   std::ostringstream s;
-  s << "co::Component<" << k.plane << ", " << k.offset << ", " << k.pixel_stride << ", "
-    << k.depth << ", " << k.shift << ", " << k.x_sub << ", " << k.y_sub << ">";
+  s << "co::Component<" << k.plane << ", " << k.offset << ", " << k.pixel_stride << ", " << k.depth
+    << ", " << k.shift << ", " << k.x_sub << ", " << k.y_sub << ">";
   return s.str();
 }
 
@@ -105,8 +105,7 @@ std::string check_custom_params(const CustomKernelParams& params) {
   if (!is_identifier(params.entry))
     return "kernel-entry '" + params.entry + "' is not the name of a C function";
   for (const CustomParam& p : params.params)
-    if (!is_identifier(p.name))
-      return "kernel-params field '" + p.name + "' is not a C identifier";
+    if (!is_identifier(p.name)) return "kernel-params field '" + p.name + "' is not a C identifier";
   if (params.block_x < 0 || params.block_y < 0 || (params.block_x > 0) != (params.block_y > 0))
     return "kernel-launch needs a block of at least 1x1 threads";
   if (params.block_x > 0 &&
@@ -124,7 +123,8 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
   std::ostringstream text;
   text << "#include <cudaoverlap/pixel.cuh>\n";
   text << "struct Params {\n";
-  for (const CustomParam& p : params.params) text << "  " << c_type(p.type) << " " << p.name << ";\n";
+  for (const CustomParam& p : params.params)
+    text << "  " << c_type(p.type) << " " << p.name << ";\n";
   text << "};\n";
   text << "// " << info.name << "\n";
   text << "using Format = co::Format<" << (info.is_yuv ? "true" : "false") << ", "

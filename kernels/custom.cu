@@ -32,8 +32,8 @@ namespace {
 class CudaLibrary {
  public:
   explicit CudaLibrary(const std::vector<char>& image) {
-    CO_CUDA_CHECK(cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr,
-                                      nullptr, 0));
+    CO_CUDA_CHECK(
+        cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   }
   ~CudaLibrary() { CO_CUDA_CHECK_NOEXCEPT(cudaLibraryUnload(library_)); }
   CudaLibrary(const CudaLibrary&) = delete;
@@ -191,8 +191,8 @@ void launch_custom_kernel(const CustomKernel& kernel, const CustomKernelParams& 
                 static_cast<unsigned>((in.height + per_y - 1) / per_y));
   }
   if (grid.x == 0 || grid.y == 0) return;
-  CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel()), grid, block,
-                                 args, 0, stream));
+  CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel()), grid, block, args,
+                                 0, stream));
 }
 
 }  // namespace cudaoverlap

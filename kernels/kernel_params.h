@@ -85,9 +85,9 @@ struct CustomParam {
 
 // kernel=custom: a CUDA C source compiled at run time (custom.h).
 struct CustomKernelParams {
-  std::string source;                // the CUDA C text
+  std::string source;                         // the CUDA C text
   std::string source_name = "kernel-source";  // for messages: the file's name
-  std::string entry = "process";     // the user's function or kernel
+  std::string entry = "process";              // the user's function or kernel
   // 0: the per-pixel form (entry is a __device__ function the operation
   // wraps); else a __global__ kernel launched with blocks of block_x x
   // block_y threads, each thread covering pixels_x x pixels_y pixels.

@@ -1,12 +1,12 @@
 // The table of built-in operations (see operation_registry.h).
 #include "operation_registry.h"
 
+#include "application.h"
 #include "balance.h"
 #include "blur.h"
-#include "application.h"
 #include "convert.h"
-#include "custom.h"
 #include "copy.h"
+#include "custom.h"
 #include "edge.h"
 #include "error.h"
 #include "flip.h"

@@ -1,6 +1,4 @@
 // NVRTC and the disk cache behind compile_program; see runtime_compiler.h.
-#include "runtime_compiler.h"
-
 #include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "runtime_compiler.h"
 
 namespace cudaoverlap {
 namespace {
@@ -211,8 +210,7 @@ CompiledProgram compile_program(const ProgramSource& source, const std::string& 
 
   NvrtcProgram program(source);
   for (const auto& k : source.kernels)
-    NvrtcProgram::check(nvrtcAddNameExpression(program.get(), k.c_str()),
-                        "nvrtcAddNameExpression");
+    NvrtcProgram::check(nvrtcAddNameExpression(program.get(), k.c_str()), "nvrtcAddNameExpression");
   const std::string arch_option = "--gpu-architecture=" + result.target;
   // -default-device: helper functions without __device__ are device code,
   // as a kernel author expects in a file that holds nothing else.

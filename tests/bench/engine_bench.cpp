@@ -61,8 +61,8 @@
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
-#include "runtime_compiler.h"
 #include "parallel_copy.h"
+#include "runtime_compiler.h"
 
 namespace cudaoverlap {
 namespace {
@@ -351,10 +351,10 @@ void print_custom_start(const std::shared_ptr<Device>& device) {
   std::printf("| start | custom invert ms | built-in invert ms |\n|---|---:|---:|\n");
   std::printf("| operation made and checked, compiled (empty cache) | %.1f | %.3f |\n",
               median(compiled), median(built_in));
-  std::printf("| operation made and checked, from the disk cache | %.1f | %.3f |\n",
-              median(cached), median(built_in));
-  std::printf("| engine start to first frame out (cached) | %.1f | %.1f |\n",
-              median(first_custom), median(first_built_in));
+  std::printf("| operation made and checked, from the disk cache | %.1f | %.3f |\n", median(cached),
+              median(built_in));
+  std::printf("| engine start to first frame out (cached) | %.1f | %.1f |\n", median(first_custom),
+              median(first_built_in));
   std::system((std::string("rm -rf '") + dir + "'").c_str());
   unsetenv("CUDAOVERLAP_KERNEL_CACHE");
 }

@@ -70,33 +70,28 @@ class AppPipeline {
   }
   // The cudaoverlap element (a new reference).
   GstElement* overlap() { return gst_bin_get_by_name(GST_BIN(pipeline_), "overlap"); }
+  // Text of the first ERROR message, or empty.
+  std::string error() { return message_text(GST_MESSAGE_ERROR, 0); }
   // Text of the next WARNING message within `timeout`, or empty.
-  std::string warning(GstClockTime timeout) {
+  std::string warning(GstClockTime timeout) { return message_text(GST_MESSAGE_WARNING, timeout); }
+
+ private:
+  std::string message_text(GstMessageType type, GstClockTime timeout) {
     GstBus* bus = gst_element_get_bus(pipeline_);
-    GstMessage* message = gst_bus_timed_pop_filtered(bus, timeout, GST_MESSAGE_WARNING);
+    GstMessage* message = gst_bus_timed_pop_filtered(bus, timeout, type);
     gst_object_unref(bus);
     if (message == nullptr) return {};
     GError* error = nullptr;
-    gst_message_parse_warning(message, &error, nullptr);
-    std::string text = error->message;
-    g_error_free(error);
-    gst_message_unref(message);
-    return text;
-  }
-  std::string error() {
-    GstBus* bus = gst_element_get_bus(pipeline_);
-    GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
-    gst_object_unref(bus);
-    if (message == nullptr) return {};
-    GError* error = nullptr;
-    gst_message_parse_error(message, &error, nullptr);
+    if (type == GST_MESSAGE_ERROR)
+      gst_message_parse_error(message, &error, nullptr);
+    else
+      gst_message_parse_warning(message, &error, nullptr);
     std::string text = error->message;
     g_error_free(error);
     gst_message_unref(message);
     return text;
   }
 
- private:
   GstElement* pipeline_ = nullptr;
   GstElement* src_ = nullptr;
   GstElement* sink_ = nullptr;
@@ -465,8 +460,8 @@ TEST_P(CustomKernelOnCuda, AFileInvertingFramesMatchesTheCpuComputation) {
   const GstVideoInfo info = video_info(format, width, height);
   std::vector<GstBuffer*> inputs;
   for (int i = 0; i < 6; ++i) inputs.push_back(make_frame(info, 40 + i, i));
-  AppPipeline pipeline(info, "kernel=custom kernel-file=" + file.path +
-                                 " kernel-params=\"p, on=(boolean)true\"");
+  AppPipeline pipeline(
+      info, "kernel=custom kernel-file=" + file.path + " kernel-params=\"p, on=(boolean)true\"");
   ASSERT_TRUE(pipeline.ok());
   for (GstBuffer* input : inputs) pipeline.push(gst_buffer_ref(input));
   pipeline.end();
@@ -481,14 +476,13 @@ TEST_P(CustomKernelOnCuda, AFileInvertingFramesMatchesTheCpuComputation) {
   for (GstBuffer* input : inputs) gst_buffer_unref(input);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SomeFormats, CustomKernelOnCuda,
-    ::testing::Values(std::tuple{GST_VIDEO_FORMAT_RGBA, 64, 48},
-                      std::tuple{GST_VIDEO_FORMAT_NV12, 64, 48},
-                      std::tuple{GST_VIDEO_FORMAT_I420, 33, 17},
-                      std::tuple{GST_VIDEO_FORMAT_YUY2, 35, 9},
-                      std::tuple{GST_VIDEO_FORMAT_BGR, 17, 5},
-                      std::tuple{GST_VIDEO_FORMAT_GRAY8, 640, 480}));
+INSTANTIATE_TEST_SUITE_P(SomeFormats, CustomKernelOnCuda,
+                         ::testing::Values(std::tuple{GST_VIDEO_FORMAT_RGBA, 64, 48},
+                                           std::tuple{GST_VIDEO_FORMAT_NV12, 64, 48},
+                                           std::tuple{GST_VIDEO_FORMAT_I420, 33, 17},
+                                           std::tuple{GST_VIDEO_FORMAT_YUY2, 35, 9},
+                                           std::tuple{GST_VIDEO_FORMAT_BGR, 17, 5},
+                                           std::tuple{GST_VIDEO_FORMAT_GRAY8, 640, 480}));
 
 TEST(CustomKernel, ACompileErrorIsAnElementErrorWithNvrtcsLine) {
   if (!cuda_under_test()) GTEST_SKIP() << "kernel=custom runs on the cuda backend only";
@@ -516,12 +510,12 @@ TEST(CustomKernel, ACompileErrorIsAnElementErrorWithNvrtcsLine) {
 TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
   if (!cuda_under_test()) GTEST_SKIP() << "kernel=custom runs on the cuda backend only";
   TemporaryFile invert("invert.cu", kInvertSource);
-  TemporaryFile copy("copy.cu",
-                     "co::Pixel process(co::Pixel px, int x, int y, const Params&) { return px; }\n");
+  TemporaryFile copy(
+      "copy.cu", "co::Pixel process(co::Pixel px, int x, int y, const Params&) { return px; }\n");
   TemporaryFile broken("broken.cu", "co::Pixel process(co::Pixel px) { return nonsense; }\n");
   const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
-  AppPipeline pipeline(info, "kernel=custom kernel-file=" + invert.path +
-                                 " kernel-params=\"p, on=(boolean)true\"");
+  AppPipeline pipeline(
+      info, "kernel=custom kernel-file=" + invert.path + " kernel-params=\"p, on=(boolean)true\"");
   ASSERT_TRUE(pipeline.ok());
   GstElement* overlap = pipeline.overlap();
   int frames = 0, inverted = 0, copied = 0;
@@ -585,8 +579,8 @@ struct ProcessHandler {
     auto* self = static_cast<ProcessHandler*>(user_data);
     ++self->calls;
     self->stream_was_null = self->stream_was_null && stream == nullptr;
-    self->geometry_ok = self->geometry_ok && in->width == out->width &&
-                        in->height == out->height && in->format == out->format;
+    self->geometry_ok = self->geometry_ok && in->width == out->width && in->height == out->height &&
+                        in->format == out->format;
     for (int p = 0; p < in->n_planes; ++p)
       for (int y = 0; y < in->rows[p]; ++y)
         for (size_t x = 0; x < in->row_bytes[p]; ++x)
@@ -601,7 +595,8 @@ struct ProcessHandler {
 
 TEST(ApplicationKernel, AProcessHandlerOnTheCpuBackendGetsHostPlanesAndItsOutputGoesOut) {
   if (test_backend() != "cpu") GTEST_SKIP() << "the handler here works on host planes";
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGB}) {
+  for (GstVideoFormat format :
+       {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGB}) {
     const GstVideoInfo info = video_info(format, 33, 17);
     AppPipeline pipeline(info, "kernel=application");
     ASSERT_TRUE(pipeline.ok());
@@ -615,8 +610,7 @@ TEST(ApplicationKernel, AProcessHandlerOnTheCpuBackendGetsHostPlanesAndItsOutput
     for (size_t i = 0; i < inputs.size(); ++i) {
       GstSample* sample = pipeline.pull();
       ASSERT_NE(sample, nullptr) << "frame " << i << "; error: " << pipeline.error();
-      EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kInvert),
-                "")
+      EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kInvert), "")
           << gst_video_format_to_string(format) << " frame " << i;
       gst_sample_unref(sample);
     }
@@ -644,8 +638,7 @@ TEST(ApplicationKernel, AHandlerThatFailsOrNoHandlerIsAnElementError) {
       error = pipeline.error();
       if (error.empty()) std::this_thread::sleep_for(10ms);
     }
-    EXPECT_NE(error.find("process handler did not process the frame"), std::string::npos)
-        << error;
+    EXPECT_NE(error.find("process handler did not process the frame"), std::string::npos) << error;
     gst_object_unref(overlap);
   }
 }

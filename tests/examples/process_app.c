@@ -22,10 +22,10 @@
 
 enum { WIDTH = 640, HEIGHT = 480 };
 
-static gboolean on_process(GstElement *element, const CudaOverlapImage *in,
-                           const CudaOverlapImage *out, gpointer stream, gpointer user_data) {
+static gboolean on_process(GstElement* element, const CudaOverlapImage* in,
+                           const CudaOverlapImage* out, gpointer stream, gpointer user_data) {
   (void)element;
-  const char *what = user_data;
+  const char* what = user_data;
   if (strcmp(what, "thrust") == 0) return example_invert_with_thrust(in, out, stream) == 0;
   return example_mirror_with_kernel(in, out, stream) == 0;
 }
@@ -34,13 +34,13 @@ static gboolean on_process(GstElement *element, const CudaOverlapImage *in,
 static unsigned char input_byte(int n, int x, int y, int c) {
   return (unsigned char)(x * 3 + y * 7 + c * 50 + n * 11);
 }
-static unsigned char expected_byte(const char *what, int n, int x, int y, int c) {
+static unsigned char expected_byte(const char* what, int n, int x, int y, int c) {
   if (strcmp(what, "thrust") == 0) return (unsigned char)(255 - input_byte(n, x, y, c));
   return input_byte(n, WIDTH - 1 - x, y, c);
 }
 
-int main(int argc, char **argv) {
-  const char *what = argc > 1 ? argv[1] : "";
+int main(int argc, char** argv) {
+  const char* what = argc > 1 ? argv[1] : "";
   const int frames = argc > 2 ? atoi(argv[2]) : 100;
   if (strcmp(what, "thrust") != 0 && strcmp(what, "kernel") != 0) {
     fprintf(stderr, "usage: %s thrust|kernel [FRAMES]\n", argv[0]);
@@ -51,8 +51,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   gst_init(&argc, &argv);
-  GError *error = NULL;
-  GstElement *pipeline = gst_parse_launch(
+  GError* error = NULL;
+  GstElement* pipeline = gst_parse_launch(
       "appsrc name=src format=time caps=video/x-raw,format=RGBA,width=640,height=480,"
       "framerate=30/1 ! cudaoverlap name=overlap backend=cuda kernel=application ! "
       "appsink name=sink sync=false",
@@ -61,15 +61,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", error->message);
     return 1;
   }
-  GstElement *overlap = gst_bin_get_by_name(GST_BIN(pipeline), "overlap");
+  GstElement* overlap = gst_bin_get_by_name(GST_BIN(pipeline), "overlap");
   g_signal_connect(overlap, "process", G_CALLBACK(on_process), (gpointer)what);
-  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
 
   int bad = 0, received = 0;
   for (int n = 0; n < frames; ++n) {
-    GstBuffer *buffer = gst_buffer_new_allocate(NULL, WIDTH * HEIGHT * 4, NULL);
+    GstBuffer* buffer = gst_buffer_new_allocate(NULL, WIDTH * HEIGHT * 4, NULL);
     GstMapInfo map;
     gst_buffer_map(buffer, &map, GST_MAP_WRITE);
     for (int y = 0; y < HEIGHT; ++y)
@@ -81,11 +81,11 @@ int main(int argc, char **argv) {
   }
   gst_app_src_end_of_stream(GST_APP_SRC(src));
   for (int n = 0; n < frames; ++n) {
-    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+    GstSample* sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
     if (!sample) break;
     ++received;
     GstMapInfo map;
-    GstBuffer *out = gst_sample_get_buffer(sample);
+    GstBuffer* out = gst_sample_get_buffer(sample);
     gst_buffer_map(out, &map, GST_MAP_READ);
     int wrong = 0;
     for (int y = 0; y < HEIGHT && !wrong; ++y)
@@ -101,10 +101,10 @@ int main(int argc, char **argv) {
     gst_buffer_unmap(out, &map);
     gst_sample_unref(sample);
   }
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
   if (message) {
-    GError *e = NULL;
+    GError* e = NULL;
     gst_message_parse_error(message, &e, NULL);
     fprintf(stderr, "error: %s\n", e->message);
     g_error_free(e);
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   gst_object_unref(sink);
   gst_object_unref(overlap);
   gst_object_unref(pipeline);
-  printf("%s: %d of %d frames out, %d differing from the CPU computation\n", what, received,
-         frames, bad);
+  printf("%s: %d of %d frames out, %d differing from the CPU computation\n", what, received, frames,
+         bad);
   return received == frames && bad == 0 ? 0 : 1;
 }

@@ -12,11 +12,11 @@ extern "C" {
 
 int example_have_cuda_device(void);
 /* 255 - v on every byte of every plane (Thrust, on the stream). */
-int example_invert_with_thrust(const CudaOverlapImage *in, const CudaOverlapImage *out,
-                               void *stream);
+int example_invert_with_thrust(const CudaOverlapImage* in, const CudaOverlapImage* out,
+                               void* stream);
 /* Each row of an RGBA frame mirrored left to right (a kernel of its own). */
-int example_mirror_with_kernel(const CudaOverlapImage *in, const CudaOverlapImage *out,
-                               void *stream);
+int example_mirror_with_kernel(const CudaOverlapImage* in, const CudaOverlapImage* out,
+                               void* stream);
 
 #ifdef __cplusplus
 }

@@ -206,8 +206,8 @@ void clear_bits_beside_samples(OwnedImage& image) {
   if (info.sample_bytes != 2 || info.comp[0].depth == 16) return;
   for (int c = 0; c < info.n_components; ++c) {
     const int samples = stored_samples(image.image.format, c, image.image.width);
-    const int rows = static_cast<int>(
-        plane_rows(image.image.format, info.comp[c].plane, image.image.height));
+    const int rows =
+        static_cast<int>(plane_rows(image.image.format, info.comp[c].plane, image.image.height));
     for (int y = 0; y < rows; ++y)
       for (int x = 0; x < samples; ++x)
         write_sample(image.image, c, x, y, read_sample(image.image, c, x, y));
@@ -250,7 +250,8 @@ TEST_P(GpuCustomInvert, BothFormsGiveTheBuiltInInvertsBytes) {
     // The whole kernel covers the picture; an odd-width packed 4:2:2 row
     // also stores a luma sample past it, which only the per-pixel form
     // (like invert) writes.
-    if (custom.block_x > 0 && format_info(c.format).comp[0].plane == format_info(c.format).comp[1].plane &&
+    if (custom.block_x > 0 &&
+        format_info(c.format).comp[0].plane == format_info(c.format).comp[1].plane &&
         format_info(c.format).comp[1].x_sub > 0 && c.width % 2 != 0)
       continue;
     KernelParams params;

@@ -44,7 +44,7 @@ typedef struct {
   int width;              /* pixels */
   int height;             /* rows */
   int n_planes;           /* as GstVideoInfo counts them */
-  unsigned char *data[4]; /* first byte of each plane; NULL past n_planes */
+  unsigned char* data[4]; /* first byte of each plane; NULL past n_planes */
   size_t stride[4];       /* bytes from one row of a plane to the next */
   size_t row_bytes[4];    /* bytes of picture in one row of each plane */
   int rows[4];            /* rows of each plane (chroma planes may have fewer) */

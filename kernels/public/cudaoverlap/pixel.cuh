@@ -383,23 +383,24 @@ V view_of(R (*)(V, int, int, P));
 
 template <class F>
 struct Components {
-  // Component i's fields; plane -1 where the format has no component i.
-  __host__ __device__ static constexpr int plane(int i) {
-    return i == 0 ? F::Comp0::plane
-                  : i == 1 ? F::Comp1::plane : i == 2 ? F::Comp2::plane : F::Comp3::plane;
+  // Where component i is: plane -1 where the format has no component i.
+  struct Where {
+    int plane, step, x_sub, y_sub;
+  };
+  template <class C>
+  __host__ __device__ static constexpr Where where_of() {
+    return Where{C::plane, C::step, C::x_sub, C::y_sub};
   }
-  __host__ __device__ static constexpr int step(int i) {
-    return i == 0 ? F::Comp0::step
-                  : i == 1 ? F::Comp1::step : i == 2 ? F::Comp2::step : F::Comp3::step;
+  __host__ __device__ static constexpr Where where(int i) {
+    return i == 0   ? where_of<typename F::Comp0>()
+           : i == 1 ? where_of<typename F::Comp1>()
+           : i == 2 ? where_of<typename F::Comp2>()
+                    : where_of<typename F::Comp3>();
   }
-  __host__ __device__ static constexpr int x_sub(int i) {
-    return i == 0 ? F::Comp0::x_sub
-                  : i == 1 ? F::Comp1::x_sub : i == 2 ? F::Comp2::x_sub : F::Comp3::x_sub;
-  }
-  __host__ __device__ static constexpr int y_sub(int i) {
-    return i == 0 ? F::Comp0::y_sub
-                  : i == 1 ? F::Comp1::y_sub : i == 2 ? F::Comp2::y_sub : F::Comp3::y_sub;
-  }
+  __host__ __device__ static constexpr int plane(int i) { return where(i).plane; }
+  __host__ __device__ static constexpr int step(int i) { return where(i).step; }
+  __host__ __device__ static constexpr int x_sub(int i) { return where(i).x_sub; }
+  __host__ __device__ static constexpr int y_sub(int i) { return where(i).y_sub; }
   // The first component in plane p, or -1 when no component is.
   __host__ __device__ static constexpr int first_in_plane(int p) {
     return plane(0) == p ? 0 : plane(1) == p ? 1 : plane(2) == p ? 2 : plane(3) == p ? 3 : -1;
@@ -514,17 +515,25 @@ struct Tile {
 
   template <int P>
   __device__ auto& plane() {
-    if constexpr (P == 0) return p0;
-    else if constexpr (P == 1) return p1;
-    else if constexpr (P == 2) return p2;
-    else return p3;
+    if constexpr (P == 0)
+      return p0;
+    else if constexpr (P == 1)
+      return p1;
+    else if constexpr (P == 2)
+      return p2;
+    else
+      return p3;
   }
   template <int P>
   __device__ const auto& plane() const {
-    if constexpr (P == 0) return p0;
-    else if constexpr (P == 1) return p1;
-    else if constexpr (P == 2) return p2;
-    else return p3;
+    if constexpr (P == 0)
+      return p0;
+    else if constexpr (P == 1)
+      return p1;
+    else if constexpr (P == 2)
+      return p2;
+    else
+      return p3;
   }
   template <int P>
   __device__ void load_plane(const Frame<F>& f, int x0, int y0) {
