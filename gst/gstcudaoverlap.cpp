@@ -170,9 +170,12 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
 }
 
 // kernel=custom's parameters from its properties, the source file read now
-// (so an edit is picked up at each start and each change while playing),
-// kept for the session's settings. Returns what is wrong with them, or empty.
-static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKernelParams* made) {
+// (so an edit is picked up at each start and each change while playing);
+// `keep`: also the session's settings from now on (at start; while playing
+// the session keeps what it swapped in). Returns what is wrong with them,
+// or empty.
+static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKernelParams* made,
+                                                bool keep) {
   GST_OBJECT_LOCK(self);
   GstCudaOverlapPrivate* priv = self->priv;
   const std::string file = priv->kernel_file;
@@ -189,9 +192,11 @@ static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKern
       problem = custom_source_from_file(file, &params);
   }
   if (problem.empty()) problem = check_custom_params(params);
-  GST_OBJECT_LOCK(self);
-  priv->custom = params;
-  GST_OBJECT_UNLOCK(self);
+  if (keep) {
+    GST_OBJECT_LOCK(self);
+    priv->custom = params;
+    GST_OBJECT_UNLOCK(self);
+  }
   *made = std::move(params);
   return problem;
 }
@@ -207,7 +212,7 @@ static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
 // start with its properties.
 static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
   CustomKernelParams params;
-  const std::string problem = gst_cuda_overlap_make_custom(self, &params);
+  const std::string problem = gst_cuda_overlap_make_custom(self, &params, true);
   if (gst_cuda_overlap_kernel_is_custom(self) && !problem.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", problem.c_str()), (nullptr));
     return false;
@@ -221,7 +226,7 @@ static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
 static void gst_cuda_overlap_replace_custom(GstCudaOverlap* self) {
   if (!gst_cuda_overlap_kernel_is_custom(self)) return;
   CustomKernelParams params;
-  const std::string problem = gst_cuda_overlap_make_custom(self, &params);
+  const std::string problem = gst_cuda_overlap_make_custom(self, &params, false);
   if (!problem.empty()) {
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                         ("kernel=custom: the new source is not taken, the running kernel stays: %s",

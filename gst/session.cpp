@@ -107,6 +107,10 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
     return false;
   }
   GST_INFO_OBJECT(element_, "running on %s", device_->describe().c_str());
+  {
+    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    swap_accepting_ = true;
+  }
   const std::string problem = instruments_.start(element_);  // stats, trace-file
   if (!problem.empty()) SESSION_ERROR(RESOURCE, OPEN_WRITE, problem);
   return problem.empty();
@@ -116,9 +120,14 @@ void Session::stop() {
   std::thread compiler;
   {
     std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    swap_accepting_ = false;  // no compiler starts after this
     compiler = std::move(swap_compiler_);
   }
   if (compiler.joinable()) compiler.join();
+  {
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    swap_accepted_.reset();
+  }
   install_engine(nullptr);
   queue_.clear();
   instruments_.stop();
@@ -179,6 +188,9 @@ void Session::install_engine(std::unique_ptr<Engine> engine) {
     if (engine_ && dynamic_cast<const CustomOperation*>(engine_->config().operation.get())) {
       const EngineConfig& config = engine_->config();
       swap_base_ = config.operation;
+      if (!swap_accepted_)
+        swap_accepted_ = std::make_shared<const CustomKernelParams>(
+            static_cast<const CustomOperation&>(*config.operation).params());
       swap_in_ = ImageRef{config.input.format, config.input.width, config.input.height, {}};
       swap_out_ = ImageRef{config.output.format, config.output.width, config.output.height, {}};
     }
@@ -188,17 +200,16 @@ void Session::install_engine(std::unique_ptr<Engine> engine) {
 }
 
 void Session::replace_custom_kernel(CustomKernelParams params) {
-  std::thread previous;
-  {
-    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
-    previous = std::move(swap_compiler_);
-  }
-  if (previous.joinable()) previous.join();  // one compile at a time
+  // The latest request is the only one that may be swapped in: a replacement
+  // compiled for an earlier one is dropped now, whatever this one becomes.
+  uint64_t request;
   std::shared_ptr<const Operation> base;
   ImageRef in, out;
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(swap_mutex_);
+    request = ++swap_request_;
+    swap_ready_.reset();
     base = swap_base_;
     in = swap_in_;
     out = swap_out_;
@@ -209,7 +220,7 @@ void Session::replace_custom_kernel(CustomKernelParams params) {
   params.device = running.params().device;
   auto op = std::make_shared<const CustomOperation>(std::move(params), running.colorimetry());
   if (op->same_as(running)) return;
-  std::thread compiler([this, op, in, out, generation] {
+  auto compile = [this, op, in, out, generation, request] {
     const std::string problem = op->check(in, out);
     if (!problem.empty()) {
       const std::string message =
@@ -218,15 +229,35 @@ void Session::replace_custom_kernel(CustomKernelParams params) {
       return;
     }
     std::lock_guard<std::mutex> lock(swap_mutex_);
-    if (generation == swap_generation_) swap_ready_ = op;
+    if (generation != swap_generation_ || request != swap_request_) return;  // superseded
+    swap_ready_ = op;
     GST_INFO_OBJECT(element_, "kernel=custom: new source compiled; it runs from the next frame");
-  });
+  };
+  // One compile at a time: the previous one finishes first. Started only
+  // between start() and stop(), which joins it; never joined from itself
+  // (a bus handler of its warning setting a property again).
+  std::thread previous;
   {
     std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+    if (!swap_accepting_) return;
+    if (swap_compiler_.joinable() && swap_compiler_.get_id() == std::this_thread::get_id()) {
+      swap_compiler_.detach();  // this thread ends right after the handler returns
+    }
     previous = std::move(swap_compiler_);
-    swap_compiler_ = std::move(compiler);
   }
   if (previous.joinable()) previous.join();
+  std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
+  if (!swap_accepting_) return;
+  if (swap_compiler_.joinable()) {
+    // Another request started one meanwhile; this one, newer, runs after it.
+    std::thread other = std::move(swap_compiler_);
+    swap_compiler_ = std::thread([other = std::move(other), compile]() mutable {
+      other.join();
+      compile();
+    });
+    return;
+  }
+  swap_compiler_ = std::thread(compile);
 }
 
 void Session::take_replacement_kernel() {
@@ -236,17 +267,30 @@ void Session::take_replacement_kernel() {
     op = std::move(swap_ready_);
   }
   if (!op || !engine_) return;
-  try {
-    engine_->replace_operation(op);
-  } catch (const Error& e) {
+  std::string problem;
+  const EngineConfig& config = engine_->config();
+  // Interlaced fields stay apart only with a kernel that keeps to its rows.
+  if (GST_VIDEO_INFO_IS_INTERLACED(&in_info_) &&
+      op->mixes_rows(config.input.format, config.output.format) &&
+      !config.operation->mixes_rows(config.input.format, config.output.format))
+    problem = "it mixes rows, which would mix the fields of this interlaced stream";
+  if (problem.empty()) {
+    try {
+      engine_->replace_operation(op);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  if (!problem.empty()) {
     const std::string message =
-        std::string("kernel=custom: the new source is not taken, the running kernel stays: ") +
-        e.what();
+        "kernel=custom: the new source is not taken, the running kernel stays: " + problem;
     GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
     return;
   }
   std::lock_guard<std::mutex> lock(swap_mutex_);
   swap_base_ = op;  // what the next replacement is compared with
+  swap_accepted_ =
+      std::make_shared<const CustomKernelParams>(static_cast<const CustomOperation&>(*op).params());
   GST_INFO_OBJECT(element_, "kernel=custom replaced between frames");
 }
 
@@ -290,6 +334,12 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     return false;
   }
   SessionSettings settings = settings_();
+  {
+    // A kernel=custom swapped in while playing stays what runs; a refused
+    // change of the properties is not taken up by new caps either.
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    if (swap_accepted_) settings.params.custom = *swap_accepted_;
+  }
   // kernel=custom compiles for the architecture of the device it runs on.
   settings.params.custom.device = device_ ? device_->cuda_device() : -1;
   EngineConfig config;

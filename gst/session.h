@@ -187,11 +187,17 @@ class Session {
   // kernel or none.
   std::shared_ptr<const Operation> swap_base_;
   uint64_t swap_generation_ = 0;                 // counts engines installed
-  std::shared_ptr<const Operation> swap_ready_;  // compiled for swap_generation_
+  uint64_t swap_request_ = 0;                    // counts replace_custom_kernel calls
+  std::shared_ptr<const Operation> swap_ready_;  // the latest request, compiled
   ImageRef swap_in_, swap_out_;                  // the engine's geometry, no planes
+  // The last kernel=custom parameters swapped in: what the next caps build
+  // the engine with, rather than the properties (which may hold a change
+  // that was refused). Cleared by stop().
+  std::shared_ptr<const CustomKernelParams> swap_accepted_;
   // Compiles one replacement at a time; joined before the next and in stop().
   std::thread swap_compiler_;
-  std::mutex swap_compiler_mutex_;  // guards swap_compiler_; taken before swap_mutex_
+  std::mutex swap_compiler_mutex_;  // guards the two below; taken before swap_mutex_
+  bool swap_accepting_ = false;     // from start() to stop(): a compiler may be started
 
   OutputQueue queue_;  // the flow state; its own lock
   OutputBuffers outputs_;

@@ -142,6 +142,11 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
     text << kPixelKernelText;
     source.kernels.push_back(kCustomPixelKernel);
   } else {
+    // The element launches it with (InFrame, OutFrame, Params): another
+    // signature is a compile error, not a launch that reads garbage.
+    text << "#line 1 \"cudaoverlap-kernel-check\"\n"
+         << "static void (*const cudaoverlap_entry_check)(InFrame, OutFrame, Params) = "
+         << params.entry << ";\n";
     source.kernels.push_back(params.entry);
   }
   source.text = text.str();
@@ -160,6 +165,10 @@ CustomOperation::CustomOperation(CustomKernelParams params, Colorimetry colorime
     : params_(std::move(params)), colorimetry_(colorimetry) {}
 
 CustomOperation::~CustomOperation() = default;
+
+bool CustomOperation::mixes_rows(PixelFormat in, PixelFormat) const {
+  return params_.block_x > 0 || format_info(in).comp[1].y_sub > 0;
+}
 
 std::string CustomOperation::check(const ImageRef& in, const ImageRef& out) const {
   std::string problem = Operation::check(in, out);

@@ -126,17 +126,32 @@ class CustomKernel {
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams& params,
                                                         PixelFormat format) {
   const int arch = device_arch(params.device);
-  CompiledProgram program;
+  // The library loads into the device current on this thread (it may be
+  // the session's compile thread): the one the program is made for.
+  if (params.device >= 0) CO_CUDA_CHECK(cudaSetDevice(params.device));
+  const ProgramSource source = custom_program(params, format, arch);
+  const std::string cache = kernel_cache_dir();
+  auto compile = [&] {
+    try {
+      return compile_program(source, cache);
+    } catch (const Error& e) {
+      throw Error("kernel=custom: " + params.source_name + " did not compile for compute " +
+                  std::to_string(arch / 10) + "." + std::to_string(arch % 10) + " (" +
+                  format_info(format).name + "):\n" + e.what());
+    }
+  };
+  CompiledProgram program = compile();
+  std::shared_ptr<const CudaLibrary> library;
   try {
-    program = compile_program(custom_program(params, format, arch), kernel_cache_dir());
-  } catch (const Error& e) {
-    throw Error("kernel=custom: " + params.source_name + " did not compile for compute " +
-                std::to_string(arch / 10) + "." + std::to_string(arch % 10) + " (" +
-                format_info(format).name + "):\n" + e.what());
+    library = std::make_shared<const CudaLibrary>(program.image);
+  } catch (const Error&) {
+    if (!program.from_cache) throw;
+    // A cached entry that reads back whole but does not load (a driver
+    // that changed under it, a file written by something else): made again.
+    forget_program(source, program.target, cache);
+    program = compile();
+    library = std::make_shared<const CudaLibrary>(program.image);
   }
-  // A library loads into whichever device is current when a kernel of it
-  // first runs, so one load serves every device.
-  auto library = std::make_shared<const CudaLibrary>(program.image);
   CustomOperation::BuildInfo info;
   info.from_cache = program.from_cache;
   info.milliseconds = program.milliseconds;

@@ -39,8 +39,9 @@ class CustomOperation final : public Operation {
   const char* name() const override { return "custom"; }
   // Every video/x-raw format, kept.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
-  // A whole kernel may read any row; a per-pixel function reads its own.
-  bool mixes_rows(PixelFormat, PixelFormat) const override { return params_.block_x > 0; }
+  // A whole kernel may read any row; a per-pixel function reads its own,
+  // but writes chroma subsampled across rows (4:2:0) as the mean of two.
+  bool mixes_rows(PixelFormat in, PixelFormat out) const override;
   // Also compiles the program for in.format (or finds it compiled): empty,
   // or why not, NVRTC's log included.
   std::string check(const ImageRef& in, const ImageRef& out) const override;

@@ -1,4 +1,6 @@
 // NVRTC and the disk cache behind compile_program; see runtime_compiler.h.
+#include <cuda_runtime_api.h>  // CUDART_VERSION: the toolkit's NVRTC soname
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,12 +14,84 @@
 #include <iterator>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "error.h"
 #include "runtime_compiler.h"
 
 namespace cudaoverlap {
 namespace {
+
+// NVRTC, opened when the first program is compiled rather than linked: a
+// machine without it (a CUDA runtime image, a driver-only host) still loads
+// the plugin and runs every other kernel; kernel=custom then says what is
+// missing.
+struct Nvrtc {
+#define CO_NVRTC_FUNCTION(name) decltype(&::name) name = nullptr;
+  CO_NVRTC_FUNCTION(nvrtcVersion)
+  CO_NVRTC_FUNCTION(nvrtcGetErrorString)
+  CO_NVRTC_FUNCTION(nvrtcCreateProgram)
+  CO_NVRTC_FUNCTION(nvrtcDestroyProgram)
+  CO_NVRTC_FUNCTION(nvrtcCompileProgram)
+  CO_NVRTC_FUNCTION(nvrtcGetProgramLogSize)
+  CO_NVRTC_FUNCTION(nvrtcGetProgramLog)
+  CO_NVRTC_FUNCTION(nvrtcGetNumSupportedArchs)
+  CO_NVRTC_FUNCTION(nvrtcGetSupportedArchs)
+  CO_NVRTC_FUNCTION(nvrtcAddNameExpression)
+  CO_NVRTC_FUNCTION(nvrtcGetLoweredName)
+  CO_NVRTC_FUNCTION(nvrtcGetPTXSize)
+  CO_NVRTC_FUNCTION(nvrtcGetPTX)
+  CO_NVRTC_FUNCTION(nvrtcGetCUBINSize)
+  CO_NVRTC_FUNCTION(nvrtcGetCUBIN)
+#undef CO_NVRTC_FUNCTION
+  std::string problem;  // why NVRTC cannot be used; empty when it can
+};
+
+const Nvrtc& nvrtc() {
+  static const Nvrtc loaded = [] {
+    Nvrtc n;
+    const std::string soname = "libnvrtc.so." + std::to_string(CUDART_VERSION / 1000);
+    void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) library = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char* why = dlerror();
+      n.problem =
+          "kernel=custom compiles with NVRTC (" + soname +
+          ", from the CUDA toolkit), which cannot be loaded here: " + (why ? why : "not found");
+      return n;
+    }
+    // Never closed: programs and their names live as long as the process.
+#define CO_NVRTC_LOAD(name)                                           \
+  n.name = reinterpret_cast<decltype(n.name)>(dlsym(library, #name)); \
+  if (!n.name && n.problem.empty())                                   \
+    n.problem = soname + " has no " #name ": an NVRTC older than this build";
+    CO_NVRTC_LOAD(nvrtcVersion)
+    CO_NVRTC_LOAD(nvrtcGetErrorString)
+    CO_NVRTC_LOAD(nvrtcCreateProgram)
+    CO_NVRTC_LOAD(nvrtcDestroyProgram)
+    CO_NVRTC_LOAD(nvrtcCompileProgram)
+    CO_NVRTC_LOAD(nvrtcGetProgramLogSize)
+    CO_NVRTC_LOAD(nvrtcGetProgramLog)
+    CO_NVRTC_LOAD(nvrtcGetNumSupportedArchs)
+    CO_NVRTC_LOAD(nvrtcGetSupportedArchs)
+    CO_NVRTC_LOAD(nvrtcAddNameExpression)
+    CO_NVRTC_LOAD(nvrtcGetLoweredName)
+    CO_NVRTC_LOAD(nvrtcGetPTXSize)
+    CO_NVRTC_LOAD(nvrtcGetPTX)
+    CO_NVRTC_LOAD(nvrtcGetCUBINSize)
+    CO_NVRTC_LOAD(nvrtcGetCUBIN)
+#undef CO_NVRTC_LOAD
+    return n;
+  }();
+  return loaded;
+}
+
+// NVRTC's functions; throws Error saying why when it cannot be loaded.
+const Nvrtc& api() {
+  const Nvrtc& n = nvrtc();
+  if (!n.problem.empty()) throw Error(n.problem);
+  return n;
+}
 
 // One NVRTC program, destroyed however the compile ends.
 class NvrtcProgram {
@@ -28,12 +102,12 @@ class NvrtcProgram {
       names.push_back(header.first.c_str());
       texts.push_back(header.second.c_str());
     }
-    check(nvrtcCreateProgram(&program_, source.text.c_str(), source.name.c_str(),
-                             static_cast<int>(texts.size()), texts.data(), names.data()),
+    check(api().nvrtcCreateProgram(&program_, source.text.c_str(), source.name.c_str(),
+                                   static_cast<int>(texts.size()), texts.data(), names.data()),
           "nvrtcCreateProgram");
   }
   ~NvrtcProgram() {
-    if (program_) nvrtcDestroyProgram(&program_);
+    if (program_) nvrtc().nvrtcDestroyProgram(&program_);  // loaded: there is a program
   }
   NvrtcProgram(const NvrtcProgram&) = delete;
   NvrtcProgram& operator=(const NvrtcProgram&) = delete;
@@ -41,7 +115,7 @@ class NvrtcProgram {
 
   static void check(nvrtcResult result, const char* call) {
     if (result != NVRTC_SUCCESS)
-      throw Error(std::string(call) + " failed: " + nvrtcGetErrorString(result));
+      throw Error(std::string(call) + " failed: " + api().nvrtcGetErrorString(result));
   }
 
  private:
@@ -50,9 +124,9 @@ class NvrtcProgram {
 
 std::string program_log(nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (api().nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, &log[0]) != NVRTC_SUCCESS) return {};
+  if (api().nvrtcGetProgramLog(program, &log[0]) != NVRTC_SUCCESS) return {};
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
@@ -61,9 +135,10 @@ std::string program_log(nvrtcProgram program) {
 // newest architecture it knows (which the driver compiles for a newer GPU).
 std::string target_for(int arch, bool* ptx) {
   int n = 0;
-  NvrtcProgram::check(nvrtcGetNumSupportedArchs(&n), "nvrtcGetNumSupportedArchs");
+  NvrtcProgram::check(api().nvrtcGetNumSupportedArchs(&n), "nvrtcGetNumSupportedArchs");
   std::vector<int> archs(static_cast<size_t>(n));
-  if (n > 0) NvrtcProgram::check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  if (n > 0)
+    NvrtcProgram::check(api().nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
   if (std::find(archs.begin(), archs.end(), arch) != archs.end()) {
     *ptx = false;
     return "sm_" + std::to_string(arch);
@@ -89,9 +164,14 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
+// -default-device: helper functions without __device__ are device code,
+// as a kernel author expects in a file that holds nothing else.
+const char* const kOptions[] = {"-std=c++17", "-default-device"};
+
 std::string cache_key(const ProgramSource& source, const std::string& target) {
   std::ostringstream key;
   key << "nvrtc " << runtime_compiler_version() << "\ntarget " << target << "\n";
+  for (const char* option : kOptions) key << "option " << option << "\n";
   for (const auto& k : source.kernels) key << "kernel " << k << "\n";
   for (const auto& h : source.headers)
     key << "header " << h.first << " " << h.second.size() << "\n" << h.second << "\n";
@@ -158,7 +238,12 @@ void write_cache(const std::string& dir, const std::string& key, const CompiledP
   put_blob(data, symbols);
   put_blob(data, std::string(program.image.begin(), program.image.end()));
   const std::string path = cache_path(dir, key);
-  const std::string temporary = path + "." + std::to_string(getpid()) + ".tmp";
+  // Other processes (other containers sharing the directory too) may write
+  // the same entry at once: a name of this writer's own.
+  std::ostringstream temporary_name;
+  temporary_name << path << "." << getpid() << "." << std::this_thread::get_id() << "."
+                 << std::chrono::steady_clock::now().time_since_epoch().count() << ".tmp";
+  const std::string temporary = temporary_name.str();
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     if (!file.write(data.data(), static_cast<std::streamsize>(data.size()))) {
@@ -178,8 +263,15 @@ std::mutex& compile_mutex() {
 
 std::string runtime_compiler_version() {
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  const Nvrtc& n = nvrtc();
+  if (!n.problem.empty()) return "unavailable";
+  if (n.nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+void forget_program(const ProgramSource& source, const std::string& target,
+                    const std::string& cache_dir) {
+  if (!cache_dir.empty()) std::remove(cache_path(cache_dir, cache_key(source, target)).c_str());
 }
 
 std::string kernel_cache_dir() {
@@ -210,30 +302,30 @@ CompiledProgram compile_program(const ProgramSource& source, const std::string& 
 
   NvrtcProgram program(source);
   for (const auto& k : source.kernels)
-    NvrtcProgram::check(nvrtcAddNameExpression(program.get(), k.c_str()), "nvrtcAddNameExpression");
+    NvrtcProgram::check(api().nvrtcAddNameExpression(program.get(), k.c_str()),
+                        "nvrtcAddNameExpression");
   const std::string arch_option = "--gpu-architecture=" + result.target;
-  // -default-device: helper functions without __device__ are device code,
-  // as a kernel author expects in a file that holds nothing else.
-  const char* options[] = {arch_option.c_str(), "-std=c++17", "-default-device"};
+  std::vector<const char*> options = {arch_option.c_str()};
+  for (const char* option : kOptions) options.push_back(option);
   const nvrtcResult compiled =
-      nvrtcCompileProgram(program.get(), sizeof options / sizeof options[0], options);
+      api().nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
   result.log = program_log(program.get());
   if (compiled != NVRTC_SUCCESS)
-    throw Error(result.log.empty() ? std::string(nvrtcGetErrorString(compiled)) : result.log);
+    throw Error(result.log.empty() ? std::string(api().nvrtcGetErrorString(compiled)) : result.log);
 
   size_t size = 0;
   if (result.ptx) {
-    NvrtcProgram::check(nvrtcGetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
+    NvrtcProgram::check(api().nvrtcGetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
     result.image.resize(size);
-    NvrtcProgram::check(nvrtcGetPTX(program.get(), result.image.data()), "nvrtcGetPTX");
+    NvrtcProgram::check(api().nvrtcGetPTX(program.get(), result.image.data()), "nvrtcGetPTX");
   } else {
-    NvrtcProgram::check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+    NvrtcProgram::check(api().nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
     result.image.resize(size);
-    NvrtcProgram::check(nvrtcGetCUBIN(program.get(), result.image.data()), "nvrtcGetCUBIN");
+    NvrtcProgram::check(api().nvrtcGetCUBIN(program.get(), result.image.data()), "nvrtcGetCUBIN");
   }
   for (const auto& k : source.kernels) {
     const char* lowered = nullptr;
-    NvrtcProgram::check(nvrtcGetLoweredName(program.get(), k.c_str(), &lowered),
+    NvrtcProgram::check(api().nvrtcGetLoweredName(program.get(), k.c_str(), &lowered),
                         "nvrtcGetLoweredName");
     result.kernel_symbols.push_back(lowered);
   }

@@ -46,6 +46,11 @@ struct CompiledProgram {
 // a time.
 CompiledProgram compile_program(const ProgramSource& source, const std::string& cache_dir);
 
+// Removes `source`'s entry for `target` from `cache_dir`: one that read back
+// but would not load, so the next compile_program makes it again.
+void forget_program(const ProgramSource& source, const std::string& target,
+                    const std::string& cache_dir);
+
 // Where compiled programs are kept: $CUDAOVERLAP_KERNEL_CACHE when set
 // (empty: nowhere), else $XDG_CACHE_HOME/cudaoverlap/kernels, else
 // ~/.cache/cudaoverlap/kernels.

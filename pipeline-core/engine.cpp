@@ -440,6 +440,7 @@ Status Engine::submit(InputFrame frame) {
   FrameTiming timing;
   timing.wait_slot.start_ns = host_now_ns();
   timing.arrived_ns = frame.arrived_ns >= 0 ? frame.arrived_ns : timing.wait_slot.start_ns;
+  std::shared_ptr<const Operation> replaced;
   {
     std::unique_lock<std::mutex> lock(c.mutex_);
     // Backpressure: wait for the consumer to release a slot.
@@ -455,8 +456,12 @@ Status Engine::submit(InputFrame frame) {
     slot.sequence = sequence;
     slot.user = std::move(frame.user);
     slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
+    // The slot's previous operation may be a replaced one's last reference:
+    // it goes after the lock (unloading its program may wait on the device).
+    replaced = std::move(slot.operation);
     slot.operation = config_.operation;
   }
+  replaced.reset();
 
   Slot& slot = c.slots_[index];
   Stage stage = Stage::kStaging;

@@ -58,9 +58,11 @@ TEST(ReferenceTest, InvertKeepsAlphaAndPaddingAndInvertsEverythingElse) {
   EXPECT_EQ(out[1], 155);
 }
 
-// Engine::replace_operation between two submits: every frame submitted
-// before it is copied, every frame after it inverted, with the cpu
-// backend's random delays keeping several of each in flight at the swap.
+// Engine::replace_operation between submits, twice: frames before the first
+// swap are copied, frames between the swaps inverted, frames after copied
+// again, with the cpu backend's random delays keeping several of each in
+// flight at each swap (and the replaced operations' last references in the
+// slots of frames still running).
 TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 200, 5);
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kNV12, 64, 32);
@@ -68,7 +70,7 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   config.ring_size = 4;
   config.input = config.output = layout;
   config.operation = make_operation("copy");
-  constexpr uint64_t kFrames = 60, kSwapAt = 30;
+  constexpr uint64_t kFrames = 90, kSwapAt = 30, kSwapBackAt = 60;
   std::mutex mutex;
   std::condition_variable arrived;
   std::vector<std::string> problems;
@@ -77,7 +79,7 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   callbacks.on_frame = [&](OutputFrame frame) {
     const uint64_t i = frame.sequence();
     const std::string problem =
-        check_frame(i < kSwapAt ? "copy" : "invert", layout, frame.image(), i);
+        check_frame(i >= kSwapAt && i < kSwapBackAt ? "invert" : "copy", layout, frame.image(), i);
     std::lock_guard<std::mutex> lock(mutex);
     if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
     ++delivered;
@@ -87,6 +89,7 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   engine.start();
   for (uint64_t i = 0; i < kFrames; ++i) {
     if (i == kSwapAt) engine.replace_operation(make_operation("invert"));
+    if (i == kSwapBackAt) engine.replace_operation(make_operation("copy"));
     HostFrame host(layout, i);
     InputFrame in;
     in.image = host.image;
@@ -97,7 +100,7 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == kFrames; });
   EXPECT_EQ(delivered, kFrames);
   EXPECT_EQ(problems, std::vector<std::string>{});
-  EXPECT_TRUE(engine.config().operation->same_as(*make_operation("invert")));
+  EXPECT_TRUE(engine.config().operation->same_as(*make_operation("copy")));
 }
 
 TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {

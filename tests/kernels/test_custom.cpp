@@ -146,6 +146,19 @@ TEST(CustomCompile, AnErrorCarriesNvrtcsLogWithTheUsersLineNumbers) {
   }
 }
 
+TEST(CustomCompile, AWholeKernelOfAnotherSignatureDoesNotCompile) {
+  if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
+  CustomKernelParams p = invert_raw();
+  p.source = "__global__ void process(InFrame in, OutFrame out, Params params, int more) {}\n";
+  try {
+    compile(p, PixelFormat::kRGBA);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cudaoverlap-kernel-check"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CustomCompile, TheDiskCacheServesTheSameProgramAndOnlyIt) {
   if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
   TemporaryDir dir;
