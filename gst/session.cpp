@@ -221,8 +221,16 @@ void Session::replace_custom_kernel(CustomKernelParams params) {
   auto op = std::make_shared<const CustomOperation>(std::move(params), running.colorimetry());
   if (op->same_as(running)) return;
   auto compile = [this, op, in, out, generation, request] {
+    auto latest = [&] {
+      std::lock_guard<std::mutex> lock(swap_mutex_);
+      return generation == swap_generation_ && request == swap_request_;
+    };
+    // Superseded before it started (several properties set in one call):
+    // only the last request is compiled.
+    if (!latest()) return;
     const std::string problem = op->check(in, out);
     if (!problem.empty()) {
+      if (!latest()) return;  // a newer request answers for itself
       const std::string message =
           "kernel=custom: the new source is not taken, the running kernel stays: " + problem;
       GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
@@ -233,31 +241,20 @@ void Session::replace_custom_kernel(CustomKernelParams params) {
     swap_ready_ = op;
     GST_INFO_OBJECT(element_, "kernel=custom: new source compiled; it runs from the next frame");
   };
-  // One compile at a time: the previous one finishes first. Started only
-  // between start() and stop(), which joins it; never joined from itself
-  // (a bus handler of its warning setting a property again).
-  std::thread previous;
-  {
-    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
-    if (!swap_accepting_) return;
-    if (swap_compiler_.joinable() && swap_compiler_.get_id() == std::this_thread::get_id()) {
-      swap_compiler_.detach();  // this thread ends right after the handler returns
-    }
-    previous = std::move(swap_compiler_);
-  }
-  if (previous.joinable()) previous.join();
+  // Compiles run one after another, each on a thread that first waits for
+  // the one before: the caller (often an application's main loop) never
+  // waits for a compile. Started only between start() and stop(), which
+  // joins the last (and so all of them).
   std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
   if (!swap_accepting_) return;
-  if (swap_compiler_.joinable()) {
-    // Another request started one meanwhile; this one, newer, runs after it.
-    std::thread other = std::move(swap_compiler_);
-    swap_compiler_ = std::thread([other = std::move(other), compile]() mutable {
-      other.join();
-      compile();
-    });
-    return;
-  }
-  swap_compiler_ = std::thread(compile);
+  std::thread previous = std::move(swap_compiler_);
+  // A bus handler of a compile's warning setting a property again runs on
+  // that compile's thread, which ends right after: it cannot wait for itself.
+  if (previous.joinable() && previous.get_id() == std::this_thread::get_id()) previous.detach();
+  swap_compiler_ = std::thread([previous = std::move(previous), compile]() mutable {
+    if (previous.joinable()) previous.join();
+    compile();
+  });
 }
 
 void Session::take_replacement_kernel() {
