@@ -2,11 +2,11 @@
  * handler's signature, as an application outside this repository writes it. */
 #include <cudaoverlap/cudaoverlap.h>
 
-int handler(void *element, const CudaOverlapImage *in, const CudaOverlapImage *out, void *stream,
-            void *user_data);
+int handler(void* element, const CudaOverlapImage* in, const CudaOverlapImage* out, void* stream,
+            void* user_data);
 
-int handler(void *element, const CudaOverlapImage *in, const CudaOverlapImage *out, void *stream,
-            void *user_data) {
+int handler(void* element, const CudaOverlapImage* in, const CudaOverlapImage* out, void* stream,
+            void* user_data) {
   (void)element;
   (void)stream;
   (void)user_data;
