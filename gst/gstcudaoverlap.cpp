@@ -126,9 +126,8 @@ struct GstCudaOverlapPrivate {
   std::string kernel_entry = DEFAULT_KERNEL_ENTRY;
   std::string kernel_launch;
   // kernel=custom's parameters made from the five above when the element
-  // starts (the file is read then), and what was wrong with them.
+  // starts (the file is read then).
   CustomKernelParams custom;
-  std::string custom_problem;
   // kernel=application: emits `process` (made in _init, for the element's
   // whole life; engines are stopped before it goes).
   std::shared_ptr<const ApplicationProcess> application;

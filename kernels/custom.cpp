@@ -2,6 +2,7 @@
 // NVRTC compile, the load and the launch are in custom.cu.
 #include "custom.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -34,10 +35,15 @@ const char* c_type(CustomParam::Type type) {
   return "int";
 }
 
+// Whether the format has component c: a colour one, or alpha, or RGBx's
+// padding byte (which the header treats as the fourth component).
+bool component_present(const FormatInfo& info, int c) {
+  return c < info.n_components || (c == 3 && info.alpha_byte >= 0);
+}
+
 // co::Component<plane, offset, step, depth, shift, x_sub, y_sub>.
 std::string component_type(const FormatInfo& info, int c) {
-  const bool present = c < info.n_components || (c == 3 && info.alpha_byte >= 0);
-  if (!present) return "co::NoComponent";
+  if (!component_present(info, c)) return "co::NoComponent";
   const Component& k = info.comp[c];
   std::ostringstream s;
   s << "co::Component<" << k.plane << ", " << k.offset << ", " << k.pixel_stride << ", " << k.depth
@@ -95,9 +101,29 @@ extern "C" __global__ void cudaoverlap_pixel_kernel(InFrame in, OutFrame out, Pa
   }
 }
 )";
+constexpr char kPixelKernelName[] = "cudaoverlap_pixel_kernel";
+
 }  // namespace
 
-const char kCustomPixelKernel[] = "cudaoverlap_pixel_kernel";
+int custom_tile_width(PixelFormat format) {
+  // co::detail::tile_width: the fewest pixels, a multiple of the chroma
+  // block, that make every component's run a multiple of 4 bytes and the
+  // longest at least 16.
+  const FormatInfo& info = format_info(format);
+  int tx = 1;
+  for (int c = 1; c < colour_components(format); ++c) tx = std::max(tx, 1 << info.comp[c].x_sub);
+  for (;; tx *= 2) {
+    bool whole = true;
+    int longest = 0;
+    for (int c = 0; c < kMaxComponents; ++c) {
+      if (!component_present(info, c)) continue;
+      const int bytes = (tx >> info.comp[c].x_sub) * info.comp[c].pixel_stride;
+      whole = whole && bytes % 4 == 0;
+      longest = std::max(longest, bytes);
+    }
+    if (whole && longest >= 16) return tx;
+  }
+}
 
 std::string check_custom_params(const CustomKernelParams& params) {
   if (params.source.empty())
@@ -140,7 +166,7 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
     text << "#line 1 \"cudaoverlap-pixel-kernel\"\n";
     text << "#define CUDAOVERLAP_ENTRY " << params.entry << "\n";
     text << kPixelKernelText;
-    source.kernels.push_back(kCustomPixelKernel);
+    source.kernels.push_back(kPixelKernelName);
   } else {
     // The element launches it with (InFrame, OutFrame, Params): another
     // signature is a compile error, not a launch that reads garbage.
@@ -192,12 +218,6 @@ std::shared_ptr<const CustomKernel> CustomOperation::kernel_for(PixelFormat form
   }
 }
 
-CustomOperation::BuildInfo CustomOperation::build_info(PixelFormat format) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = kernels_.find(format);
-  return found == kernels_.end() ? BuildInfo{} : custom_kernel_build_info(*found->second);
-}
-
 bool CustomOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const CustomOperation*>(&other);
   return o && o->params_ == params_ && o->colorimetry_ == colorimetry_;
@@ -208,7 +228,7 @@ void CustomOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, cons
   std::string problem;
   const auto kernel = kernel_for(in.format, &problem);
   if (!kernel) throw Error(problem);
-  launch_custom_kernel(*kernel, params_, colorimetry_, in, out, stream);
+  launch_custom_kernel(*kernel, colorimetry_, in, out, stream);
 }
 
 void CustomOperation::run_reference(const ImageRef&, const ImageRef&, const Workspace&) const {
@@ -221,9 +241,8 @@ void CustomOperation::run_reference(const ImageRef&, const ImageRef&, const Work
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams&, PixelFormat) {
   throw Error("kernel=custom compiles CUDA source at run time, and this build has no CUDA");
 }
-CustomOperation::BuildInfo custom_kernel_build_info(const CustomKernel&) { return {}; }
-void launch_custom_kernel(const CustomKernel&, const CustomKernelParams&, const Colorimetry&,
-                          const ImageRef&, const ImageRef&, CUstream_st*) {
+void launch_custom_kernel(const CustomKernel&, const Colorimetry&, const ImageRef&, const ImageRef&,
+                          CUstream_st*) {
   throw_built_without_cuda();
 }
 CompiledProgram compile_program(const ProgramSource&, const std::string&) {

@@ -3,10 +3,9 @@
 // frames and parameters laid out as <cudaoverlap/pixel.cuh> declares them.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include "cuda_check.h"
 #include "custom.h"
@@ -111,16 +110,13 @@ std::vector<uint64_t> pack_params(const std::vector<CustomParam>& params) {
 
 class CustomKernel {
  public:
-  CustomKernel(std::shared_ptr<const CudaLibrary> library, cudaKernel_t kernel,
-               CustomOperation::BuildInfo info)
-      : library_(std::move(library)), kernel_(kernel), info_(std::move(info)) {}
-  cudaKernel_t kernel() const { return kernel_; }
-  const CustomOperation::BuildInfo& info() const { return info_; }
-
- private:
-  std::shared_ptr<const CudaLibrary> library_;
-  cudaKernel_t kernel_;
-  CustomOperation::BuildInfo info_;
+  std::shared_ptr<const CudaLibrary> library;
+  cudaKernel_t kernel = nullptr;
+  std::vector<uint64_t> params;  // the Params struct's bytes
+  dim3 block;
+  // Pixels one block covers across and down: the grid covers the picture.
+  long long block_pixels_x = 0;
+  long long block_pixels_y = 0;
 };
 
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams& params,
@@ -152,62 +148,40 @@ std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams
     program = compile();
     library = std::make_shared<const CudaLibrary>(program.image);
   }
-  CustomOperation::BuildInfo info;
-  info.from_cache = program.from_cache;
-  info.milliseconds = program.milliseconds;
-  info.target = program.target;
-  return std::make_shared<const CustomKernel>(library, library->kernel(program.kernel_symbols[0]),
-                                              info);
+  auto made = std::make_shared<CustomKernel>();
+  made->kernel = library->kernel(program.kernel_symbols[0]);
+  made->library = std::move(library);
+  made->params = pack_params(params.params);
+  if (params.block_x == 0) {
+    // A thread per tile, as the kernel's co::detail::tile_width picks it.
+    made->block = dim3(32, 8);
+    const FormatInfo& info = format_info(format);
+    int tile_rows = 1;
+    for (int c = 1; c < colour_components(format); ++c)
+      tile_rows = std::max(tile_rows, 1 << info.comp[c].y_sub);
+    made->block_pixels_x = 32LL * custom_tile_width(format);
+    made->block_pixels_y = 8LL * tile_rows;
+  } else {
+    made->block =
+        dim3(static_cast<unsigned>(params.block_x), static_cast<unsigned>(params.block_y));
+    made->block_pixels_x = static_cast<long long>(params.block_x) * params.pixels_x;
+    made->block_pixels_y = static_cast<long long>(params.block_y) * params.pixels_y;
+  }
+  return made;
 }
 
-CustomOperation::BuildInfo custom_kernel_build_info(const CustomKernel& kernel) {
-  return kernel.info();
-}
-
-void launch_custom_kernel(const CustomKernel& kernel, const CustomKernelParams& params,
-                          const Colorimetry& colorimetry, const ImageRef& in, const ImageRef& out,
-                          CUstream_st* stream) {
+void launch_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorimetry,
+                          const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
   const CustomColorimetry c = custom_colorimetry(colorimetry);
   CustomFrameData in_frame = frame_data(in, c);
   CustomFrameData out_frame = frame_data(out, c);
-  std::vector<uint64_t> values = pack_params(params.params);
-  void* args[] = {&in_frame, &out_frame, values.data()};
-  dim3 block, grid;
-  if (params.block_x == 0) {
-    // A thread per tile, as the kernel's co::detail::tile_width picks it.
-    const FormatInfo& info = format_info(in.format);
-    int bx = 1, by = 1;
-    for (int c = 1; c < colour_components(in.format); ++c) {
-      bx = std::max(bx, 1 << info.comp[c].x_sub);
-      by = std::max(by, 1 << info.comp[c].y_sub);
-    }
-    int tx = bx;
-    for (;;) {
-      bool whole = true;
-      int longest = 0;
-      for (int c = 0; c < 4; ++c) {
-        if (!(c < info.n_components || (c == 3 && info.alpha_byte >= 0))) continue;
-        const int bytes = (tx >> info.comp[c].x_sub) * info.comp[c].pixel_stride;
-        if (bytes % 4 != 0) whole = false;
-        longest = std::max(longest, bytes);
-      }
-      if (whole && longest >= 16) break;
-      tx *= 2;
-    }
-    block = dim3(32, 8);
-    const unsigned across = static_cast<unsigned>((in.width + tx - 1) / tx);
-    const unsigned down = static_cast<unsigned>((in.height + by - 1) / by);
-    grid = dim3((across + block.x - 1) / block.x, (down + block.y - 1) / block.y);
-  } else {
-    block = dim3(static_cast<unsigned>(params.block_x), static_cast<unsigned>(params.block_y));
-    const long long per_x = static_cast<long long>(params.block_x) * params.pixels_x;
-    const long long per_y = static_cast<long long>(params.block_y) * params.pixels_y;
-    grid = dim3(static_cast<unsigned>((in.width + per_x - 1) / per_x),
-                static_cast<unsigned>((in.height + per_y - 1) / per_y));
-  }
+  void* args[] = {&in_frame, &out_frame, const_cast<uint64_t*>(kernel.params.data())};
+  const dim3 grid(
+      static_cast<unsigned>((in.width + kernel.block_pixels_x - 1) / kernel.block_pixels_x),
+      static_cast<unsigned>((in.height + kernel.block_pixels_y - 1) / kernel.block_pixels_y));
   if (grid.x == 0 || grid.y == 0) return;
-  CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel()), grid, block, args,
-                                 0, stream));
+  CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel), grid, kernel.block,
+                                 args, 0, stream));
 }
 
 }  // namespace cudaoverlap

@@ -55,15 +55,6 @@ class CustomOperation final : public Operation {
   const CustomKernelParams& params() const { return params_; }
   const Colorimetry& colorimetry() const { return colorimetry_; }
 
-  // How the program for `format` was made, once check() said yes: compiled
-  // now or read from the cache, and in how many milliseconds.
-  struct BuildInfo {
-    bool from_cache = false;
-    double milliseconds = 0;
-    std::string target;  // "sm_90"
-  };
-  BuildInfo build_info(PixelFormat format) const;
-
  private:
   std::shared_ptr<const CustomKernel> kernel_for(PixelFormat format, std::string* problem) const;
 
@@ -83,8 +74,10 @@ std::string check_custom_params(const CustomKernelParams& params);
 struct ProgramSource;
 ProgramSource custom_program(const CustomKernelParams& params, PixelFormat format, int arch);
 
-// The per-pixel form's kernel, as custom_program names it.
-extern const char kCustomPixelKernel[];
+// Pixels across the tile one thread of the per-pixel form takes: the
+// host's copy of co::detail::tile_width in <cudaoverlap/pixel.cuh>, for the
+// launch (the tests compile the one against the other for every format).
+int custom_tile_width(PixelFormat format);
 
 // The text of <cudaoverlap/pixel.cuh>, built into the library so the
 // runtime compiler always finds the header this build was made with.
@@ -92,13 +85,13 @@ extern const char kPixelHeaderText[];
 
 // custom.cu's half (CUDA builds; custom.cpp has the stand-ins without):
 // compiles and loads the program for `format` on params.device (throws
-// Error with NVRTC's log), and launches it.
+// Error with NVRTC's log), with everything its launches need that does not
+// change from frame to frame (the parameters' bytes, the launch shape); and
+// launches it on a frame.
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams& params,
                                                         PixelFormat format);
-CustomOperation::BuildInfo custom_kernel_build_info(const CustomKernel& kernel);
-void launch_custom_kernel(const CustomKernel& kernel, const CustomKernelParams& params,
-                          const Colorimetry& colorimetry, const ImageRef& in, const ImageRef& out,
-                          CUstream_st* stream);
+void launch_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorimetry,
+                          const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 
 // The C twin of co::Colorimetry for `c` on one side of a stream.
 struct CustomColorimetry {

@@ -57,6 +57,12 @@ class AppPipeline {
     EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src_), buffer), GST_FLOW_OK);
   }
   void end() { gst_app_src_end_of_stream(GST_APP_SRC(src_)); }
+  // New caps for the buffers pushed from now on.
+  void set_caps(const GstVideoInfo& info) {
+    GstCaps* caps = caps_of(info);
+    g_object_set(src_, "caps", caps, nullptr);
+    gst_caps_unref(caps);
+  }
   // Transfer full; null after 10 s or at EOS.
   GstSample* pull() { return gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 10 * GST_SECOND); }
   bool eos() { return gst_app_sink_is_eos(GST_APP_SINK(sink_)); }
@@ -529,7 +535,7 @@ TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
   TemporaryFile copy(
       "copy.cu", "co::Pixel process(co::Pixel px, int x, int y, const Params&) { return px; }\n");
   TemporaryFile broken("broken.cu", "co::Pixel process(co::Pixel px) { return nonsense; }\n");
-  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
+  GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
   AppPipeline pipeline(
       info, "kernel=custom kernel-file=" + invert.path + " kernel-params=\"p, on=(boolean)true\"");
   ASSERT_TRUE(pipeline.ok());
@@ -581,11 +587,23 @@ TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
   until("invert");
   EXPECT_EQ(problems, "");
 
+  // A change made and then undone while no frame flows: the replacement
+  // compiled for the first must not be swapped in after the second.
+  g_object_set(overlap, "kernel-file", copy.path.c_str(), nullptr);
+  std::this_thread::sleep_for(3s);  // compiled, waiting for a frame
+  g_object_set(overlap, "kernel-file", invert.path.c_str(), nullptr);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(one_frame(), "invert");
+
   g_object_set(overlap, "kernel-file", broken.path.c_str(), nullptr);
   const std::string warning = pipeline.warning(20 * GST_SECOND);
   EXPECT_NE(warning.find("broken.cu(1)"), std::string::npos) << warning;
   EXPECT_NE(warning.find("running kernel stays"), std::string::npos) << warning;
   for (int i = 0; i < 5; ++i) EXPECT_EQ(one_frame(), "invert");
+  // New caps build a new engine: with the kernel that runs, not the refused
+  // source the property now names.
+  info = video_info(GST_VIDEO_FORMAT_NV12, 32, 16);
+  pipeline.set_caps(info);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(one_frame(), "invert");
   EXPECT_EQ(problems, "");
   EXPECT_EQ(pipeline.error(), "");
   gst_object_unref(overlap);

@@ -99,6 +99,26 @@ TEST(CustomCompile, BothFormsCompileForEveryFormat) {
   }
 }
 
+// The launch's tile width (custom_tile_width, on the host) is the kernel's
+// (co::detail::tile_width, in the compiled program) for every format: a
+// static_assert in the program compares them where NVRTC compiles it.
+TEST(CustomCompile, TheHostsTileWidthIsTheKernelsForEveryFormat) {
+  if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
+  auto asserting = [](PixelFormat f, int width) {
+    ProgramSource source = custom_program(invert_pixel(), f, 90);
+    source.text += "\nstatic_assert(co::detail::tile_width<Format>() == " + std::to_string(width) +
+                   ", \"tile width\");\n";
+    return source;
+  };
+  for (PixelFormat f : raw_formats())
+    EXPECT_NO_THROW(compile_program(asserting(f, custom_tile_width(f)), {}))
+        << format_info(f).name << ": " << custom_tile_width(f);
+  // The assertion is evaluated: a wrong width does not compile.
+  EXPECT_THROW(
+      compile_program(asserting(PixelFormat::kNV12, 2 * custom_tile_width(PixelFormat::kNV12)), {}),
+      Error);
+}
+
 TEST(CustomCompile, EveryPixelViewCompiles) {
   if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
   for (const char* view : {"co::Rgba", "co::Yuva"}) {
@@ -198,6 +218,19 @@ TEST(CustomCompile, ACorruptCacheFileIsCompiledAgain) {
   const CompiledProgram again = compile(invert_pixel(), PixelFormat::kRGBA, dir.path);
   EXPECT_FALSE(again.from_cache);
   EXPECT_EQ(again.image, first.image);
+}
+
+// Interlaced fields stay apart only through a kernel that keeps to its rows:
+// a per-pixel function does, except where it averages chroma over two rows.
+TEST(CustomOperationTest, OnlyAPerPixelFunctionWithoutVerticalChromaKeepsToItsRows) {
+  const CustomOperation pixel(invert_pixel(), Colorimetry{});
+  EXPECT_FALSE(pixel.mixes_rows(PixelFormat::kRGBA, PixelFormat::kRGBA));
+  EXPECT_FALSE(pixel.mixes_rows(PixelFormat::kYUY2, PixelFormat::kYUY2));
+  EXPECT_FALSE(pixel.mixes_rows(PixelFormat::kNV16, PixelFormat::kNV16));
+  EXPECT_TRUE(pixel.mixes_rows(PixelFormat::kNV12, PixelFormat::kNV12));
+  EXPECT_TRUE(pixel.mixes_rows(PixelFormat::kI420_10LE, PixelFormat::kI420_10LE));
+  const CustomOperation whole(invert_raw(), Colorimetry{});
+  EXPECT_TRUE(whole.mixes_rows(PixelFormat::kRGBA, PixelFormat::kRGBA));
 }
 
 TEST(CustomOperationTest, TheCpuReferenceRefusesWithASentence) {
