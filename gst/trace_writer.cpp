@@ -17,7 +17,11 @@ namespace {
 
 constexpr int kPid = 1;
 // Lanes, in the order they are drawn (tid = index + 1).
-constexpr const char* kLanes[] = {"staging", "upload", "compute", "download", "push"};
+// "chain": the frame's arrival to its work being enqueued (waiting for a
+// slot and staging included), on the streaming thread; "worker wait": the
+// engine's worker waiting for the download to complete, up to its wake-up.
+constexpr const char* kLanes[] = {"chain",    "staging",     "upload", "compute",
+                                  "download", "worker wait", "push"};
 
 // JSON string contents: element names are plain, but escape what matters.
 std::string json_escape(const std::string& text) {
@@ -115,11 +119,13 @@ void TraceWriter::slice(int lane, uint64_t frame, const TimeSpan& span) {
 void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file_) return;
-  slice(0, frame, timing.staging);
-  slice(1, frame, timing.upload);
-  slice(2, frame, timing.compute);
-  slice(3, frame, timing.download);
-  slice(4, frame, push);
+  slice(0, frame, TimeSpan{timing.arrived_ns, timing.enqueued_ns});
+  slice(1, frame, timing.staging);
+  slice(2, frame, timing.upload);
+  slice(3, frame, timing.compute);
+  slice(4, frame, timing.download);
+  slice(5, frame, timing.worker_wait);
+  slice(6, frame, push);
 }
 
 void TraceWriter::close() {

@@ -1,8 +1,9 @@
 // The `trace-file` of the element: a timeline of every frame in the
 // Chrome/Perfetto JSON trace format ({"traceEvents": [...]}), which opens in
 // ui.perfetto.dev and chrome://tracing, and which scripts/trace-to-png.py
-// draws. One lane (thread) per stage: staging, upload, compute, download,
-// push; one complete slice ("ph": "X") per frame and lane, named
+// draws. One lane (thread) per stage: chain (arrival to enqueued), staging,
+// upload, compute, download, worker wait (the engine's worker waiting for
+// the download), push; one complete slice ("ph": "X") per frame and lane, named
 // "frame N". All times are on the host's steady clock (the engine places
 // GPU times on it), in microseconds since the file was opened, so
 // overlapping stages of consecutive frames show as overlapping slices.

@@ -70,16 +70,20 @@ class CudaStream : public CudaHandle<cudaStream_t, StreamTraits> {
 // An event without timing: the cheapest kind to record and wait on.
 class CudaEvent : public CudaHandle<cudaEvent_t, EventTraits> {
  public:
-  static CudaEvent create() {
+  // `blocking`: a host thread in cudaEventSynchronize sleeps until the
+  // device signals the event (cudaEventBlockingSync) instead of polling.
+  static CudaEvent create(bool blocking = false) {
     cudaEvent_t e = nullptr;
-    CO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CO_CUDA_CHECK(cudaEventCreateWithFlags(
+        &e, cudaEventDisableTiming | (blocking ? cudaEventBlockingSync : 0u)));
     return CudaEvent(e);
   }
   // An event that takes a GPU timestamp when it completes, for
   // cudaEventElapsedTime: statistics and traces only, never barriers.
-  static CudaEvent create_timing() {
+  static CudaEvent create_timing(bool blocking = false) {
     cudaEvent_t e = nullptr;
-    CO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+    CO_CUDA_CHECK(
+        cudaEventCreateWithFlags(&e, blocking ? cudaEventBlockingSync : cudaEventDefault));
     return CudaEvent(e);
   }
   using CudaHandle::CudaHandle;

@@ -69,6 +69,12 @@ class CpuEvent final : public Event {
     const std::string error = wait_for(recorded());
     if (!error.empty()) throw Error(error);
   }
+  bool query() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_ < recorded_) return false;
+    if (!error_.empty()) throw Error(error_);
+    return true;
+  }
   // Every cpu event keeps its time: a host clock read is all it costs.
   int64_t completed_at_ns() override {
     std::lock_guard<std::mutex> lock(mutex_);

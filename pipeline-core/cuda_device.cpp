@@ -51,10 +51,19 @@ class HostClockAnchor {
 
 class CudaEventImpl final : public Event {
  public:
-  CudaEventImpl() : event_(CudaEvent::create()) {}
-  explicit CudaEventImpl(std::shared_ptr<HostClockAnchor> anchor)
-      : event_(CudaEvent::create_timing()), anchor_(std::move(anchor)) {}
+  explicit CudaEventImpl(bool blocking = false) : event_(CudaEvent::create(blocking)) {}
+  CudaEventImpl(std::shared_ptr<HostClockAnchor> anchor, bool blocking)
+      : event_(CudaEvent::create_timing(blocking)), anchor_(std::move(anchor)) {}
   void synchronize() override { CO_CUDA_CHECK(cudaEventSynchronize(event_.get())); }
+  bool query() override {
+    const cudaError_t status = cudaEventQuery(event_.get());
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: keep it out of later checks
+      return false;
+    }
+    CO_CUDA_CHECK(status);
+    return true;
+  }
   int64_t completed_at_ns() override {
     if (!anchor_) return -1;
     return anchor_->host_time_ns(event_.get());
@@ -153,7 +162,13 @@ class CudaDevice final : public Device {
   std::unique_ptr<Event> create_timing_event() override {
     // Start-up only (engine allocation), from the owner's thread.
     if (!anchor_) anchor_ = std::make_shared<HostClockAnchor>();
-    return std::make_unique<CudaEventImpl>(anchor_);
+    return std::make_unique<CudaEventImpl>(anchor_, false);
+  }
+  std::unique_ptr<Event> create_host_event(HostWait wait, bool timing) override {
+    const bool blocking = wait != HostWait::kSpin;
+    if (!timing) return std::make_unique<CudaEventImpl>(blocking);
+    if (!anchor_) anchor_ = std::make_shared<HostClockAnchor>();
+    return std::make_unique<CudaEventImpl>(anchor_, blocking);
   }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
     return std::make_unique<CudaBuffer<DeviceMemory>>(bytes);

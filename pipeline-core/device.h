@@ -36,6 +36,24 @@ namespace cudaoverlap {
 
 enum class CopyKind { kHostToDevice, kDeviceToHost };
 
+// How a host thread waits in Event::synchronize() for an event made by
+// Device::create_host_event().
+enum class HostWait {
+  // Sleeps until the device signals completion (CUDA: cudaEventBlockingSync,
+  // woken by the driver's interrupt): no CPU time while it waits.
+  kBlock,
+  // Polls (CUDA: the context's default, which spins while the process has
+  // fewer CUDA contexts than cores): the quickest return, one core busy for
+  // as long as it waits.
+  kSpin,
+  // For the engine's worker (EngineConfig::host_wait): sleeps until shortly
+  // before the work is expected to be done, from the completions seen so
+  // far, then polls (Event::query) every few microseconds; blocks as kBlock
+  // when it has nothing to expect from yet, or the work is late. Events are
+  // made as kBlock's.
+  kPoll,
+};
+
 class Event {
  public:
   virtual ~Event() = default;
@@ -43,6 +61,10 @@ class Event {
   // has completed; throws Error if any of it failed. Returns at once when
   // the event was never recorded. Any thread.
   virtual void synchronize() = 0;
+  // True when the work captured by the last record() has completed (or the
+  // event was never recorded), false while it runs; throws Error if any of
+  // it failed. Never blocks. Any thread.
+  virtual bool query() = 0;
   // Timing events only, after synchronize() returned: the steady_clock time
   // (ns since its epoch) at which the work captured by the last record()
   // completed; -1 for events without timing. Throws Error when the backend
@@ -118,6 +140,13 @@ class Device {
   // An event that also records when its work completed (completed_at_ns).
   // A backend without timing returns a plain event.
   virtual std::unique_ptr<Event> create_timing_event() { return create_event(); }
+  // An event a host thread waits on with synchronize(), waiting as `wait`
+  // says; with `timing`, a timing event. A backend that waits only one way
+  // (cpu: a condition variable, always asleep) returns its ordinary event.
+  virtual std::unique_ptr<Event> create_host_event(HostWait wait, bool timing) {
+    (void)wait;
+    return timing ? create_timing_event() : create_event();
+  }
   virtual std::unique_ptr<Buffer> alloc_device(size_t bytes) = 0;
   virtual std::unique_ptr<Buffer> alloc_pinned(size_t bytes) = 0;
   // Page-locks `bytes` of existing host memory at `data`, so copies DMA

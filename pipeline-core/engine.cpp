@@ -5,6 +5,11 @@
 // free list. The Engine owns the worker thread and joins it in stop().
 #include "engine.h"
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -184,14 +189,14 @@ void EngineCore::allocate() {
     if (config_.timing) {
       slot.uploaded = device_->create_timing_event();
       slot.computed = device_->create_timing_event();
-      slot.downloaded = device_->create_timing_event();
+      slot.downloaded = device_->create_host_event(config_.host_wait, true);
       slot.upload_started = device_->create_timing_event();
       slot.compute_started = device_->create_timing_event();
       slot.download_started = device_->create_timing_event();
     } else {
       slot.uploaded = device_->create_event();
       slot.computed = device_->create_event();
-      slot.downloaded = device_->create_event();
+      slot.downloaded = device_->create_host_event(config_.host_wait, false);
     }
   }
   const int n_streams = config_.mode == Mode::kSerial ? 1 : 3;
@@ -289,6 +294,90 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
   timing->download = span(*slot.download_started, *slot.downloaded);
 }
 
+// HostWait::kPoll: the worker sleeps until shortly before a frame's download
+// is expected to be done, then polls the event, so that it neither spins
+// through the frame (a core per engine) nor depends on the driver's
+// interrupt-driven wake-up (tens to hundreds of microseconds after an idle
+// spell). Expected when, from what the worker saw before, the shortest of
+// the last kWindow of each:
+// - a frame that found the pipeline idle (enqueued after the one before it
+//   was done) takes `alone` from being enqueued: a live source's case;
+// - a frame queued behind another is done `spacing` after it: the case of a
+//   source faster than the device.
+// Learning only from waits that found the event not yet done keeps the
+// figures to when the work really completed (give or take one poll). With
+// nothing to expect yet, after a frame found already done, or when the work
+// is late (kMaxPolls polls after the expected time), it blocks instead.
+// Worker thread only.
+class PollingWait {
+ public:
+  void wait(Event& done, int64_t enqueued_ns) {
+    if (done.query()) {
+      previous_done_ns_ = -1;  // done some time ago: not a time to learn from
+      return;
+    }
+    const bool alone = previous_done_ns_ < 0 || enqueued_ns >= previous_done_ns_;
+    int64_t expected = -1;
+    if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
+    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.min();
+    int64_t seen = -1;  // when it was seen done, if that is when it completed
+    if (expected < 0) {
+      done.synchronize();
+      seen = host_now_ns();
+    } else {
+      const int64_t wake = expected - kMarginNs;
+      if (wake > host_now_ns())
+        std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
+      if (done.query()) {
+        // Done before the worker woke, by an unknown time: expect it a
+        // quarter sooner next time, so a figure too high comes down fast.
+        const int64_t from = alone ? enqueued_ns : previous_done_ns_;
+        seen = from + (wake - from) * 3 / 4;
+      } else {
+        for (int polls = 0; !done.query(); ++polls) {
+          if (polls == kMaxPolls) {
+            done.synchronize();
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::nanoseconds(kPollNs));
+        }
+        seen = host_now_ns();
+      }
+    }
+    if (alone)
+      alone_.add(seen - enqueued_ns);
+    else
+      spacing_.add(seen - previous_done_ns_);
+    previous_done_ns_ = seen;
+  }
+
+ private:
+  static constexpr int64_t kMarginNs = 40'000;  // wake this long before the expected time
+  static constexpr int64_t kPollNs = 10'000;    // then look this often
+  static constexpr int kMaxPolls = 12;
+
+  // The last kWindow figures and their minimum.
+  class Window {
+   public:
+    void add(int64_t value) {
+      values_[next_] = value;
+      next_ = (next_ + 1) % kWindow;
+      count_ = std::min(count_ + 1, kWindow);
+    }
+    int size() const { return count_; }
+    int64_t min() const { return *std::min_element(values_, values_ + count_); }
+
+   private:
+    static constexpr int kWindow = 32;
+    int64_t values_[kWindow] = {};
+    int next_ = 0;
+    int count_ = 0;
+  };
+  Window alone_;
+  Window spacing_;
+  int64_t previous_done_ns_ = -1;  // when the last frame waited for completed, as far as known
+};
+
 // The worker thread's loop. Free function over the core so that the thread
 // never touches the Engine object itself.
 void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks) {
@@ -299,6 +388,12 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     std::lock_guard<std::mutex> lock(c.mutex_);
     c.error_ = e.what();
   }
+#ifdef __linux__
+  // Sleeps of HostWait::kPoll end within a microsecond of their time, not
+  // the default 50 later.
+  if (c.config_.host_wait == HostWait::kPoll) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+#endif
+  PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
   for (;;) {
     c.changed_.wait(lock, [&] {
@@ -313,16 +408,21 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // Barrier "downloaded": the slot's pinned output is complete only when
     // its D2H copy has finished.
     std::string failure;
+    FrameTiming timing = slot.timing;
+    timing.worker_wait.start_ns = host_now_ns();
     try {
-      slot.downloaded->synchronize();
+      if (c.config_.host_wait == HostWait::kPoll)
+        polling.wait(*slot.downloaded, timing.enqueued_ns);
+      else
+        slot.downloaded->synchronize();
     } catch (const Error& e) {
       failure = e.what();
     }
+    timing.worker_wait.end_ns = host_now_ns();
     // Read here, off the producer's path: the events are complete, so no
     // call below waits for the device. The slot is still in flight, so its
     // events and timing are not rewritten meanwhile.
-    FrameTiming timing = slot.timing;
-    timing.delivered_ns = host_now_ns();
+    timing.delivered_ns = timing.worker_wait.end_ns;
     if (failure.empty() && c.config_.timing) read_device_times(slot, &timing);
 
     lock.lock();
@@ -391,7 +491,7 @@ struct EngineThreads {
 bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
-         staging_threads == o.staging_threads;
+         staging_threads == o.staging_threads && host_wait == o.host_wait;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -538,6 +638,7 @@ Status Engine::submit(InputFrame frame) {
     return Status::kError;
   }
 
+  timing.enqueued_ns = host_now_ns();
   {
     std::lock_guard<std::mutex> lock(c.mutex_);
     slot.timing = timing;

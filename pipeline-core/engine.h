@@ -71,6 +71,10 @@ struct FrameTiming {
   TimeSpan upload;
   TimeSpan compute;
   TimeSpan download;
+  int64_t enqueued_ns = -1;  // submit() had enqueued the frame's device work
+  // The worker waiting for the download to complete (its end is the wake-up:
+  // minus download.end_ns, what waking the host cost).
+  TimeSpan worker_wait;
   int64_t delivered_ns = -1;  // the worker saw the download complete and hands it out
 };
 
@@ -96,6 +100,12 @@ struct EngineConfig {
   // are copied by the producer alone whatever this says. 0..64. Pinned input
   // is never staged, so the workers then just sleep.
   int staging_threads = 0;
+  // How the worker waits for a frame's download (device.h, HostWait): kPoll
+  // sleeps until shortly before the download is expected to be done and
+  // then polls; kBlock sleeps until the device signals it; kSpin polls all
+  // along, a core busy for the whole time frames are in flight.
+  // cudaoverlap-bench and cudaoverlap-bench --live measure the three.
+  HostWait host_wait = HostWait::kPoll;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;

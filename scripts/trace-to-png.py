@@ -17,7 +17,7 @@ import json
 import sys
 from collections import defaultdict
 
-LANES = ["staging", "upload", "compute", "download", "push"]
+LANES = ["chain", "staging", "upload", "compute", "download", "worker wait", "push"]
 
 
 def load(path):
@@ -45,7 +45,8 @@ def summary(path, lanes, skip):
             print(f"  {lane:9s} no slices")
             continue
         mean = sum(durs) / len(durs)
-        busy += mean if lane != "push" else 0.0
+        # chain and worker wait hold the stages in them, or wait for them
+        busy += mean if lane in ("staging", "upload", "compute", "download") else 0.0
         print(f"  {lane:9s} {len(durs):6d} slices  mean {mean:8.3f} ms  max {max(durs):8.3f} ms")
     push = lanes.get("push", {})
     ends = [push[f][0] + push[f][1] for f in kept if f in push]
@@ -53,6 +54,41 @@ def summary(path, lanes, skip):
         wall = (max(ends) - min(ends)) / (len(ends) - 1)
         print(f"  wall time per frame {wall:.3f} ms ({1000.0 / wall:.1f} frames/s), "
               f"overlap efficiency (staging+upload+compute+download means / wall) {busy / wall:.2f}")
+    latency_breakdown(lanes, kept)
+
+
+def latency_breakdown(lanes, kept):
+    """Where a frame's time in the element goes, from its arrival (chain's
+    start) to the start of its push: the gaps between one step's end and the
+    next one's start are waits (for the stream, for a wake-up)."""
+    steps = [("chain", "chain"), ("upload", "upload"), ("compute", "compute"),
+             ("download", "download"), ("worker wait", "worker wake")]
+    rows = defaultdict(list)
+    for f in kept:
+        if not all(f in lanes.get(lane, {}) for lane, _ in steps) or f not in lanes.get("push", {}):
+            continue
+        start = lanes["chain"][f][0]
+        at = start
+        for lane, name in steps:
+            s, d = lanes[lane][f]
+            if lane == "worker wait":
+                # the wait starts before the download ends; its end is the wake-up
+                rows["download end to the worker awake"].append(s + d - at)
+            else:
+                rows[f"to {name} start"].append(s - at)
+                rows[name].append(d)
+            at = s + d
+        rows["to the push"].append(lanes["push"][f][0] - at)
+        rows["total: arrival to push"].append(lanes["push"][f][0] - start)
+    if not rows:
+        return
+    print("  latency, arrival to push (ms):   mean      p50      p99      max")
+    for name, v in rows.items():
+        if name == "to chain start":
+            continue
+        v = sorted(v)
+        pct = lambda p: v[min(len(v) - 1, int(p / 100 * len(v)))]
+        print(f"    {name:32s} {sum(v) / len(v):7.3f}  {pct(50):7.3f}  {pct(99):7.3f}  {v[-1]:7.3f}")
 
 
 def render(paths, traces, titles, out, skip, count, window_ms, columns):

@@ -1,25 +1,46 @@
 // cudaoverlap-bench: drives the engine alone (no GStreamer) and prints
-// tables: frames/s, GB/s each way, % of the PCIe bound, overlapped vs
-// serial, and what staging pageable input costs. A program, not a test: it
-// asserts nothing about speed, it measures.
+// tables: frames/s against what the link allows and against a plain loop,
+// the host's CPU time per frame, live latency, what staging pageable input
+// costs, and each kernel's GPU time. A program, not a test: it asserts
+// nothing about speed, it measures.
 //
-//   cudaoverlap-bench [--backend auto|cuda|cpu] [--frames N] [--warmup N]
-//                     [--ring N] [--sizes 1080p,4k] [--pcie-gbps 55]
+//   cudaoverlap-bench [--backend auto|cuda|cpu] [--frames N] [--warmup N] [--runs N]
+//                     [--ring N] [--rings 2,3,4,6] [--sizes 1080p,4k]
 //                     [--synthetic-us N] [--no-pageable]
+//   cudaoverlap-bench --live [--live-fps 60] [--live-frames 300] [--sizes ...]
 //   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
 //                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
 //                     [--register-runs N]
 //
-// Cases, for each size (RGBA): `copy` (transfer-bound) and `synthetic`
-// (copy plus a GPU busy time equal to one frame's transfer at the PCIe
-// bound, so upload, compute and download take about the same time), each
-// overlapped and serial. The source's cost is kept out: input frames are
-// written once into a pool of pinned buffers and recycled, as an upstream
-// that writes into our pool would. A second table (unless --no-pageable)
-// feeds the `copy` case, overlapped, from pageable memory instead, so every
-// frame is staged, with staging-threads 1 and automatic: the gain of the
-// parallel staging copy in frames/s, and its time per frame.
+// The main table, per size (RGBA, pinned input): first what the link moves
+// in the same process and run (pinned copies of a frame: host to device,
+// device to host, both at once on two streams), hence the bound in frames/s
+// (a frame crosses both ways: the slower direction, or half of both at
+// once). Then, for `copy` (transfer-bound) and `synthetic` (copy plus a GPU
+// busy time equal to one frame's upload, so upload, compute and download
+// take about the same time): a plain loop (DESIGN.md's three streams and
+// events written out on one thread, nothing else: run_plain_loop) and the
+// engine on the same frames, for each ring size of --rings with its
+// worker's default wait for downloads (poll) and, at the default ring, the
+// other two (block, spin; EngineConfig::host_wait);
+// each figure the median (min-max) of --runs runs; the engine as % of the
+// loop and of the bound; CPU time per frame of the whole process. Then
+// serial mode against overlapped. The source's cost is kept out: input
+// frames are written once into a pool of pinned buffers and recycled, as an
+// upstream that writes into our pool would. Outputs are compared with their
+// input on warm-up frames and the last frame (outside the timed part but
+// one). A last table (unless --no-pageable) feeds `copy` from pageable
+// memory instead, so every frame is staged, with staging-threads 1 and
+// automatic: the gain of the parallel staging copy.
+//
+// --live paces frames as a live source at --live-fps (4K and 1080p RGBA
+// copy): the plain loop one frame at a time (back to back, then paced,
+// spinning and asleep) and the engine (paced with each host wait, then
+// flat out with the default one), with
+// timing events on every stage: latency (submit to the host holding the
+// output: mean, p50, p99, max), the device stages, the submit's enqueueing,
+// the host's wake-up after the download completed, and CPU per frame.
 //
 // --kernels times each kernel alone on the GPU instead, at 4K (3840x2160),
 // for every format: CUDA events around N launches on device buffers
@@ -43,6 +64,8 @@
 // synchronize) from pageable, registered and pinned memory; then after how
 // many frames registering once beats staging every frame. Any backend: on
 // the cpu backend the figures are host memcpy and bookkeeping only.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,6 +77,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -75,16 +99,20 @@ struct Options {
   int warmup = 60;
   int ring = 3;
   std::vector<std::string> sizes = {"1080p", "4k"};
-  double pcie_gbps = 55.0;  // one direction, pinned, H200 PCIe Gen5 x16 (DESIGN.md)
-  int synthetic_us = -1;    // -1: one frame's transfer time at the bound
-  bool kernels = false;     // --kernels: the per-kernel GPU table instead
-  int iterations = 200;     // launches timed per kernel and format
-  double hbm_gbps = 0;      // device memory, read + write together; 0: the device's peak
-  bool all_pairs = false;   // --all-pairs: convert between every pair of formats too
-  bool staging = false;     // --staging: the staging vs pinning table instead
-  int repeats = 40;         // copies and uploads timed per figure in --staging
-  int register_runs = 5;    // registrations averaged per size in --staging
-  bool pageable = true;     // the pageable-input table after the main one
+  int synthetic_us = -1;   // -1: one frame's transfer time at the bound
+  bool kernels = false;    // --kernels: the per-kernel GPU table instead
+  int iterations = 200;    // launches timed per kernel and format
+  double hbm_gbps = 0;     // device memory, read + write together; 0: the device's peak
+  bool all_pairs = false;  // --all-pairs: convert between every pair of formats too
+  bool staging = false;    // --staging: the staging vs pinning table instead
+  int repeats = 40;        // copies and uploads timed per figure in --staging
+  int register_runs = 5;   // registrations averaged per size in --staging
+  bool pageable = true;    // the pageable-input table after the main one
+  int runs = 5;            // repeats of each throughput figure (median, min, max)
+  std::vector<int> rings = {2, 3, 4, 6};  // the ring table's sizes
+  bool live = false;                      // --live: paced frames, latency and host cost
+  int live_fps = 60;
+  int live_frames = 300;
   // --pairs FROM:TO,...: only convert between these (format names as
   // GStreamer spells them), e.g. to profile one pair.
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
@@ -103,7 +131,25 @@ struct Result {
   double fps = 0;
   bool output_ok = false;
   double staging_ms = 0;  // mean host staging copy per timed frame (pageable input)
+  double cpu_us = 0;      // the process's user + system CPU time per timed frame
 };
+
+// User + system CPU time of the whole process so far (every thread: the
+// engine's, the driver's), in microseconds.
+double process_cpu_us() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + usage.ru_utime.tv_usec +
+         usage.ru_stime.tv_usec;
+}
+
+// Frames whose output is compared with their input: every tenth of the
+// warm-up and the last one, so the comparison (a 33 MB memcmp at 4K) stays
+// out of the timed frames but a timed frame is still checked.
+bool checked_frame(uint64_t sequence, int warmup, int frames) {
+  return (sequence < static_cast<uint64_t>(warmup) && sequence % 10 == 0) ||
+         sequence + 1 == static_cast<uint64_t>(warmup + frames);
+}
 
 // Input frames, written once and recycled: either in pinned memory, handed
 // back by the engine via keep_alive (an upstream that writes into our pool),
@@ -166,14 +212,30 @@ class InputPool {
 struct InputCase {
   bool pinned = true;
   int staging_threads = 0;  // EngineConfig::staging_threads, pageable input only
+  int ring = 0;             // 0: --ring
+  HostWait host_wait = HostWait::kPoll;
 };
+
+const char* wait_name(HostWait wait) {
+  switch (wait) {
+    case HostWait::kBlock:
+      return "block";
+    case HostWait::kSpin:
+      return "spin";
+    case HostWait::kPoll:
+      return "poll";
+  }
+  return "";
+}
 
 Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const Size& size,
                 const char* kernel, uint32_t synthetic_us, Mode mode, InputCase input = {}) {
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
-  InputPool pool(*device, layout, opt.ring + 2, input.pinned);
+  const int ring = input.ring > 0 ? input.ring : opt.ring;
+  InputPool pool(*device, layout, ring + 2, input.pinned);
   EngineConfig config;
-  config.ring_size = opt.ring;
+  config.ring_size = ring;
+  config.host_wait = input.host_wait;
   config.mode = mode;
   config.input = layout;
   config.output = layout;
@@ -190,9 +252,9 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
   std::chrono::steady_clock::time_point last;
   EngineCallbacks callbacks;
   callbacks.on_frame = [&](OutputFrame frame) {
-    // Check one frame in a hundred against its input (all kernels here copy).
+    // All kernels here copy.
     bool ok = true;
-    if (frame.sequence() % 100 == 0) {
+    if (checked_frame(frame.sequence(), opt.warmup, opt.frames)) {
       const int input = *static_cast<const int*>(frame.user().get());
       ok = std::memcmp(frame.image().planes[0].data, pool.data(input), layout.size) == 0;
     }
@@ -216,19 +278,360 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
     if (engine.drain() != Status::kOk) throw Error(engine.error());
   };
   submit_n(opt.warmup);
+  const double cpu_start = process_cpu_us();
   const auto start = std::chrono::steady_clock::now();
   submit_n(opt.frames);
+  const double cpu = process_cpu_us() - cpu_start;
   engine.stop();
   const double seconds = std::chrono::duration<double>(last - start).count();
-  return Result{opt.frames / seconds, output_ok, staging_ms / opt.frames};
+  return Result{opt.frames / seconds, output_ok, staging_ms / opt.frames, cpu / opt.frames};
+}
+
+// The plain loop the engine is measured against: DESIGN.md's upload,
+// compute and download on three streams with the same events, written out
+// on one thread with nothing else (no worker, no callbacks, no locks). Frame
+// i goes into slot i % ring, after waiting for the download of the frame
+// that had the slot before (the consumer reads its output at once). The
+// same pinned input frames, operation and device layouts as the engine's.
+Result run_plain_loop(const std::shared_ptr<Device>& device, const Options& opt, const Size& size,
+                      const char* kernel, uint32_t synthetic_us, int ring, HostWait wait) {
+  Device& dev = *device;
+  dev.make_current();
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
+  const FrameLayout device_layout =
+      FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height, 256, 256);
+  InputPool pool(dev, layout, ring + 2, true);
+  KernelParams params;
+  params.synthetic_us = synthetic_us;
+  const auto op = make_operation(kernel, params);
+  struct LoopSlot {
+    std::unique_ptr<Buffer> device_in, device_out, pinned_out;
+    std::unique_ptr<Event> uploaded, computed, downloaded;
+    InputFrame input;  // its buffer goes back to the pool once downloaded
+    uint64_t sequence = 0;
+    bool busy = false;
+  };
+  std::vector<LoopSlot> slots(ring);
+  for (LoopSlot& slot : slots) {
+    slot.device_in = dev.alloc_device(device_layout.size);
+    slot.device_out = dev.alloc_device(device_layout.size);
+    slot.pinned_out = dev.alloc_pinned(layout.size);
+    slot.uploaded = dev.create_event();
+    slot.computed = dev.create_event();
+    slot.downloaded = dev.create_host_event(wait, false);
+  }
+  auto up = dev.create_stream(), compute = dev.create_stream(), down = dev.create_stream();
+  compute->prepare(*op, Workspace{});
+  bool ok = true;
+  // The frame in `slot` is out: check it when it is one of the checked ones.
+  auto retire = [&](LoopSlot& slot) {
+    if (!slot.busy) return;
+    slot.downloaded->synchronize();
+    if (checked_frame(slot.sequence, opt.warmup, opt.frames)) {
+      const int input = *static_cast<const int*>(slot.input.user.get());
+      ok = ok && std::memcmp(slot.pinned_out->data(), pool.data(input), layout.size) == 0;
+    }
+    slot.input = InputFrame{};
+    slot.busy = false;
+  };
+  uint64_t sequence = 0;
+  auto run_n = [&](int n) {
+    for (int i = 0; i < n; ++i, ++sequence) {
+      LoopSlot& slot = slots[sequence % ring];
+      retire(slot);
+      slot.input = pool.take();
+      slot.sequence = sequence;
+      slot.busy = true;
+      const ImageRef in = slot.input.image;
+      const ImageRef device_in = device_layout.at(slot.device_in->data());
+      const ImageRef device_out = device_layout.at(slot.device_out->data());
+      up->copy_2d(device_in.planes[0].data, device_in.planes[0].stride, in.planes[0].data,
+                  in.planes[0].stride, layout.row_bytes(0), layout.rows(0),
+                  CopyKind::kHostToDevice);
+      up->record(*slot.uploaded);
+      compute->wait(*slot.uploaded);
+      compute->launch(*op, device_in, device_out, Workspace{});
+      compute->record(*slot.computed);
+      down->wait(*slot.computed);
+      down->copy_2d(slot.pinned_out->data(), layout.stride[0], device_out.planes[0].data,
+                    device_out.planes[0].stride, layout.row_bytes(0), layout.rows(0),
+                    CopyKind::kDeviceToHost);
+      down->record(*slot.downloaded);
+    }
+    for (int k = 0; k < ring; ++k) retire(slots[(sequence + k) % ring]);
+  };
+  run_n(opt.warmup);
+  const double cpu_start = process_cpu_us();
+  const auto start = std::chrono::steady_clock::now();
+  run_n(opt.frames);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = process_cpu_us() - cpu_start;
+  return Result{opt.frames / seconds, ok, 0, cpu / opt.frames};
+}
+
+// Median, lowest and highest of a figure over repeated runs.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread spread_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return Spread{values[values.size() / 2], values.front(), values.back()};
+}
+std::string show(const Spread& s, const char* format = "%.0f") {
+  char a[32], b[32], c[32];
+  std::snprintf(a, sizeof a, format, s.median);
+  std::snprintf(b, sizeof b, format, s.min);
+  std::snprintf(c, sizeof c, format, s.max);
+  return std::string(a) + " (" + b + "–" + c + ")";
+}
+
+// What the link moves, in GB/s (10^9 bytes): pinned host memory to the
+// device, back, and both at once on two streams (as the engine's upload and
+// download run), `bytes` per copy, 20 copies a run.
+struct CopyRates {
+  Spread h2d, d2h, both;
+};
+CopyRates measure_copy_rates(Device& dev, size_t bytes, int runs) {
+  dev.make_current();
+  auto host_a = dev.alloc_pinned(bytes), host_b = dev.alloc_pinned(bytes);
+  auto dev_a = dev.alloc_device(bytes), dev_b = dev.alloc_device(bytes);
+  std::memset(host_a->data(), 0x3c, bytes);
+  std::memset(host_b->data(), 0xc3, bytes);
+  auto s1 = dev.create_stream(), s2 = dev.create_stream();
+  constexpr int kCopies = 20;
+  auto timed = [&](bool h2d, bool d2h) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCopies; ++i) {
+      if (h2d)
+        s1->copy_2d(dev_a->data(), bytes, host_a->data(), bytes, bytes, 1, CopyKind::kHostToDevice);
+      if (d2h)
+        s2->copy_2d(host_b->data(), bytes, dev_b->data(), bytes, bytes, 1, CopyKind::kDeviceToHost);
+    }
+    s1->synchronize();
+    s2->synchronize();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return (h2d + d2h) * kCopies * static_cast<double>(bytes) / seconds / 1e9;
+  };
+  timed(true, true);  // warm-up
+  std::vector<double> h2d, d2h, both;
+  for (int r = 0; r < runs; ++r) {
+    h2d.push_back(timed(true, false));
+    d2h.push_back(timed(false, true));
+    both.push_back(timed(true, true));
+  }
+  return CopyRates{spread_of(h2d), spread_of(d2h), spread_of(both)};
+}
+
+// ---------------------------------------------------------------------------
+// --live: frames paced as a live source sends them, one at a time; where
+// each frame's time goes, and the host's CPU time per frame.
+
+struct LiveResult {
+  std::vector<double> latency_ms;  // submit to the host seeing the frame out, per frame
+  std::vector<double> wake_us;     // the download's completion to the host seeing it
+  double upload_ms = 0, compute_ms = 0, download_ms = 0;  // device stages, means
+  double submit_us = 0;                                   // enqueueing the frame's work, mean
+  double cpu_us = 0;                                      // process CPU time per frame
+};
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / v.size();
+}
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100 * v.size()))];
+}
+
+// Sleeps until frame `i`'s time at `fps` from `start`; fps 0: no pacing.
+void pace(std::chrono::steady_clock::time_point start, int i, int fps) {
+  if (fps > 0)
+    std::this_thread::sleep_until(start + std::chrono::nanoseconds(int64_t{1000000000} * i / fps));
+}
+
+// The plain loop with one frame at a time: enqueue, wait for its download.
+LiveResult live_plain_loop(Device& dev, const Options& opt, const Size& size, HostWait wait,
+                           int fps) {
+  dev.make_current();
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
+  const FrameLayout device_layout =
+      FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height, 256, 256);
+  auto pinned_in = dev.alloc_pinned(layout.size), pinned_out = dev.alloc_pinned(layout.size);
+  std::memset(pinned_in->data(), 0x5a, layout.size);
+  auto device_in = dev.alloc_device(device_layout.size),
+       device_out = dev.alloc_device(device_layout.size);
+  const auto op = make_operation("copy");
+  auto up = dev.create_stream(), compute = dev.create_stream(), down = dev.create_stream();
+  auto up_started = dev.create_timing_event(), uploaded = dev.create_timing_event(),
+       compute_started = dev.create_timing_event(), computed = dev.create_timing_event(),
+       down_started = dev.create_timing_event(), downloaded = dev.create_host_event(wait, true);
+  const ImageRef din = device_layout.at(device_in->data());
+  const ImageRef dout = device_layout.at(device_out->data());
+  LiveResult r;
+  const int skip = std::min(opt.warmup, opt.live_frames / 4);
+  double cpu_start = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < opt.live_frames; ++i) {
+    pace(start, i, fps);
+    if (i == skip) cpu_start = process_cpu_us();
+    const int64_t t0 = host_now_ns();
+    up->record(*up_started);
+    up->copy_2d(din.planes[0].data, din.planes[0].stride, pinned_in->data(), layout.stride[0],
+                layout.row_bytes(0), layout.rows(0), CopyKind::kHostToDevice);
+    up->record(*uploaded);
+    compute->wait(*uploaded);
+    compute->record(*compute_started);
+    compute->launch(*op, din, dout, Workspace{});
+    compute->record(*computed);
+    down->wait(*computed);
+    down->record(*down_started);
+    down->copy_2d(pinned_out->data(), layout.stride[0], dout.planes[0].data, dout.planes[0].stride,
+                  layout.row_bytes(0), layout.rows(0), CopyKind::kDeviceToHost);
+    down->record(*downloaded);
+    const int64_t enqueued = host_now_ns();
+    downloaded->synchronize();
+    const int64_t t1 = host_now_ns();
+    if (i < skip) continue;
+    r.latency_ms.push_back((t1 - t0) / 1e6);
+    r.submit_us += (enqueued - t0) / 1e3;
+    const int64_t done = downloaded->completed_at_ns();
+    r.wake_us.push_back((t1 - done) / 1e3);
+    r.upload_ms += (uploaded->completed_at_ns() - up_started->completed_at_ns()) / 1e6;
+    r.compute_ms += (computed->completed_at_ns() - compute_started->completed_at_ns()) / 1e6;
+    r.download_ms += (done - down_started->completed_at_ns()) / 1e6;
+  }
+  const double n = static_cast<double>(r.latency_ms.size());
+  r.cpu_us = (process_cpu_us() - cpu_start) / n;
+  r.submit_us /= n;
+  r.upload_ms /= n;
+  r.compute_ms /= n;
+  r.download_ms /= n;
+  if (std::memcmp(pinned_out->data(), pinned_in->data(), layout.size) != 0)
+    throw Error("the live plain loop's last frame is wrong");
+  return r;
+}
+
+// The engine, frames submitted at `fps` from pinned memory, timing on.
+LiveResult live_engine(const std::shared_ptr<Device>& device, const Options& opt, const Size& size,
+                       HostWait wait, int fps) {
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
+  InputPool pool(*device, layout, opt.ring + 2, true);
+  EngineConfig config;
+  config.ring_size = opt.ring;
+  config.input = config.output = layout;
+  config.timing = true;
+  config.host_wait = wait;
+  const int skip = std::min(opt.warmup, opt.live_frames / 4);
+  std::mutex mutex;
+  std::vector<FrameTiming> timings;
+  bool ok = true;
+  EngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    bool same = true;
+    if (frame.sequence() % 50 == 0) {
+      const int input = *static_cast<const int*>(frame.user().get());
+      same = std::memcmp(frame.image().planes[0].data, pool.data(input), layout.size) == 0;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    ok = ok && same;
+    if (frame.sequence() >= static_cast<uint64_t>(skip)) timings.push_back(frame.timing());
+  };
+  callbacks.on_error = [](const std::string& message) {
+    std::fprintf(stderr, "cudaoverlap-bench: %s\n", message.c_str());
+  };
+  Engine engine(device, config, callbacks);
+  engine.start();
+  double cpu_start = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < opt.live_frames; ++i) {
+    pace(start, i, fps);
+    if (i == skip) cpu_start = process_cpu_us();
+    InputFrame in = pool.take();
+    in.arrived_ns = host_now_ns();
+    if (engine.submit(std::move(in)) != Status::kOk) throw Error(engine.error());
+  }
+  if (engine.drain() != Status::kOk) throw Error(engine.error());
+  const double cpu = process_cpu_us() - cpu_start;
+  engine.stop();
+  if (!ok) throw Error("the live engine's output is wrong");
+  LiveResult r;
+  for (const FrameTiming& t : timings) {
+    r.latency_ms.push_back((t.delivered_ns - t.arrived_ns) / 1e6);
+    r.wake_us.push_back((t.delivered_ns - t.download.end_ns) / 1e3);
+    r.submit_us += (t.enqueued_ns - t.arrived_ns) / 1e3;
+    r.upload_ms += t.upload.ms();
+    r.compute_ms += t.compute.ms();
+    r.download_ms += t.download.ms();
+  }
+  const double n = static_cast<double>(timings.size());
+  r.cpu_us = cpu / n;
+  r.submit_us /= n;
+  r.upload_ms /= n;
+  r.compute_ms /= n;
+  r.download_ms /= n;
+  return r;
+}
+
+int run_live_table(const std::shared_ptr<Device>& device, const Options& opt) {
+  std::printf(
+      "cudaoverlap live latency on %s: RGBA copy, pinned input, %d frames a case (the "
+      "first %d left out), ring-size %d\n",
+      device->describe().c_str(), opt.live_frames, std::min(opt.warmup, opt.live_frames / 4),
+      opt.ring);
+  std::printf(
+      "latency: submit to the host holding the frame; wake: the download's end on the device "
+      "to that; CPU: the process's user + system time per frame\n\n");
+  std::printf(
+      "| frame | case | pacing | host wait | mean ms | p50 ms | p99 ms | max ms | upload ms | "
+      "kernel ms | download ms | submit us | wake us mean | wake us p99 | CPU us/frame |\n");
+  std::printf("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string& name : opt.sizes) {
+    const Size& size = kSizes.at(name);
+    struct Case {
+      const char* label;
+      bool engine;
+      HostWait wait;
+      int fps;
+    };
+    const Case cases[] = {
+        {"plain loop", false, HostWait::kSpin, 0},
+        {"plain loop", false, HostWait::kSpin, opt.live_fps},
+        {"plain loop", false, HostWait::kBlock, opt.live_fps},
+        {"engine", true, HostWait::kSpin, opt.live_fps},
+        {"engine", true, HostWait::kBlock, opt.live_fps},
+        {"engine", true, HostWait::kPoll, opt.live_fps},
+        {"engine", true, HostWait::kPoll, 0},
+    };
+    for (const Case& c : cases) {
+      const LiveResult r = c.engine ? live_engine(device, opt, size, c.wait, c.fps)
+                                    : live_plain_loop(*device, opt, size, c.wait, c.fps);
+      const std::string pacing =
+          c.fps > 0 ? std::to_string(c.fps) + " frames/s" : std::string("back to back");
+      std::printf(
+          "| %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f | "
+          "%.0f | %.0f |\n",
+          size.name, c.label, pacing.c_str(), wait_name(c.wait), mean_of(r.latency_ms),
+          percentile(r.latency_ms, 50), percentile(r.latency_ms, 99), percentile(r.latency_ms, 100),
+          r.upload_ms, r.compute_ms, r.download_ms, r.submit_us, mean_of(r.wake_us),
+          percentile(r.wake_us, 99), r.cpu_us);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
 }
 
 int usage(const char* why) {
   std::fprintf(
       stderr,
       "cudaoverlap-bench: %s\nusage: cudaoverlap-bench [--backend auto|cuda|cpu] "
-      "[--frames N] [--warmup N] [--ring N] [--sizes 720p,1080p,4k] [--pcie-gbps G] "
-      "[--synthetic-us N] [--no-pageable]\n       cudaoverlap-bench --kernels [--iterations N] "
+      "[--frames N] [--warmup N] [--runs N] [--ring N] [--rings 2,3,4,6] "
+      "[--sizes 720p,1080p,4k] [--synthetic-us N] [--no-pageable]\n"
+      "       cudaoverlap-bench --live [--live-fps N] [--live-frames N] [--sizes ...]\n"
+      "       cudaoverlap-bench --kernels [--iterations N] "
       "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
       "cudaoverlap-bench --staging "
       "[--backend auto|cuda|cpu] "
@@ -736,6 +1139,10 @@ int run(int argc, char** argv) {
       opt.staging = true;
       continue;
     }
+    if (arg == "--live") {
+      opt.live = true;
+      continue;
+    }
     if (arg == "--no-pageable") {
       opt.pageable = false;
       continue;
@@ -754,8 +1161,6 @@ int run(int argc, char** argv) {
       opt.warmup = std::atoi(value.c_str());
     } else if (arg == "--ring") {
       opt.ring = std::atoi(value.c_str());
-    } else if (arg == "--pcie-gbps") {
-      opt.pcie_gbps = std::atof(value.c_str());
     } else if (arg == "--synthetic-us") {
       opt.synthetic_us = std::atoi(value.c_str());
     } else if (arg == "--iterations") {
@@ -785,11 +1190,24 @@ int run(int argc, char** argv) {
       }
     } else if (arg == "--sizes") {
       opt.sizes = split_commas(value);
+    } else if (arg == "--runs") {
+      opt.runs = std::atoi(value.c_str());
+    } else if (arg == "--rings") {
+      opt.rings.clear();
+      for (const std::string& r : split_commas(value)) opt.rings.push_back(std::atoi(r.c_str()));
+    } else if (arg == "--live-fps") {
+      opt.live_fps = std::atoi(value.c_str());
+    } else if (arg == "--live-frames") {
+      opt.live_frames = std::atoi(value.c_str());
     } else {
       return usage(("unknown option " + arg).c_str());
     }
   }
   if (opt.frames <= 0 || opt.warmup < 0) return usage("--frames must be positive");
+  if (opt.runs <= 0 || opt.live_frames < 4 || opt.live_fps < 0 || opt.rings.empty())
+    return usage("--runs and --rings must be positive, --live-frames at least 4");
+  for (int r : opt.rings)
+    if (r < 1 || r > 16) return usage("--rings takes ring sizes from 1 to 16");
   if (opt.iterations <= 0 || opt.hbm_gbps < 0)
     return usage("--iterations must be positive and --hbm-gbps not negative");
   if (opt.repeats <= 0 || opt.register_runs <= 0)
@@ -812,22 +1230,34 @@ int run(int argc, char** argv) {
   }
   if (opt.staging) return run_staging_table(device, opt);
 
+  if (opt.live) return run_live_table(device, opt);
+
   std::printf("cudaoverlap engine benchmark on %s\n", device->describe().c_str());
   std::printf(
-      "%d frames a case after %d warm-up, ring-size %d, RGBA, pinned input; PCIe bound "
-      "%.0f GB/s each way\n\n",
-      opt.frames, opt.warmup, opt.ring, opt.pcie_gbps);
-  std::printf(
-      "| frame | kernel | mode | frames/s | H2D GB/s | D2H GB/s | %% of PCIe bound | "
-      "overlapped/serial | output |\n");
-  std::printf("|---|---|---|---:|---:|---:|---:|---:|---|\n");
+      "RGBA, pinned input; each figure the median (min–max) of %d runs of %d frames after %d "
+      "warm-up\n",
+      opt.runs, opt.frames, opt.warmup);
   bool all_ok = true;
   for (const std::string& name : opt.sizes) {
     const Size& size = kSizes.at(name);
     const double bytes = 4.0 * size.width * size.height;
+    const CopyRates link = measure_copy_rates(*device, static_cast<size_t>(bytes), opt.runs);
+    // A frame moves its bytes each way: at most the slower direction's rate,
+    // and half of what both directions move at once.
+    const double bound_gbps = std::min({link.h2d.median, link.d2h.median, link.both.median / 2});
+    const double bound_fps = bound_gbps * 1e9 / bytes;
     const uint32_t balanced_us = opt.synthetic_us >= 0
                                      ? static_cast<uint32_t>(opt.synthetic_us)
-                                     : static_cast<uint32_t>(bytes / (opt.pcie_gbps * 1e3));
+                                     : static_cast<uint32_t>(bytes / (link.h2d.median * 1e3));
+    std::printf(
+        "\n%s (%.1f MB a frame): pinned copies of a frame, H2D %s GB/s, D2H %s, both at once %s; "
+        "bound %.0f frames/s\n\n",
+        size.name, bytes / 1e6, show(link.h2d, "%.1f").c_str(), show(link.d2h, "%.1f").c_str(),
+        show(link.both, "%.1f").c_str(), bound_fps);
+    std::printf(
+        "| kernel | ring | host wait | plain loop frames/s | engine frames/s | engine %% of loop "
+        "| engine %% of bound | loop CPU us/frame | engine CPU us/frame | output |\n");
+    std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n");
     struct KernelCase {
       const char* kernel;
       uint32_t us;
@@ -838,18 +1268,52 @@ int run(int argc, char** argv) {
         {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
     };
     for (const KernelCase& k : kernels) {
-      const Result overlapped = run_case(device, opt, size, k.kernel, k.us, Mode::kOverlapped);
-      const Result serial = run_case(device, opt, size, k.kernel, k.us, Mode::kSerial);
-      for (const auto& [mode, r] : {std::pair{"overlapped", overlapped}, {"serial", serial}}) {
-        const double gbps = r.fps * bytes / 1e9;
-        std::printf("| %s | %s | %s | %.0f | %.1f | %.1f | %.0f %% | %s | %s |\n", size.name,
-                    k.label.c_str(), mode, r.fps, gbps, gbps, 100.0 * gbps / opt.pcie_gbps,
-                    std::string(mode) == "overlapped"
-                        ? (std::to_string(overlapped.fps / serial.fps).substr(0, 4) + "x").c_str()
-                        : "",
-                    r.output_ok ? "checked" : "WRONG");
-        all_ok = all_ok && r.output_ok;
+      // The kernel's own bound: a stage cannot be shorter than the kernel.
+      const double k_bound = std::min(bound_fps, k.us > 0 ? 1e6 / k.us : bound_fps);
+      for (int ring : opt.rings) {
+        for (HostWait wait : {HostWait::kPoll, HostWait::kBlock, HostWait::kSpin}) {
+          if (wait != HostWait::kPoll && ring != opt.ring) continue;
+          std::vector<double> loop_fps, engine_fps, loop_cpu, engine_cpu;
+          bool ok = true;
+          for (int r = 0; r < opt.runs; ++r) {
+            const Result l =
+                run_plain_loop(device, opt, size, k.kernel, k.us, ring, HostWait::kSpin);
+            InputCase input;
+            input.ring = ring;
+            input.host_wait = wait;
+            const Result e = run_case(device, opt, size, k.kernel, k.us, Mode::kOverlapped, input);
+            loop_fps.push_back(l.fps);
+            engine_fps.push_back(e.fps);
+            loop_cpu.push_back(l.cpu_us);
+            engine_cpu.push_back(e.cpu_us);
+            ok = ok && l.output_ok && e.output_ok;
+          }
+          const Spread lf = spread_of(loop_fps), ef = spread_of(engine_fps);
+          std::printf("| %s | %d | %s | %s | %s | %.1f %% | %.1f %% | %s | %s | %s |\n",
+                      k.label.c_str(), ring, wait_name(wait), show(lf).c_str(), show(ef).c_str(),
+                      100.0 * ef.median / lf.median, 100.0 * ef.median / k_bound,
+                      show(spread_of(loop_cpu)).c_str(), show(spread_of(engine_cpu)).c_str(),
+                      ok ? "checked" : "WRONG");
+          std::fflush(stdout);
+          all_ok = all_ok && ok;
+        }
       }
+    }
+    std::printf("\n| kernel | serial (one stream) frames/s | overlapped/serial, ring %d |\n",
+                opt.ring);
+    std::printf("|---|---:|---:|\n");
+    for (const KernelCase& k : kernels) {
+      std::vector<double> serial, overlapped;
+      for (int r = 0; r < opt.runs; ++r) {
+        const Result o = run_case(device, opt, size, k.kernel, k.us, Mode::kOverlapped);
+        const Result s1 = run_case(device, opt, size, k.kernel, k.us, Mode::kSerial);
+        overlapped.push_back(o.fps);
+        serial.push_back(s1.fps);
+        all_ok = all_ok && o.output_ok && s1.output_ok;
+      }
+      const Spread sp = spread_of(serial);
+      std::printf("| %s | %s | %.2fx |\n", k.label.c_str(), show(sp).c_str(),
+                  spread_of(overlapped).median / sp.median);
     }
   }
 

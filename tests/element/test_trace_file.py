@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The element's trace-file, read back with a real JSON parser: for serial and
 overlapped mode, a gst-launch-1.0 run of N frames must leave a file in the
-Chrome/Perfetto trace format ({"traceEvents": [...]}) with the five lanes
+Chrome/Perfetto trace format ({"traceEvents": [...]}) with the seven lanes
 named, exactly one slice per frame in each lane, every slice inside the
 run, and the stages of each frame in barrier order (upload before compute
 before download before push). Then scripts/trace-to-png.py --summary must
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-LANES = ["staging", "upload", "compute", "download", "push"]
+LANES = ["chain", "staging", "upload", "compute", "download", "worker wait", "push"]
 FRAMES = 24
 # Times are written in us with ns resolution: on the cpu backend allow for
 # rounding only; CUDA's times reach the host clock through an anchor event

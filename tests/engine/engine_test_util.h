@@ -343,6 +343,7 @@ struct RunSpec {
   uint32_t max_delay_us = 8;  // cpu backend, per stream operation
   uint32_t max_hold_us = 8;   // consumer, per frame
   Barrier disabled_barrier = Barrier::kNone;
+  HostWait host_wait = HostWait::kPoll;  // EngineConfig::host_wait
 };
 
 struct RunResult {
@@ -369,6 +370,7 @@ inline RunResult run_frames(const RunSpec& spec) {
   EngineConfig config;
   config.ring_size = spec.ring_size;
   config.mode = spec.mode;
+  config.host_wait = spec.host_wait;
   config.input = spec.layout;
   config.output = spec.layout;
   config.operation = make_operation(spec.kernel);

@@ -67,6 +67,9 @@ class TestDevice final : public Device {
   std::unique_ptr<Event> create_timing_event() override {
     return std::make_unique<WrappedEvent>(*this, inner_->create_timing_event());
   }
+  std::unique_ptr<Event> create_host_event(HostWait wait, bool timing) override {
+    return std::make_unique<WrappedEvent>(*this, inner_->create_host_event(wait, timing));
+  }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
     return inner_->alloc_device(bytes);
   }
@@ -114,6 +117,11 @@ class TestDevice final : public Device {
       if (device_.options_.skipped == Barrier::kDownloaded && (recorded_by_ & kDownloadRole))
         return;
       inner_->synchronize();
+    }
+    bool query() override {
+      if (device_.options_.skipped == Barrier::kDownloaded && (recorded_by_ & kDownloadRole))
+        return true;
+      return inner_->query();
     }
     int64_t completed_at_ns() override { return inner_->completed_at_ns(); }
     Event& inner() { return *inner_; }

@@ -33,6 +33,71 @@ Status submit_frame(Engine& engine, uint64_t frame, LiveCounter& users) {
   return engine.submit(std::move(in));
 }
 
+// A CPU-reference operation that runs only when the test lets it: work on
+// a cpu stream that is certainly still running when the test looks.
+class GatedOperation final : public Operation {
+ public:
+  explicit GatedOperation(std::shared_future<void> gate) : gate_(std::move(gate)) {}
+  const char* name() const override { return "gated"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override { return {in}; }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  bool same_as(const Operation&) const override { return false; }
+  void enqueue_cuda(const ImageRef&, const ImageRef&, const Workspace&,
+                    CUstream_st*) const override {
+    throw Error("the gated test operation runs on the cpu backend only");
+  }
+  void run_reference(const ImageRef&, const ImageRef&, const Workspace&) const override {
+    gate_.wait();
+  }
+
+ private:
+  std::shared_future<void> gate_;
+};
+
+// Event::query, which HostWait::kPoll polls: false while the work it
+// captured runs, true once it is done (and for an event never recorded),
+// for events of every HostWait; and the failure of that work thrown, as
+// synchronize() throws it.
+TEST_P(LifecycleTest, AnEventQueryTellsRunningFromDoneAndReportsAFailure) {
+  CO_DEVICE_OR_SKIP(device, GetParam());
+  device->make_current();
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kGRAY8, 64, 64, 256, 256);
+  auto in = device->alloc_device(layout.size), out = device->alloc_device(layout.size);
+  for (HostWait wait : {HostWait::kBlock, HostWait::kSpin, HostWait::kPoll}) {
+    auto stream = device->create_stream();
+    auto event = device->create_host_event(wait, false);
+    EXPECT_TRUE(event->query()) << "an event never recorded counts as done";
+    std::promise<void> open;
+    std::shared_ptr<const Operation> busy;
+    if (GetParam() == BackendKind::kCpu) {
+      busy = std::make_shared<GatedOperation>(open.get_future().share());
+    } else {
+      KernelParams params;
+      params.synthetic_us = 200000;  // the GPU is busy for 200 ms
+      busy = make_operation("synthetic", params);
+    }
+    stream->launch(*busy, layout.at(in->data()), layout.at(out->data()), Workspace{});
+    stream->record(*event);
+    EXPECT_FALSE(event->query()) << "the work was over at once";
+    open.set_value();
+    event->synchronize();
+    EXPECT_TRUE(event->query());
+  }
+  // Work that fails on the stream (on the cpu backend, kernel=custom, whose
+  // CPU reference refuses to run) makes the event after it fail.
+  if (GetParam() == BackendKind::kCpu) {
+    auto stream = device->create_stream();
+    auto event = device->create_host_event(HostWait::kPoll, false);
+    KernelParams custom;
+    custom.custom.source = "__device__ void process(co::Pixel& px, int, int, const Params&) {}";
+    stream->launch(*make_operation("custom", custom), layout.at(in->data()), layout.at(out->data()),
+                   Workspace{});
+    stream->record(*event);
+    EXPECT_THROW(event->synchronize(), Error);
+    EXPECT_THROW(event->query(), Error);
+  }
+}
+
 TEST_P(LifecycleTest, FlushStartUnblocksAWaitingSubmitAndFlushStopResumes) {
   CO_DEVICE_OR_SKIP(device, GetParam());
   LiveCounter users;
@@ -286,6 +351,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
   const std::vector<std::pair<const char*, std::function<void(EngineConfig*)>>> changes = {
       {"ring_size", [](EngineConfig* c) { c->ring_size = 4; }},
       {"mode", [](EngineConfig* c) { c->mode = Mode::kSerial; }},
+      {"host_wait", [](EngineConfig* c) { c->host_wait = HostWait::kSpin; }},
       {"input format", [](EngineConfig* c) { c->input.format = PixelFormat::kI420; }},
       {"input stride", [](EngineConfig* c) { c->input.stride[1] += 4; }},
       {"input offset", [](EngineConfig* c) { c->input.offset[1] += 64; }},

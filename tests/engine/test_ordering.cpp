@@ -11,12 +11,16 @@ struct OrderingCase {
   BackendKind backend;
   Mode mode;
   int ring_size;
+  HostWait host_wait = HostWait::kPoll;
 };
 
 std::string case_name(const ::testing::TestParamInfo<OrderingCase>& info) {
   return std::string(backend_name(info.param.backend)) + "_" +
          (info.param.mode == Mode::kSerial ? "serial" : "overlapped") + "_ring" +
-         std::to_string(info.param.ring_size);
+         std::to_string(info.param.ring_size) +
+         (info.param.host_wait == HostWait::kBlock  ? "_block"
+          : info.param.host_wait == HostWait::kSpin ? "_spin"
+                                                    : "");
 }
 
 class OrderingTest : public ::testing::TestWithParam<OrderingCase> {};
@@ -33,6 +37,7 @@ void run_frames(const OrderingCase& c, const FrameLayout& layout, const std::str
   spec.pinned_input = pinned_input;
   spec.seed = seed;
   spec.disabled_barrier = barrier_to_disable();
+  spec.host_wait = c.host_wait;
   const RunResult r = run_frames(spec);
   if (r.skipped) GTEST_SKIP() << r.skipped_why;
   EXPECT_EQ(r.submit_failure, "");
@@ -70,6 +75,11 @@ std::vector<OrderingCase> ordering_cases() {
   for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda})
     for (Mode m : {Mode::kOverlapped, Mode::kSerial})
       for (int n : {1, 2, 3, 8}) cases.push_back({b, m, n});
+  // The worker's other ways of waiting for a download (the default, kPoll,
+  // is in every case above).
+  for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda})
+    for (HostWait w : {HostWait::kBlock, HostWait::kSpin})
+      cases.push_back({b, Mode::kOverlapped, 3, w});
   return cases;
 }
 
