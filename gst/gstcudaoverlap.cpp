@@ -61,6 +61,8 @@ constexpr gint DEFAULT_KERNEL = 0;  // the registry's first: copy
 constexpr int MIN_RING_SIZE = 1;
 constexpr int MAX_RING_SIZE = 16;
 constexpr int DEFAULT_RING_SIZE = 3;
+constexpr int MAX_BANDS = 16;
+constexpr int DEFAULT_BANDS = 0;  // automatic
 constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
@@ -77,6 +79,7 @@ enum {
   PROP_0,
   PROP_KERNEL,
   PROP_RING_SIZE,
+  PROP_BANDS,
   PROP_MODE,
   PROP_BACKEND,
   PROP_DEVICE_ID,
@@ -114,6 +117,7 @@ struct GstCudaOverlapPrivate {
   // (pin-upstream-memory lives in the session: it may change while playing).
   gint kernel = DEFAULT_KERNEL;  // a GST_TYPE_CUDA_OVERLAP_KERNEL value
   int ring_size = DEFAULT_RING_SIZE;
+  int bands = DEFAULT_BANDS;
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
@@ -158,6 +162,7 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   const GstCudaOverlapPrivate* priv = self->priv;
   settings.kernel = kernel_name_from_gst(priv->kernel);
   settings.ring_size = priv->ring_size;
+  settings.bands = priv->bands;
   settings.mode = mode_from_gst(priv->mode);
   settings.params.flip = flip_direction_from_gst(priv->video_direction);
   settings.params.balance = priv->balance;
@@ -387,6 +392,9 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_RING_SIZE:
       priv->ring_size = g_value_get_int(value);
       break;
+    case PROP_BANDS:
+      priv->bands = g_value_get_int(value);
+      break;
     case PROP_MODE:
       priv->mode = static_cast<GstCudaOverlapMode>(g_value_get_enum(value));
       break;
@@ -474,6 +482,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_RING_SIZE:
       g_value_set_int(value, priv->ring_size);
+      break;
+    case PROP_BANDS:
+      g_value_set_int(value, priv->bands);
       break;
     case PROP_MODE:
       g_value_set_enum(value, priv->mode);
@@ -619,6 +630,17 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
                        "frame buffers. More hides more jitter and adds latency (up to ring-size "
                        "frames)",
                        MIN_RING_SIZE, MAX_RING_SIZE, DEFAULT_RING_SIZE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_BANDS,
+      g_param_spec_int(
+          "bands", "Bands",
+          "Horizontal bands each frame is split into, so that within a frame the upload of one "
+          "band, the kernel on the band before and the download of the one before that overlap: "
+          "a frame is out sooner (live latency), for more work per frame on the host. 0: "
+          "automatic, 4 bands when upstream is live and whole frames otherwise; 1: whole frames. "
+          "Kernels whose output rows depend on far-away input rows (vertical flips, rotations, "
+          "convert, blur, edge, custom, application) always run on whole frames",
+          0, MAX_BANDS, DEFAULT_BANDS, flags));
   g_object_class_install_property(
       gobject_class, PROP_MODE,
       g_param_spec_enum("mode", "Mode",

@@ -322,6 +322,20 @@ bool Session::report(Status status) {
 // ---------------------------------------------------------------------------
 // Streaming thread: caps, buffers, events
 
+// bands=0 with a live upstream: a live frame waits for nothing but its own
+// stages, which bands overlap (README, "Bands"); a frame of a source faster
+// than the device waits for the ones before it, and bands would only add
+// host work.
+constexpr int kAutomaticBands = 4;
+
+bool Session::upstream_is_live() {
+  GstQuery* query = gst_query_new_latency();
+  gboolean live = FALSE;
+  if (gst_pad_peer_query(sinkpad_, query)) gst_query_parse_latency(query, &live, nullptr, nullptr);
+  gst_query_unref(query);
+  return live;
+}
+
 bool Session::configure(GstCaps* caps, guint32 seqnum) {
   GstVideoInfo in;
   PixelFormat format;
@@ -342,6 +356,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   EngineConfig config;
   config.ring_size = settings.ring_size;
   config.mode = settings.mode;
+  config.bands = settings.bands > 0 ? settings.bands : (upstream_is_live() ? kAutomaticBands : 1);
   config.timing = true;  // device stage times for `stats` and `trace-file`
 
   auto out = std::make_shared<OutputFormat>();
@@ -405,8 +420,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
                         describe(in, format) + ": " + e.what());
       return false;
     }
-    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s",
-                    describe(in, format).c_str(), config.ring_size, config.operation->name());
+    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s, %d band%s",
+                    describe(in, format).c_str(), config.ring_size, config.operation->name(),
+                    engine->bands(), engine->bands() == 1 ? "" : "s");
     install_engine(std::move(engine));
     outputs_.set_ring_size(config.ring_size);
   }

@@ -49,6 +49,7 @@ struct SessionSettings {
   std::string kernel = "copy";  // a name in operation_registry()
   KernelParams params;          // from the kernel properties
   int ring_size = 3;
+  int bands = 0;  // 0: automatic (see Session::configure)
   Mode mode = Mode::kOverlapped;
 };
 
@@ -118,6 +119,8 @@ class Session {
   // when any part of its configuration changed; queues CAPS downstream when
   // the output caps changed. False after posting an error.
   bool configure(GstCaps* caps, guint32 seqnum);
+  // Streaming thread: whether upstream answers the LATENCY query as live.
+  bool upstream_is_live();
   GstFlowReturn submit(GstBuffer* buffer);
   bool drain();
   // Any thread: the flow state becomes FLUSHING and the engine stops taking

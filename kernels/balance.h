@@ -41,6 +41,8 @@ class BalanceOperation final : public Operation {
   // NV21, Y42B, Y444, YUY2, UYVY), and GRAY8 and NV16.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  // Each output row from its own input row.
+  int band_halo(PixelFormat, PixelFormat) const override { return 0; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
   size_t workspace_bytes() const override;

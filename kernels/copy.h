@@ -10,6 +10,8 @@ class CopyOperation final : public Operation {
   const char* name() const override { return "copy"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  // Each output row from its own input row.
+  int band_halo(PixelFormat, PixelFormat) const override { return 0; }
   bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;

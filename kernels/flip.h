@@ -23,6 +23,10 @@ class FlipOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override {
     return direction_ != FlipDirection::kIdentity && direction_ != FlipDirection::kHoriz;
   }
+  // A horizontal flip keeps each row in its place; the others move rows.
+  int band_halo(PixelFormat, PixelFormat) const override {
+    return direction_ == FlipDirection::kIdentity || direction_ == FlipDirection::kHoriz ? 0 : -1;
+  }
   bool swaps_axes() const override { return flip_swaps_size(direction_); }
   FlipDirection orientation() const override { return direction_; }
   bool same_as(const Operation& other) const override;

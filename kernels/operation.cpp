@@ -51,6 +51,36 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
   return {};
 }
 
+int Operation::band_halo(PixelFormat, PixelFormat) const { return -1; }
+
+void Operation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, int y0, int y1,
+                                  CUstream_st* stream) const {
+  enqueue_cuda(image_rows(in, y0, y1), image_rows(out, y0, y1), workspace, stream);
+}
+
+void Operation::run_reference_rows(const ImageRef& in, const ImageRef& out,
+                                   const Workspace& workspace, int y0, int y1) const {
+  run_reference(image_rows(in, y0, y1), image_rows(out, y0, y1), workspace);
+}
+
+ImageRef image_rows(const ImageRef& image, int y0, int y1) {
+  ImageRef rows = image;
+  rows.height = y1 - y0;
+  for (int p = 0; p < format_info(image.format).n_planes; ++p)
+    rows.planes[p].data += plane_rows(image.format, p, y0) * image.planes[p].stride;
+  return rows;
+}
+
+int band_row_step(PixelFormat in, PixelFormat out) {
+  int step = 1;
+  for (PixelFormat f : {in, out}) {
+    const FormatInfo& info = format_info(f);
+    for (int p = 0; p < info.n_planes; ++p) step = std::max(step, 1 << info.y_shift[p]);
+  }
+  return step;
+}
+
 void Operation::prepare_cuda(const Workspace&, CUstream_st*) const {}
 void Operation::prepare_reference(const Workspace&) const {}
 

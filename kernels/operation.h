@@ -94,11 +94,40 @@ class Operation {
   virtual void run_reference(const ImageRef& in, const ImageRef& out,
                              const Workspace& workspace) const = 0;
 
+  // --- Bands (EngineConfig::bands) -------------------------------------------
+
+  // Whether an output band can be made before the rest of the input has
+  // arrived: output rows [y0, y1) then read input rows [y0 - halo, y1 +
+  // halo) at most (clamped to the image), and this returns that halo. -1,
+  // the default: an output row may depend on any input row (a vertical flip,
+  // a rotation, a kernel the user wrote), so frames are not split.
+  virtual int band_halo(PixelFormat in, PixelFormat out) const;
+  // Enqueues, or computes, output rows [y0, y1) only. `in` and `out` are the
+  // whole images; y0 and y1 are multiples of both formats' vertical
+  // subsampling, except y1 at the bottom. The defaults run enqueue_cuda /
+  // run_reference on those rows of both images as images of their own,
+  // which is right for operations of halo 0 whose output row y comes from
+  // input row y alone; an operation with a halo overrides them.
+  virtual void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
+                                 const Workspace& workspace, int y0, int y1,
+                                 CUstream_st* stream) const;
+  virtual void run_reference_rows(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, int y0, int y1) const;
+
   // --- Derived from the above ---------------------------------------------
 
   // The formats it takes: those with a non-empty output_formats().
   std::vector<PixelFormat> input_formats() const;
 };
+
+// Rows [y0, y1) of `image` as an image of their own: every plane's data
+// moved down by its rows above y0 (y0 a multiple of the format's vertical
+// subsampling), the height y1 - y0.
+ImageRef image_rows(const ImageRef& image, int y0, int y1);
+
+// The row step a band of an `in` -> `out` operation must start on: the
+// largest vertical subsampling of either format (1 or 2).
+int band_row_step(PixelFormat in, PixelFormat out);
 
 // For operations that keep the format and take every format of video/x-raw:
 // {in}, or {} for a Bayer mosaic (which only `convert` takes, to debayer it).

@@ -17,6 +17,13 @@ void SyntheticOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, c
   CO_CUDA_ONLY(synthetic_cuda(in, out, busy_us_, stream));
 }
 
+void SyntheticOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
+                                           const Workspace&, int y0, int y1,
+                                           CUstream_st* stream) const {
+  const auto busy_us = static_cast<uint32_t>(uint64_t{busy_us_} * (y1 - y0) / in.height);
+  CO_CUDA_ONLY(synthetic_cuda(image_rows(in, y0, y1), image_rows(out, y0, y1), busy_us, stream));
+}
+
 void SyntheticOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                        const Workspace&) const {
   synthetic_reference(in, out);

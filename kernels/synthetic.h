@@ -17,6 +17,10 @@ class SyntheticOperation final : public Operation {
   const char* name() const override { return "synthetic"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+  // A band copies its rows and is busy for its share of the frame's time.
+  int band_halo(PixelFormat, PixelFormat) const override { return 0; }
+  void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                         int y0, int y1, CUstream_st* stream) const override;
   bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;

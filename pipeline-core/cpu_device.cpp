@@ -123,6 +123,11 @@ class CpuStream final : public Stream {
     // Like a CUDA kernel fault, a failing reference reports asynchronously.
     enqueue([&op, in, out, workspace] { op.run_reference(in, out, workspace); });
   }
+  void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
+                   const Workspace& workspace, int y0, int y1) override {
+    enqueue(
+        [&op, in, out, workspace, y0, y1] { op.run_reference_rows(in, out, workspace, y0, y1); });
+  }
   void prepare(const Operation& op, const Workspace& workspace) override {
     enqueue([&op, workspace] { op.prepare_reference(workspace); });
   }

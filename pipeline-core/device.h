@@ -50,7 +50,8 @@ enum class HostWait {
   // before the work is expected to be done, from the completions seen so
   // far, then polls (Event::query) every few microseconds; blocks as kBlock
   // when it has nothing to expect from yet, or the work is late. Events are
-  // made as kBlock's.
+  // made as kBlock's. On CUDA devices only; the cpu backend's events wake
+  // their waiter at once, so there it is kBlock.
   kPoll,
 };
 
@@ -92,6 +93,10 @@ class Stream {
   // the work enqueued.
   virtual void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
                       const Workspace& workspace) = 0;
+  // Enqueues output rows [y0, y1) of `op` (Operation::enqueue_cuda_rows):
+  // one band of a frame split into bands (EngineConfig::bands).
+  virtual void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
+                           const Workspace& workspace, int y0, int y1) = 0;
   // Enqueues `op`'s preparation of `workspace` (start-up only).
   virtual void prepare(const Operation& op, const Workspace& workspace) = 0;
   virtual void record(Event& event) = 0;

@@ -27,6 +27,7 @@ namespace {
 constexpr int kMinRing = 1;
 constexpr int kMaxRing = 16;
 constexpr int kMaxStagingThreads = 64;
+constexpr int kMaxBands = 16;
 static_assert(kMaxPlanes <= ParallelCopy::kMaxPlanes, "the staging copy takes every plane");
 // Device planes start on, and pitch to, 256 bytes: what cudaMallocPitch
 // would pick, and what lets kernels use 16-byte vector loads.
@@ -72,8 +73,10 @@ struct Slot {
   std::unique_ptr<Buffer> device_in;
   std::unique_ptr<Buffer> device_out;
   std::unique_ptr<Buffer> pinned_out;
-  std::unique_ptr<Event> uploaded;
-  std::unique_ptr<Event> computed;
+  // One per band (EngineConfig::bands; one band: the whole frame). The last
+  // band's is the whole frame's.
+  std::vector<std::unique_ptr<Event>> uploaded;
+  std::vector<std::unique_ptr<Event>> computed;
   std::unique_ptr<Event> downloaded;
   // EngineConfig::timing only: the starts of the three stages (their ends
   // are the barrier events above, then made with timing).
@@ -139,6 +142,9 @@ class EngineCore {
   std::string error_;
 
   // Written in allocate() before the worker starts, then read-only.
+  // Where the bands of a frame start, top to bottom, and the height last
+  // (2 entries when frames are not split).
+  std::vector<int> band_rows_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Stream>> streams_;  // one in serial mode
   Stream* upload_ = nullptr;
@@ -155,6 +161,19 @@ void EngineCore::allocate() {
   device_out_layout_ =
       FrameLayout::packed(out.format, out.width, out.height, kDeviceAlign, kDeviceAlign);
   staging_layout_ = FrameLayout::packed(in.format, in.width, in.height);
+
+  // Bands: as many as asked, where the operation allows it, on rows that
+  // are a multiple of both formats' vertical subsampling.
+  int bands = 1;
+  const Operation& banded = *config_.operation;
+  if (config_.bands > 1 && config_.mode == Mode::kOverlapped && !banded.swaps_axes() &&
+      in.height == out.height && banded.band_halo(in.format, out.format) >= 0)
+    bands = std::min(config_.bands, in.height / band_row_step(in.format, out.format));
+  bands = std::max(bands, 1);
+  const int step = band_row_step(in.format, out.format);
+  for (int k = 0; k < bands; ++k)
+    band_rows_.push_back(static_cast<int>(int64_t{k} * in.height / bands / step * step));
+  band_rows_.push_back(in.height);
 
   const size_t device_bytes = n * (device_in_layout_.size + device_out_layout_.size);
   const size_t pinned_bytes = n * (staging_layout_.size + out.size);
@@ -186,16 +205,18 @@ void EngineCore::allocate() {
                   " of pinned host memory; allocating it failed (" + e.what() +
                   "); lower ring-size or the frame size");
     }
+    for (int k = 0; k < bands; ++k) {
+      slot.uploaded.push_back(config_.timing ? device_->create_timing_event()
+                                             : device_->create_event());
+      slot.computed.push_back(config_.timing ? device_->create_timing_event()
+                                             : device_->create_event());
+    }
     if (config_.timing) {
-      slot.uploaded = device_->create_timing_event();
-      slot.computed = device_->create_timing_event();
       slot.downloaded = device_->create_host_event(config_.host_wait, true);
       slot.upload_started = device_->create_timing_event();
       slot.compute_started = device_->create_timing_event();
       slot.download_started = device_->create_timing_event();
     } else {
-      slot.uploaded = device_->create_event();
-      slot.computed = device_->create_event();
       slot.downloaded = device_->create_host_event(config_.host_wait, false);
     }
   }
@@ -289,8 +310,8 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
     }
     return t;
   };
-  timing->upload = span(*slot.upload_started, *slot.uploaded);
-  timing->compute = span(*slot.compute_started, *slot.computed);
+  timing->upload = span(*slot.upload_started, *slot.uploaded.back());
+  timing->compute = span(*slot.compute_started, *slot.computed.back());
   timing->download = span(*slot.download_started, *slot.downloaded);
 }
 
@@ -388,10 +409,15 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     std::lock_guard<std::mutex> lock(c.mutex_);
     c.error_ = e.what();
   }
+  // Polling pays where waking is slow and polling cheap: a CUDA event.
+  // The cpu backend's events wake their waiter at once (a condition
+  // variable), and its streams are host threads that a polling worker
+  // would compete with for the cores.
+  const bool poll = c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
 #ifdef __linux__
   // Sleeps of HostWait::kPoll end within a microsecond of their time, not
   // the default 50 later.
-  if (c.config_.host_wait == HostWait::kPoll) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  if (poll) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 #endif
   PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
@@ -411,7 +437,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     FrameTiming timing = slot.timing;
     timing.worker_wait.start_ns = host_now_ns();
     try {
-      if (c.config_.host_wait == HostWait::kPoll)
+      if (poll)
         polling.wait(*slot.downloaded, timing.enqueued_ns);
       else
         slot.downloaded->synchronize();
@@ -491,7 +517,7 @@ struct EngineThreads {
 bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
-         staging_threads == o.staging_threads && host_wait == o.host_wait;
+         staging_threads == o.staging_threads && host_wait == o.host_wait && bands == o.bands;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -519,6 +545,9 @@ void Engine::start() {
   const std::string kernel_problem =
       config_.operation->check(geometry_only(config_.input), geometry_only(config_.output));
   if (!kernel_problem.empty()) throw Error(kernel_problem);
+  if (config_.bands < 1 || config_.bands > kMaxBands)
+    throw Error("bands " + std::to_string(config_.bands) +
+                " is out of range: use 1 (whole frames) to " + std::to_string(kMaxBands));
   if (config_.staging_threads < 0 || config_.staging_threads > kMaxStagingThreads)
     throw Error("staging-threads " + std::to_string(config_.staging_threads) +
                 " is out of range: use 0 (one per core) to " + std::to_string(kMaxStagingThreads));
@@ -593,31 +622,60 @@ Status Engine::submit(InputFrame frame) {
     }
 
     const bool timed = config_.timing;
+    const FrameLayout& out = config_.output;
+    const std::vector<int>& rows = c.band_rows_;
+    const int bands = static_cast<int>(rows.size()) - 1;
+    // Plane p's rows of band k: from the rows of the picture above it.
+    const auto plane_row = [&](const FrameLayout& layout, int p, int y) {
+      return plane_rows(layout.format, p, y);
+    };
     stage = Stage::kUpload;
     if (timed) c.upload_->record(*slot.upload_started);
-    for (int p = 0; p < in.n_planes(); ++p) {
-      c.upload_->copy_2d(device_in.planes[p].data, device_in.planes[p].stride,
-                         source.planes[p].data, source.planes[p].stride, in.row_bytes(p),
-                         in.rows(p), CopyKind::kHostToDevice);
+    for (int k = 0; k < bands; ++k) {
+      for (int p = 0; p < in.n_planes(); ++p) {
+        const size_t r0 = plane_row(in, p, rows[k]), r1 = plane_row(in, p, rows[k + 1]);
+        c.upload_->copy_2d(
+            device_in.planes[p].data + r0 * device_in.planes[p].stride, device_in.planes[p].stride,
+            source.planes[p].data + r0 * source.planes[p].stride, source.planes[p].stride,
+            in.row_bytes(p), r1 - r0, CopyKind::kHostToDevice);
+      }
+      c.upload_->record(*slot.uploaded[k]);
     }
-    c.upload_->record(*slot.uploaded);
 
     stage = Stage::kCompute;
-    // Barrier "uploaded": the kernel reads the slot's device input.
-    c.compute_->wait(*slot.uploaded);
-    if (timed) c.compute_->record(*slot.compute_started);
-    c.compute_->launch(*slot.operation, device_in, device_out, c.workspace_view_);
-    c.compute_->record(*slot.computed);
+    const int halo = bands > 1 ? slot.operation->band_halo(in.format, out.format) : 0;
+    for (int k = 0, needed = 0; k < bands; ++k) {
+      // Barrier "uploaded": the kernel reads the slot's device input, down
+      // to its band's last row plus the operation's halo: it waits for the
+      // band that holds that row (the upload stream runs bands in order).
+      const int last_row = std::min(rows[k + 1] + halo, rows[bands]) - 1;
+      while (rows[needed + 1] <= last_row) ++needed;
+      c.compute_->wait(*slot.uploaded[needed]);
+      if (timed && k == 0) c.compute_->record(*slot.compute_started);
+      if (bands == 1)
+        c.compute_->launch(*slot.operation, device_in, device_out, c.workspace_view_);
+      else
+        c.compute_->launch_rows(*slot.operation, device_in, device_out, c.workspace_view_, rows[k],
+                                rows[k + 1]);
+      c.compute_->record(*slot.computed[k]);
+    }
 
     stage = Stage::kDownload;
-    // Barrier "computed": the download reads the slot's device output.
-    c.download_->wait(*slot.computed);
-    if (timed) c.download_->record(*slot.download_started);
-    const FrameLayout& out = config_.output;
-    for (int p = 0; p < out.n_planes(); ++p) {
-      c.download_->copy_2d(pinned_out.planes[p].data, pinned_out.planes[p].stride,
-                           device_out.planes[p].data, device_out.planes[p].stride, out.row_bytes(p),
-                           out.rows(p), CopyKind::kDeviceToHost);
+    for (int k = 0; k < bands; ++k) {
+      // Barrier "computed": the download reads the band's device output.
+      c.download_->wait(*slot.computed[k]);
+      if (timed && k == 0) c.download_->record(*slot.download_started);
+      for (int p = 0; p < out.n_planes(); ++p) {
+        // Bands split frames of equal heights only; a whole frame's output
+        // may be of another height (a rotation).
+        const int y1 = k + 1 == bands ? out.height : rows[k + 1];
+        const size_t r0 = plane_row(out, p, rows[k]), r1 = plane_row(out, p, y1);
+        c.download_->copy_2d(pinned_out.planes[p].data + r0 * pinned_out.planes[p].stride,
+                             pinned_out.planes[p].stride,
+                             device_out.planes[p].data + r0 * device_out.planes[p].stride,
+                             device_out.planes[p].stride, out.row_bytes(p), r1 - r0,
+                             CopyKind::kDeviceToHost);
+      }
     }
     c.download_->record(*slot.downloaded);
 
@@ -659,8 +717,15 @@ void Engine::replace_operation(std::shared_ptr<const Operation> operation) {
     throw Error(std::string("kernel '") + operation->name() +
                 "' keeps tables on the device and cannot replace a running kernel; restart "
                 "the engine instead");
+  // Frames split into bands stay split: the new operation must allow it.
+  if (core_ && core_->band_rows_.size() > 2 &&
+      operation->band_halo(config_.input.format, config_.output.format) < 0)
+    throw Error(std::string("kernel '") + operation->name() +
+                "' cannot run on bands of a frame; restart the engine with bands=1 instead");
   config_.operation = std::move(operation);
 }
+
+int Engine::bands() const { return core_ ? static_cast<int>(core_->band_rows_.size()) - 1 : 1; }
 
 Status Engine::drain() {
   if (!core_) return Status::kOk;

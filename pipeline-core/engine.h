@@ -106,6 +106,16 @@ struct EngineConfig {
   // along, a core busy for the whole time frames are in flight.
   // cudaoverlap-bench and cudaoverlap-bench --live measure the three.
   HostWait host_wait = HostWait::kPoll;
+  // Bands a frame is split into (1..16): horizontal bands, top to bottom,
+  // each uploaded, computed and downloaded on its own with its own events,
+  // so that within one frame the upload of band k+1, the kernel on band k
+  // and the download of band k-1 overlap, and a frame is out sooner: one
+  // frame's latency falls from upload + kernel + download towards the
+  // longest of them. Only where the operation allows it
+  // (Operation::band_halo) and in overlapped mode, with bands on rows the
+  // formats' subsampling allows, and at most one per such row; otherwise
+  // frames run whole (Engine::bands() says how many there are).
+  int bands = 1;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;
@@ -214,6 +224,10 @@ class Engine {
   // Stops the worker and waits for device work; in-flight frames are dropped.
   // Safe to call twice and after a failed start(). Owner thread.
   void stop();
+
+  // Bands each frame is split into, as started: 1 when EngineConfig::bands
+  // is 1, or the operation or mode does not allow more (see there).
+  int bands() const;
 
   // Empty unless the engine is in its error state.
   std::string error() const;

@@ -214,6 +214,7 @@ struct InputCase {
   int staging_threads = 0;  // EngineConfig::staging_threads, pageable input only
   int ring = 0;             // 0: --ring
   HostWait host_wait = HostWait::kPoll;
+  int bands = 1;  // EngineConfig::bands
 };
 
 const char* wait_name(HostWait wait) {
@@ -236,6 +237,7 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
   EngineConfig config;
   config.ring_size = ring;
   config.host_wait = input.host_wait;
+  config.bands = input.bands;
   config.mode = mode;
   config.input = layout;
   config.output = layout;
@@ -517,7 +519,7 @@ LiveResult live_plain_loop(Device& dev, const Options& opt, const Size& size, Ho
 
 // The engine, frames submitted at `fps` from pinned memory, timing on.
 LiveResult live_engine(const std::shared_ptr<Device>& device, const Options& opt, const Size& size,
-                       HostWait wait, int fps) {
+                       HostWait wait, int fps, int bands) {
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
   InputPool pool(*device, layout, opt.ring + 2, true);
   EngineConfig config;
@@ -525,6 +527,7 @@ LiveResult live_engine(const std::shared_ptr<Device>& device, const Options& opt
   config.input = config.output = layout;
   config.timing = true;
   config.host_wait = wait;
+  config.bands = bands;
   const int skip = std::min(opt.warmup, opt.live_frames / 4);
   std::mutex mutex;
   std::vector<FrameTiming> timings;
@@ -596,6 +599,7 @@ int run_live_table(const std::shared_ptr<Device>& device, const Options& opt) {
       bool engine;
       HostWait wait;
       int fps;
+      int bands = 1;
     };
     const Case cases[] = {
         {"plain loop", false, HostWait::kSpin, 0},
@@ -604,10 +608,14 @@ int run_live_table(const std::shared_ptr<Device>& device, const Options& opt) {
         {"engine", true, HostWait::kSpin, opt.live_fps},
         {"engine", true, HostWait::kBlock, opt.live_fps},
         {"engine", true, HostWait::kPoll, opt.live_fps},
+        {"engine, 2 bands", true, HostWait::kPoll, opt.live_fps, 2},
+        {"engine, 4 bands", true, HostWait::kPoll, opt.live_fps, 4},
+        {"engine, 8 bands", true, HostWait::kPoll, opt.live_fps, 8},
+        {"engine, 4 bands", true, HostWait::kSpin, opt.live_fps, 4},
         {"engine", true, HostWait::kPoll, 0},
     };
     for (const Case& c : cases) {
-      const LiveResult r = c.engine ? live_engine(device, opt, size, c.wait, c.fps)
+      const LiveResult r = c.engine ? live_engine(device, opt, size, c.wait, c.fps, c.bands)
                                     : live_plain_loop(*device, opt, size, c.wait, c.fps);
       const std::string pacing =
           c.fps > 0 ? std::to_string(c.fps) + " frames/s" : std::string("back to back");
@@ -1255,9 +1263,10 @@ int run(int argc, char** argv) {
         size.name, bytes / 1e6, show(link.h2d, "%.1f").c_str(), show(link.d2h, "%.1f").c_str(),
         show(link.both, "%.1f").c_str(), bound_fps);
     std::printf(
-        "| kernel | ring | host wait | plain loop frames/s | engine frames/s | engine %% of loop "
-        "| engine %% of bound | loop CPU us/frame | engine CPU us/frame | output |\n");
-    std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n");
+        "| kernel | ring | host wait | bands | plain loop frames/s | engine frames/s | engine %% "
+        "of "
+        "loop | engine %% of bound | loop CPU us/frame | engine CPU us/frame | output |\n");
+    std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     struct KernelCase {
       const char* kernel;
       uint32_t us;
@@ -1271,8 +1280,11 @@ int run(int argc, char** argv) {
       // The kernel's own bound: a stage cannot be shorter than the kernel.
       const double k_bound = std::min(bound_fps, k.us > 0 ? 1e6 / k.us : bound_fps);
       for (int ring : opt.rings) {
-        for (HostWait wait : {HostWait::kPoll, HostWait::kBlock, HostWait::kSpin}) {
-          if (wait != HostWait::kPoll && ring != opt.ring) continue;
+        for (auto [wait, bands] : {std::pair{HostWait::kPoll, 1},
+                                   {HostWait::kBlock, 1},
+                                   {HostWait::kSpin, 1},
+                                   {HostWait::kPoll, 4}}) {
+          if ((wait != HostWait::kPoll || bands != 1) && ring != opt.ring) continue;
           std::vector<double> loop_fps, engine_fps, loop_cpu, engine_cpu;
           bool ok = true;
           for (int r = 0; r < opt.runs; ++r) {
@@ -1281,6 +1293,7 @@ int run(int argc, char** argv) {
             InputCase input;
             input.ring = ring;
             input.host_wait = wait;
+            input.bands = bands;
             const Result e = run_case(device, opt, size, k.kernel, k.us, Mode::kOverlapped, input);
             loop_fps.push_back(l.fps);
             engine_fps.push_back(e.fps);
@@ -1289,9 +1302,9 @@ int run(int argc, char** argv) {
             ok = ok && l.output_ok && e.output_ok;
           }
           const Spread lf = spread_of(loop_fps), ef = spread_of(engine_fps);
-          std::printf("| %s | %d | %s | %s | %s | %.1f %% | %.1f %% | %s | %s | %s |\n",
-                      k.label.c_str(), ring, wait_name(wait), show(lf).c_str(), show(ef).c_str(),
-                      100.0 * ef.median / lf.median, 100.0 * ef.median / k_bound,
+          std::printf("| %s | %d | %s | %d | %s | %s | %.1f %% | %.1f %% | %s | %s | %s |\n",
+                      k.label.c_str(), ring, wait_name(wait), bands, show(lf).c_str(),
+                      show(ef).c_str(), 100.0 * ef.median / lf.median, 100.0 * ef.median / k_bound,
                       show(spread_of(loop_cpu)).c_str(), show(spread_of(engine_cpu)).c_str(),
                       ok ? "checked" : "WRONG");
           std::fflush(stdout);

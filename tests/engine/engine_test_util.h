@@ -344,6 +344,7 @@ struct RunSpec {
   uint32_t max_hold_us = 8;   // consumer, per frame
   Barrier disabled_barrier = Barrier::kNone;
   HostWait host_wait = HostWait::kPoll;  // EngineConfig::host_wait
+  int bands = 1;                         // EngineConfig::bands
 };
 
 struct RunResult {
@@ -371,6 +372,7 @@ inline RunResult run_frames(const RunSpec& spec) {
   config.ring_size = spec.ring_size;
   config.mode = spec.mode;
   config.host_wait = spec.host_wait;
+  config.bands = spec.bands;
   config.input = spec.layout;
   config.output = spec.layout;
   config.operation = make_operation(spec.kernel);

@@ -4,6 +4,10 @@
 // run delivers wrong or changing frames. If one of these "taken out" tests
 // passes, the barrier is not protecting anything the tests can see, and the
 // suite has lost its teeth.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
 #include "engine_test_util.h"
 
 namespace cudaoverlap::test {
@@ -12,6 +16,7 @@ namespace {
 struct BarrierCase {
   Barrier barrier;
   const char* name;
+  int bands = 1;  // EngineConfig::bands: each barrier holds band by band too
 };
 
 class BarrierTest : public ::testing::TestWithParam<BarrierCase> {};
@@ -20,7 +25,7 @@ class BarrierTest : public ::testing::TestWithParam<BarrierCase> {};
 // stream operation and on every release. `barrier` decides the input kind
 // (the keep-alive barrier only exists for zero-copy input); `disabled` is
 // the barrier taken out, if any.
-RunSpec race_prone_run(Barrier barrier, Barrier disabled) {
+RunSpec race_prone_run(Barrier barrier, Barrier disabled, int bands) {
   RunSpec spec;
   spec.backend = BackendKind::kCpu;  // the only backend whose timing we control
   spec.ring_size = 3;
@@ -34,11 +39,13 @@ RunSpec race_prone_run(Barrier barrier, Barrier disabled) {
   spec.pinned_input = barrier == Barrier::kKeepAlive;
   spec.disabled_barrier = disabled;
   spec.seed = 42;
+  spec.bands = bands;
   return spec;
 }
 
 TEST_P(BarrierTest, FramesStayIntactWithTheBarrier) {
-  const RunResult r = run_frames(race_prone_run(GetParam().barrier, Barrier::kNone));
+  const RunResult r =
+      run_frames(race_prone_run(GetParam().barrier, Barrier::kNone, GetParam().bands));
   EXPECT_EQ(r.submit_failure, "");
   EXPECT_EQ(r.order.size(), 300u);
   EXPECT_EQ(r.mismatches, std::vector<std::string>{});
@@ -46,7 +53,8 @@ TEST_P(BarrierTest, FramesStayIntactWithTheBarrier) {
 }
 
 TEST_P(BarrierTest, TakingTheBarrierOutIsNoticed) {
-  const RunResult r = run_frames(race_prone_run(GetParam().barrier, GetParam().barrier));
+  const RunResult r =
+      run_frames(race_prone_run(GetParam().barrier, GetParam().barrier, GetParam().bands));
   EXPECT_FALSE(r.mismatches.empty())
       << "without the " << GetParam().name << " barrier every frame still arrived intact";
   EXPECT_EQ(r.live_users, 0);
@@ -57,8 +65,140 @@ INSTANTIATE_TEST_SUITE_P(Engine, BarrierTest,
                                            BarrierCase{Barrier::kComputed, "computed"},
                                            BarrierCase{Barrier::kDownloaded, "downloaded"},
                                            BarrierCase{Barrier::kRelease, "release"},
-                                           BarrierCase{Barrier::kKeepAlive, "keep_alive"}),
+                                           BarrierCase{Barrier::kKeepAlive, "keep_alive"},
+                                           BarrierCase{Barrier::kUploaded, "uploaded_bands", 4},
+                                           BarrierCase{Barrier::kComputed, "computed_bands", 4},
+                                           BarrierCase{Barrier::kDownloaded, "downloaded_bands", 4},
+                                           BarrierCase{Barrier::kRelease, "release_bands", 4},
+                                           BarrierCase{Barrier::kKeepAlive, "keep_alive_bands", 4}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A GRAY8 operation whose output row y is the sum of input rows y - 3 to
+// y + 3 (clamped at the edges), on the cpu backend only: a band of it
+// reads rows of the bands around it. `claimed_halo` is what it tells the
+// engine, which may be a lie.
+class VerticalSum final : public Operation {
+ public:
+  static constexpr int kReach = 3;
+  explicit VerticalSum(int claimed_halo) : claimed_halo_(claimed_halo) {}
+  const char* name() const override { return "vertical sum"; }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
+    return keep_format_of(in, {PixelFormat::kGRAY8});
+  }
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
+  int band_halo(PixelFormat, PixelFormat) const override { return claimed_halo_; }
+  bool same_as(const Operation&) const override { return false; }
+  void enqueue_cuda(const ImageRef&, const ImageRef&, const Workspace&,
+                    CUstream_st*) const override {
+    throw Error("the vertical sum runs on the cpu backend only");
+  }
+  void run_reference(const ImageRef& in, const ImageRef& out, const Workspace& w) const override {
+    run_reference_rows(in, out, w, 0, in.height);
+  }
+  void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace&, int y0,
+                          int y1) const override {
+    for (int y = y0; y < y1; ++y)
+      for (int x = 0; x < in.width; ++x) {
+        unsigned sum = 0;
+        for (int dy = -kReach; dy <= kReach; ++dy) {
+          const int row = std::min(std::max(y + dy, 0), in.height - 1);
+          sum += in.planes[0].data[row * in.planes[0].stride + x];
+        }
+        out.planes[0].data[y * out.planes[0].stride + x] = static_cast<uint8_t>(sum);
+      }
+  }
+
+ private:
+  int claimed_halo_;
+};
+
+// Frames of `op` split into 8 bands under random delays: how many came out
+// different from the whole-frame computation.
+int banded_mismatches(std::shared_ptr<const Operation> op, int* bands) {
+  CpuDeviceOptions options;
+  options.max_delay_us = 100;
+  options.seed = 7;
+  // Uploads that lag behind the kernels: a kernel that does not wait for
+  // the rows it reads finds the slot's previous frame there.
+  TestDeviceOptions slow_uploads;
+  slow_uploads.upload_delay_us = 400;
+  std::shared_ptr<Device> device =
+      std::make_shared<TestDevice>(make_cpu_device(options), slow_uploads);
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kGRAY8, 32, 64);
+  EngineConfig config;
+  config.input = config.output = layout;
+  config.operation = op;
+  config.bands = 8;
+  std::mutex mutex;
+  int wrong = 0;
+  EngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    const uint64_t i = frame.sequence();
+    HostFrame input(layout, i);
+    std::vector<uint8_t> want(layout.size);
+    op->run_reference(input.image, layout.at(want.data()), Workspace{});
+    const bool same = std::memcmp(frame.image().planes[0].data, want.data(), layout.size) == 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    wrong += same ? 0 : 1;
+  };
+  Engine engine(device, config, callbacks);
+  engine.start();
+  *bands = engine.bands();
+  for (uint64_t i = 0; i < 60; ++i) {
+    HostFrame input(layout, i);
+    InputFrame in;
+    in.image = input.image;
+    EXPECT_EQ(engine.submit(std::move(in)), Status::kOk);
+  }
+  EXPECT_EQ(engine.drain(), Status::kOk);
+  engine.stop();
+  return wrong;
+}
+
+// A band's kernel waits for the upload of the band that holds the last row
+// it reads, its halo included: with the halo told, every frame is right;
+// with a halo of 0 claimed, kernels read rows of the next band before they
+// arrive, and the delays make that show.
+TEST(BandTest, AKernelWaitsForTheRowsOfItsHalo) {
+  int bands = 0;
+  EXPECT_EQ(banded_mismatches(std::make_shared<VerticalSum>(VerticalSum::kReach), &bands), 0);
+  EXPECT_EQ(bands, 8);
+  EXPECT_GT(banded_mismatches(std::make_shared<VerticalSum>(0), &bands), 0)
+      << "an operation that reads 3 rows past its band was right in every frame without waiting "
+         "for them";
+}
+
+// How many bands an engine runs: as many as asked where the operation, the
+// mode and the rows allow, else whole frames; out of range is refused.
+TEST(BandTest, BandsAreWhatTheOperationModeAndRowsAllow) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  auto bands_of = [&](PixelFormat format, int width, int height,
+                      std::shared_ptr<const Operation> op, int bands,
+                      Mode mode = Mode::kOverlapped) {
+    EngineConfig config;
+    config.input = config.output = FrameLayout::packed(format, width, height);
+    config.operation = std::move(op);
+    config.bands = bands;
+    config.mode = mode;
+    Engine engine(device, config, EngineCallbacks{});
+    engine.start();
+    return engine.bands();
+  };
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), 4), 4);
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), 1), 1);
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 3, make_operation("invert"), 16), 3);
+  // 4:2:0: bands start on even rows, so 17 rows make 8 at most.
+  EXPECT_EQ(bands_of(PixelFormat::kNV12, 32, 17, make_operation("invert"), 16), 8);
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), 4, Mode::kSerial), 1);
+  KernelParams vertical;
+  vertical.flip = FlipDirection::kVert;
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("flip", vertical), 4), 1);
+  KernelParams horizontal;
+  horizontal.flip = FlipDirection::kHoriz;
+  EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("flip", horizontal), 4), 4);
+  for (int bad : {0, 17})
+    EXPECT_THROW(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), bad), Error) << bad;
+}
 
 }  // namespace
 }  // namespace cudaoverlap::test

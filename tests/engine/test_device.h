@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "device.h"
 #include "error.h"
@@ -48,6 +49,9 @@ struct TestDeviceOptions {
   int planes_per_frame = 1;  // copies per frame and direction
   // A device-side barrier to skip (kUploaded, kComputed or kDownloaded).
   Barrier skipped = Barrier::kNone;
+  // cpu backend: each upload copy first keeps its stream busy this long, so
+  // that uploads lag behind the kernels that wait for them.
+  uint32_t upload_delay_us = 0;
 };
 
 class TestDevice final : public Device {
@@ -56,6 +60,7 @@ class TestDevice final : public Device {
       : inner_(std::move(inner)), options_(options) {}
 
   std::string describe() const override { return inner_->describe(); }
+  int cuda_device() const override { return inner_->cuda_device(); }
   void make_current() override { inner_->make_current(); }
   size_t device_memory_free() override { return inner_->device_memory_free(); }
   std::unique_ptr<Stream> create_stream() override {
@@ -86,6 +91,26 @@ class TestDevice final : public Device {
 
   // An operation that fails where the real one would have run: at once on
   // CUDA (as a rejected launch does), asynchronously on the cpu backend.
+  // Keeps a cpu stream busy for upload_delay_us.
+  class SleepingOperation final : public Operation {
+   public:
+    explicit SleepingOperation(const TestDeviceOptions& options) : options_(options) {}
+    const char* name() const override { return "sleep"; }
+    std::vector<PixelFormat> output_formats(PixelFormat in) const override { return {in}; }
+    bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
+    bool same_as(const Operation& other) const override { return &other == this; }
+    void enqueue_cuda(const ImageRef&, const ImageRef&, const Workspace&,
+                      CUstream_st*) const override {
+      throw Error("upload_delay_us works on the cpu backend only");
+    }
+    void run_reference(const ImageRef&, const ImageRef&, const Workspace&) const override {
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.upload_delay_us));
+    }
+
+   private:
+    const TestDeviceOptions& options_;
+  };
+
   class FailingOperation final : public Operation {
    public:
     explicit FailingOperation(const Operation& real) : real_(real) {}
@@ -146,6 +171,10 @@ class TestDevice final : public Device {
       const FaultStage stage = upload ? FaultStage::kUpload : FaultStage::kDownload;
       if (device_.options_.fault == stage && frame == device_.options_.fault_frame)
         dst_pitch = 0;  // every backend rejects it: a real failure of the real call
+      if (upload && device_.options_.upload_delay_us > 0) {
+        static const ImageRef nothing{};
+        inner_->launch(device_.sleeper_, nothing, nothing, Workspace{});
+      }
       inner_->copy_2d(dst, dst_pitch, src, src_pitch, row_bytes, rows, kind);
     }
     void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
@@ -158,6 +187,18 @@ class TestDevice final : public Device {
         return;
       }
       inner_->launch(op, in, out, workspace);
+    }
+    void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace, int y0, int y1) override {
+      role_ |= kComputeRole;
+      // Frames are counted by their first band.
+      const uint64_t frame = y0 == 0 ? device_.launches_++ : device_.launches_ - 1;
+      if (device_.options_.fault == FaultStage::kCompute && frame == device_.options_.fault_frame) {
+        if (y0 == 0) failing_ = std::make_unique<FailingOperation>(op);
+        inner_->launch_rows(*failing_, in, out, workspace, y0, y1);
+        return;
+      }
+      inner_->launch_rows(op, in, out, workspace, y0, y1);
     }
     void prepare(const Operation& op, const Workspace& workspace) override {
       inner_->prepare(op, workspace);
@@ -188,6 +229,9 @@ class TestDevice final : public Device {
 
   std::shared_ptr<Device> inner_;
   const TestDeviceOptions options_;
+  // Queued on streams by upload_delay_us; the engine holds the device until
+  // its streams are drained.
+  SleepingOperation sleeper_{options_};
   // Calls so far, which tell the frame (the engine enqueues from one thread).
   std::atomic<uint64_t> uploads_{0}, downloads_{0}, launches_{0};
 };

@@ -352,6 +352,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
       {"ring_size", [](EngineConfig* c) { c->ring_size = 4; }},
       {"mode", [](EngineConfig* c) { c->mode = Mode::kSerial; }},
       {"host_wait", [](EngineConfig* c) { c->host_wait = HostWait::kSpin; }},
+      {"bands", [](EngineConfig* c) { c->bands = 4; }},
       {"input format", [](EngineConfig* c) { c->input.format = PixelFormat::kI420; }},
       {"input stride", [](EngineConfig* c) { c->input.stride[1] += 4; }},
       {"input offset", [](EngineConfig* c) { c->input.offset[1] += 64; }},

@@ -12,6 +12,7 @@ struct OrderingCase {
   Mode mode;
   int ring_size;
   HostWait host_wait = HostWait::kPoll;
+  int bands = 1;
 };
 
 std::string case_name(const ::testing::TestParamInfo<OrderingCase>& info) {
@@ -20,7 +21,8 @@ std::string case_name(const ::testing::TestParamInfo<OrderingCase>& info) {
          std::to_string(info.param.ring_size) +
          (info.param.host_wait == HostWait::kBlock  ? "_block"
           : info.param.host_wait == HostWait::kSpin ? "_spin"
-                                                    : "");
+                                                    : "") +
+         (info.param.bands > 1 ? "_bands" + std::to_string(info.param.bands) : "");
 }
 
 class OrderingTest : public ::testing::TestWithParam<OrderingCase> {};
@@ -38,6 +40,7 @@ void run_frames(const OrderingCase& c, const FrameLayout& layout, const std::str
   spec.seed = seed;
   spec.disabled_barrier = barrier_to_disable();
   spec.host_wait = c.host_wait;
+  spec.bands = c.bands;
   const RunResult r = run_frames(spec);
   if (r.skipped) GTEST_SKIP() << r.skipped_why;
   EXPECT_EQ(r.submit_failure, "");
@@ -80,6 +83,9 @@ std::vector<OrderingCase> ordering_cases() {
   for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda})
     for (HostWait w : {HostWait::kBlock, HostWait::kSpin})
       cases.push_back({b, Mode::kOverlapped, 3, w});
+  // Frames split into bands (as many as the size allows: 7x5 4:2:0 has two).
+  for (BackendKind b : {BackendKind::kCpu, BackendKind::kCuda})
+    for (int n : {1, 3}) cases.push_back({b, Mode::kOverlapped, n, HostWait::kPoll, 4});
   return cases;
 }
 
