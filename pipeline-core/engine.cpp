@@ -319,16 +319,20 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
 // is expected to be done, then polls the event, so that it neither spins
 // through the frame (a core per engine) nor depends on the driver's
 // interrupt-driven wake-up (tens to hundreds of microseconds after an idle
-// spell). Expected when, from what the worker saw before, the shortest of
-// the last kWindow of each:
+// spell). Expected when, from what the worker saw before (the last kWindow
+// of each):
 // - a frame that found the pipeline idle (enqueued after the one before it
-//   was done) takes `alone` from being enqueued: a live source's case;
-// - a frame queued behind another is done `spacing` after it: the case of a
-//   source faster than the device.
+//   was done) takes `alone` from being enqueued, the shortest seen: a live
+//   source's case, where a frame's stages vary little;
+// - a frame queued behind another is done `spacing` after it, the lower
+//   quartile: the case of a source faster than the device, where
+//   consecutive completions vary more as neighbouring frames share the
+//   link, and the shortest would have the worker look too early.
 // Learning only from waits that found the event not yet done keeps the
-// figures to when the work really completed (give or take one poll). With
+// figures to when the work really completed (give or take one look). With
 // nothing to expect yet, after a frame found already done, or when the work
-// is late (kMaxPolls polls after the expected time), it blocks instead.
+// is late (kMaxPolls looks, each after twice the wait of the one before),
+// it blocks instead.
 // Worker thread only.
 class PollingWait {
  public:
@@ -340,7 +344,7 @@ class PollingWait {
     const bool alone = previous_done_ns_ < 0 || enqueued_ns >= previous_done_ns_;
     int64_t expected = -1;
     if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
-    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.min();
+    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.lower_quartile();
     int64_t seen = -1;  // when it was seen done, if that is when it completed
     if (expected < 0) {
       done.synchronize();
@@ -355,12 +359,15 @@ class PollingWait {
         const int64_t from = alone ? enqueued_ns : previous_done_ns_;
         seen = from + (wake - from) * 3 / 4;
       } else {
-        for (int polls = 0; !done.query(); ++polls) {
+        // Each look waits twice as long as the one before: a few looks
+        // when the expectation was early, then blocking when it was far off.
+        int64_t interval = kPollNs;
+        for (int polls = 0; !done.query(); ++polls, interval *= 2) {
           if (polls == kMaxPolls) {
             done.synchronize();
             break;
           }
-          std::this_thread::sleep_for(std::chrono::nanoseconds(kPollNs));
+          std::this_thread::sleep_for(std::chrono::nanoseconds(interval));
         }
         seen = host_now_ns();
       }
@@ -374,8 +381,8 @@ class PollingWait {
 
  private:
   static constexpr int64_t kMarginNs = 40'000;  // wake this long before the expected time
-  static constexpr int64_t kPollNs = 10'000;    // then look this often
-  static constexpr int kMaxPolls = 12;
+  static constexpr int64_t kPollNs = 10'000;    // then look after this, twice as long each time
+  static constexpr int kMaxPolls = 6;           // 630 us of looking, then block
 
   // The last kWindow figures and their minimum.
   class Window {
@@ -387,6 +394,13 @@ class PollingWait {
     }
     int size() const { return count_; }
     int64_t min() const { return *std::min_element(values_, values_ + count_); }
+    // A quarter of the figures are at or below it.
+    int64_t lower_quartile() const {
+      int64_t sorted[kWindow];
+      std::copy(values_, values_ + count_, sorted);
+      std::nth_element(sorted, sorted + count_ / 4, sorted + count_);
+      return sorted[count_ / 4];
+    }
 
    private:
     static constexpr int kWindow = 32;

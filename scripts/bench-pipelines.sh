@@ -2,7 +2,8 @@
 # Throughput of cudaoverlap in real gst-launch-1.0 pipelines, next to
 # GStreamer's own CUDA path (nvcodec's cudaupload ! cudadownload) and the
 # CPU's videoconvert. Prints a table: frames/s, GB/s each way, % of the PCIe
-# bound; with --csv FILE also writes the rows for scripts/bench-plot.py.
+# bound, and the host CPU time (user + system, the whole process) per frame;
+# with --csv FILE also writes the rows for scripts/bench-plot.py.
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|yuy2|blur]
@@ -61,31 +62,38 @@ gst-inspect-1.0 cudaoverlap >/dev/null 2>&1 || {
 }
 cores=$(nproc)
 warm=60
-[ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct" >"$csv"
+[ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct,cpu_us_per_frame" >"$csv"
 
 have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
 
-# Seconds (float) from PLAYING to EOS of one gst-launch-1.0 run of
-# DESCRIPTION, as gst-launch-1.0 reports it ("Execution ended after"): plugin
-# loading and the preroll (device and pool set-up) are not in it. "fail"
-# when the run does not end with EOS.
+# "WALL CPU" of one gst-launch-1.0 run of DESCRIPTION: WALL the seconds from
+# PLAYING to EOS, as gst-launch-1.0 reports it ("Execution ended after"):
+# plugin loading and the preroll (device and pool set-up) are not in it;
+# CPU the process's user + system seconds, everything included. "fail" when
+# the run does not end with EOS.
 run_once() {
+  local cpu
   # shellcheck disable=SC2086
-  if ! gst-launch-1.0 $1 >/tmp/bench-pipelines.log 2>&1; then
+  if ! cpu=$( { TIMEFORMAT='%U %S'; time gst-launch-1.0 $1 >/tmp/bench-pipelines.log 2>&1; } 2>&1); then
     echo fail
     return
   fi
-  sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\).*/\1 \2 \3/p' \
-    /tmp/bench-pipelines.log | awk '{printf "%.6f", $1 * 3600 + $2 * 60 + $3}'
+  local wall
+  wall=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\).*/\1 \2 \3/p' \
+    /tmp/bench-pipelines.log | awk '{printf "%.6f", $1 * 3600 + $2 * 60 + $3}')
+  [ -n "$wall" ] || { echo fail; return; }
+  echo "$wall $(echo "$cpu" | tail -1 | awk '{printf "%.6f", $1 + $2}')"
 }
 
 # measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
 # Frames/s over N frames: the difference of a run of warm + N frames and one
 # of warm frames, which takes out what the first frames cost; the median of
-# `repeats` such pairs.
+# `repeats` such pairs. Host CPU per frame the same way: the difference of
+# the two runs' process CPU time over N, so that start-up (CUDA's
+# initialisation, pinning the ring and the pool) stays out.
 measure() {
   local workload=$1 size=$2 name=$3 in_bytes=$4 out_bytes=$5 pipeline=$6
-  local short long rates=() r
+  local short long rates=() cpus=() r
   for ((r = 0; r < repeats; r++)); do
     short=$(run_once "${pipeline//@N@/$warm}")
     long=$(run_once "${pipeline//@N@/$((warm + frames))}")
@@ -94,24 +102,27 @@ measure() {
         "failed: $(grep -m1 -i error /tmp/bench-pipelines.log | cut -c1-100)"
       return
     fi
-    rates+=("$(awk -v n="$frames" -v s="$short" -v l="$long" \
+    rates+=("$(awk -v n="$frames" -v s="${short% *}" -v l="${long% *}" \
       'BEGIN { d = l - s; printf "%.3f", (d > 0 ? n / d : 0) }')")
+    cpus+=("$(awk -v n="$frames" -v s="${short#* }" -v l="${long#* }" \
+      'BEGIN { printf "%.1f", (l - s) / n * 1e6 }')")
   done
-  local fps
+  local fps cpu
   fps=$(printf "%s\n" "${rates[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  awk -v fps="$fps" -v i="$in_bytes" -v o="$out_bytes" -v bound="$pcie" -v w="$workload" \
+  cpu=$(printf "%s\n" "${cpus[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  awk -v fps="$fps" -v cpu="$cpu" -v i="$in_bytes" -v o="$out_bytes" -v bound="$pcie" -v w="$workload" \
     -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
       gin = fps * i / 1e9; gout = fps * o / 1e9
       big = (i > o ? i : o); pct = 100 * fps * big / (bound * 1e9)
-      printf "%-8s %-10s %-44s %9.0f %8.1f %8.1f %7.0f%%\n", w, z, c, fps, gin, gout, pct
-      if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f\n", w, z, c, fps, gin, gout, pct >> csv
+      printf "%-8s %-10s %-44s %9.0f %8.1f %8.1f %7.0f%% %9.0f\n", w, z, c, fps, gin, gout, pct, cpu
+      if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f,%.1f\n", w, z, c, fps, gin, gout, pct, cpu >> csv
     }'
 }
 
 echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), median of" \
   "$repeats, sync=false; PCIe bound $pcie GB/s each way; $cores CPU cores"
-printf "%-8s %-10s %-44s %9s %8s %8s %8s\n" workload size case "frames/s" "in GB/s" \
-  "out GB/s" "% PCIe"
+printf "%-8s %-10s %-44s %9s %8s %8s %8s %9s\n" workload size case "frames/s" "in GB/s" \
+  "out GB/s" "% PCIe" "CPU us/fr"
 IFS=, read -r -a size_list <<<"$sizes"
 for size in "${size_list[@]}"; do
   w=${size%x*}
@@ -141,6 +152,8 @@ for size in "${size_list[@]}"; do
     fi
     measure copy "$size" "videotestsrc (every frame) ! cudaoverlap" $rgba $rgba \
       "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! cudaoverlap ! $sink"
+    measure copy "$size" "imagefreeze alone (the source's cost)" $rgba 0 \
+      "$src ! $freeze ! $sink"
     measure copy "$size" "videotestsrc (every frame) alone" $rgba 0 \
       "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! $sink"
   fi

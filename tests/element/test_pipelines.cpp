@@ -269,7 +269,9 @@ TEST_P(LaunchLine, RunsToEosWithEveryFrameInverted) {
   const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 64, 48);
   for (size_t i = 0; i < inputs.size(); ++i) {
     // A live source stamps each run's frames with its own clock times.
-    if (!live) EXPECT_EQ(GST_BUFFER_PTS(outputs[i]), GST_BUFFER_PTS(inputs[i])) << "frame " << i;
+    if (!live) {
+      EXPECT_EQ(GST_BUFFER_PTS(outputs[i]), GST_BUFFER_PTS(inputs[i])) << "frame " << i;
+    }
     EXPECT_EQ(compare_frames(info, inputs[i], outputs[i], Kernel::kInvert), "") << "frame " << i;
   }
   for (GstBuffer* buffer : inputs) gst_buffer_unref(buffer);
