@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine, after scripts/gpu-bundle.sh made .gpu/ here: runs every
 # suite on the cuda backend, the pipeline benchmark (scripts/bench-pipelines.sh)
-# and the engine benchmark (its overlap, kernel and staging tables). Full logs go to OUTDIR; a summary is printed.
+# and the engine benchmark (its overlap, live, kernel and staging tables). Full logs go to OUTDIR; a summary is printed.
 #   scripts/gpu-check.sh OUTDIR [--no-kernels] [--memcheck] [--no-bench]
 # --no-kernels leaves out the kernel suites and the kernel table (for changes
 # that touch no kernel); --memcheck also runs the cuda element suite under
@@ -101,5 +101,6 @@ fi
 # and videoconvert (table and CSV; scripts/bench-plot.py draws the CSV).
 scripts/bench-pipelines.sh --csv "$out/pipelines.csv" 2>&1 | tee "$out/pipelines.txt"
 .gpu/bin/cudaoverlap-bench 2>&1 | tee "$out/bench.txt"
+.gpu/bin/cudaoverlap-bench --live 2>&1 | tee "$out/bench-live.txt"
 [ $kernels = 1 ] && .gpu/bin/cudaoverlap-bench --kernels 2>&1 | tee "$out/bench-kernels.txt"
 .gpu/bin/cudaoverlap-bench --staging 2>&1 | tee "$out/bench-staging.txt"
