@@ -64,9 +64,7 @@ TEST_P(LifecycleTest, AnEventQueryTellsRunningFromDoneAndReportsAFailure) {
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kGRAY8, 64, 64, 256, 256);
   auto in = device->alloc_device(layout.size), out = device->alloc_device(layout.size);
   for (HostWait wait : {HostWait::kBlock, HostWait::kSpin, HostWait::kPoll}) {
-    auto stream = device->create_stream();
-    auto event = device->create_host_event(wait, false);
-    EXPECT_TRUE(event->query()) << "an event never recorded counts as done";
+    // The operation first, so that it outlives the stream's work.
     std::promise<void> open;
     std::shared_ptr<const Operation> busy;
     if (GetParam() == BackendKind::kCpu) {
@@ -76,6 +74,9 @@ TEST_P(LifecycleTest, AnEventQueryTellsRunningFromDoneAndReportsAFailure) {
       params.synthetic_us = 200000;  // the GPU is busy for 200 ms
       busy = make_operation("synthetic", params);
     }
+    auto stream = device->create_stream();
+    auto event = device->create_host_event(wait, false);
+    EXPECT_TRUE(event->query()) << "an event never recorded counts as done";
     stream->launch(*busy, layout.at(in->data()), layout.at(out->data()), Workspace{});
     stream->record(*event);
     EXPECT_FALSE(event->query()) << "the work was over at once";
@@ -86,12 +87,13 @@ TEST_P(LifecycleTest, AnEventQueryTellsRunningFromDoneAndReportsAFailure) {
   // Work that fails on the stream (on the cpu backend, kernel=custom, whose
   // CPU reference refuses to run) makes the event after it fail.
   if (GetParam() == BackendKind::kCpu) {
-    auto stream = device->create_stream();
-    auto event = device->create_host_event(HostWait::kPoll, false);
     KernelParams custom;
     custom.custom.source = "__device__ void process(co::Pixel& px, int, int, const Params&) {}";
-    stream->launch(*make_operation("custom", custom), layout.at(in->data()), layout.at(out->data()),
-                   Workspace{});
+    // Made before the stream, so that it outlives the stream's work.
+    const auto failing = make_operation("custom", custom);
+    auto stream = device->create_stream();
+    auto event = device->create_host_event(HostWait::kPoll, false);
+    stream->launch(*failing, layout.at(in->data()), layout.at(out->data()), Workspace{});
     stream->record(*event);
     EXPECT_THROW(event->synchronize(), Error);
     EXPECT_THROW(event->query(), Error);
