@@ -34,8 +34,10 @@ RunSpec race_prone_run(Barrier barrier, Barrier disabled, int bands) {
   spec.frames = 300;
   spec.max_delay_us = 200;
   // A consumer that holds frames longer than the ring takes to come round
-  // again, so a slot reused before release is caught in the act.
-  spec.max_hold_us = barrier == Barrier::kRelease ? 3000 : 300;
+  // again, so a slot reused before release is caught in the act. A frame in
+  // bands takes each stream through that many more delayed operations, so
+  // the ring comes round that much later (under a sanitizer, later still).
+  spec.max_hold_us = barrier == Barrier::kRelease ? 3000 * static_cast<uint32_t>(bands) : 300;
   spec.pinned_input = barrier == Barrier::kKeepAlive;
   spec.disabled_barrier = disabled;
   spec.seed = 42;
