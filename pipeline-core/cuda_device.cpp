@@ -169,7 +169,8 @@ class CudaDevice final : public Device {
     return std::make_unique<CudaEventImpl>(anchor_, false);
   }
   std::unique_ptr<Event> create_host_event(HostWait wait, bool timing) override {
-    const bool blocking = wait != HostWait::kSpin;
+    // kPoll's waiter never blocks in the driver (engine.cpp, PollingWait).
+    const bool blocking = wait == HostWait::kBlock;
     if (!timing) return std::make_unique<CudaEventImpl>(blocking);
     if (!anchor_) anchor_ = std::make_shared<HostClockAnchor>();
     return std::make_unique<CudaEventImpl>(anchor_, blocking);

@@ -48,10 +48,11 @@ enum class HostWait {
   kSpin,
   // For the engine's worker (EngineConfig::host_wait): sleeps until shortly
   // before the work is expected to be done, from the completions seen so
-  // far, then polls (Event::query) every few microseconds; blocks as kBlock
-  // when it has nothing to expect from yet, or the work is late. Events are
-  // made as kBlock's. On CUDA devices only; the cpu backend's events wake
-  // their waiter at once, so there it is kBlock.
+  // far, then polls (Event::query) at intervals doubling from 10 us, up to
+  // 250 us apart when it has nothing to expect from yet or the work is late.
+  // Events are made as kSpin's: a CUDA event that a thread may block on has
+  // the driver's event thread woken for each one. On CUDA devices only; the
+  // cpu backend's events wake their waiter at once, so there it is kBlock.
   kPoll,
 };
 

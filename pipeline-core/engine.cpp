@@ -133,10 +133,20 @@ class EngineCore {
   // in stop/flush where only event waits that cannot depend on this lock run.
   // The staging copy's lock (ParallelCopy) is a leaf, never taken under it.
   mutable std::mutex mutex_;
-  std::condition_variable changed_;  // any of the fields below changed
-  std::deque<int> free_;             // free slots, oldest released first
-  std::deque<int> in_flight_;        // submitted, not yet delivered, in order
-  bool worker_busy_ = false;         // worker is waiting on / delivering front
+  // Who waits for what, so that a change wakes only the thread it concerns
+  // (a waiter woken for nothing costs two context switches a frame):
+  std::condition_variable slot_freed_;  // submit(): free_ (producer)
+  std::condition_variable queued_;      // the worker: in_flight_
+  std::condition_variable idle_;        // drain(), flush_stop(): worker_busy_, in_flight_
+  // Flushing, stopping and errors concern everyone.
+  void notify_everyone() {
+    slot_freed_.notify_all();
+    queued_.notify_all();
+    idle_.notify_all();
+  }
+  std::deque<int> free_;       // free slots, oldest released first
+  std::deque<int> in_flight_;  // submitted, not yet delivered, in order
+  bool worker_busy_ = false;   // worker is waiting on / delivering front
   bool flushing_ = false;
   bool stopping_ = false;
   std::string error_;
@@ -246,7 +256,7 @@ void EngineCore::release(int slot) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(slot);
   }
-  changed_.notify_all();
+  slot_freed_.notify_all();
 }
 
 // ---------------------------------------------------------------------------
@@ -330,9 +340,12 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
 //   link, and the shortest would have the worker look too early.
 // Learning only from waits that found the event not yet done keeps the
 // figures to when the work really completed (give or take one look). With
-// nothing to expect yet, after a frame found already done, or when the work
-// is late (kMaxPolls looks, each after twice the wait of the one before),
-// it blocks instead.
+// nothing to expect yet, or when the work is late, it keeps looking, each
+// look after twice the wait of the one before, up to kMaxPollNs apart. It
+// never blocks in the driver: an event that a thread may block on
+// (cudaEventBlockingSync) has the driver's own event thread woken for
+// every frame, whoever waits (measured: about a tenth of the process's CPU
+// time flat out), so the engine makes its events as for HostWait::kSpin.
 // Worker thread only.
 class PollingWait {
  public:
@@ -346,31 +359,20 @@ class PollingWait {
     if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
     if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.lower_quartile();
     int64_t seen = -1;  // when it was seen done, if that is when it completed
-    if (expected < 0) {
-      done.synchronize();
-      seen = host_now_ns();
+    const int64_t wake = expected - kMarginNs;
+    if (expected >= 0 && wake > host_now_ns())
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
+    if (expected >= 0 && done.query()) {
+      // Done before the worker woke, by an unknown time: expect it a
+      // quarter sooner next time, so a figure too high comes down fast.
+      const int64_t from = alone ? enqueued_ns : previous_done_ns_;
+      seen = from + (std::max(wake, from) - from) * 3 / 4;
     } else {
-      const int64_t wake = expected - kMarginNs;
-      if (wake > host_now_ns())
-        std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
-      if (done.query()) {
-        // Done before the worker woke, by an unknown time: expect it a
-        // quarter sooner next time, so a figure too high comes down fast.
-        const int64_t from = alone ? enqueued_ns : previous_done_ns_;
-        seen = from + (wake - from) * 3 / 4;
-      } else {
-        // Each look waits twice as long as the one before: a few looks
-        // when the expectation was early, then blocking when it was far off.
-        int64_t interval = kPollNs;
-        for (int polls = 0; !done.query(); ++polls, interval *= 2) {
-          if (polls == kMaxPolls) {
-            done.synchronize();
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::nanoseconds(interval));
-        }
-        seen = host_now_ns();
-      }
+      // Each look waits twice as long as the one before: a few looks when
+      // the expectation was early, fewer and fewer when it was far off.
+      for (int64_t interval = kPollNs; !done.query(); interval = std::min(interval * 2, kMaxPollNs))
+        std::this_thread::sleep_for(std::chrono::nanoseconds(interval));
+      seen = host_now_ns();
     }
     if (alone)
       alone_.add(seen - enqueued_ns);
@@ -380,9 +382,9 @@ class PollingWait {
   }
 
  private:
-  static constexpr int64_t kMarginNs = 40'000;  // wake this long before the expected time
-  static constexpr int64_t kPollNs = 10'000;    // then look after this, twice as long each time
-  static constexpr int kMaxPolls = 6;           // 630 us of looking, then block
+  static constexpr int64_t kMarginNs = 40'000;    // wake this long before the expected time
+  static constexpr int64_t kPollNs = 10'000;      // then look after this, twice as long each time
+  static constexpr int64_t kMaxPollNs = 250'000;  // up to this
 
   // The last kWindow figures and their minimum.
   class Window {
@@ -429,6 +431,9 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
   // would compete with for the cores.
   const bool poll = c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
 #ifdef __linux__
+  // Named for top -H and profilers (it would otherwise bear the name of the
+  // thread that started the engine, e.g. upstream's streaming thread).
+  prctl(PR_SET_NAME, "co-worker", 0UL, 0UL, 0UL);
   // Sleeps of HostWait::kPoll end within a microsecond of their time, not
   // the default 50 later.
   if (poll) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -436,7 +441,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
   PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
   for (;;) {
-    c.changed_.wait(lock, [&] {
+    c.queued_.wait(lock, [&] {
       return c.stopping_ || (!c.in_flight_.empty() && !c.flushing_ && c.error_.empty());
     });
     if (c.stopping_) return;
@@ -472,7 +477,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
       c.worker_busy_ = false;
       const std::string message = c.error_;
       lock.unlock();
-      c.changed_.notify_all();
+      c.notify_everyone();
       if (first && callbacks.on_error) callbacks.on_error(message);
       lock.lock();
       continue;
@@ -480,7 +485,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     if (c.flushing_ || c.stopping_) {
       // flush_stop()/stop() drop what is in flight, this slot included.
       c.worker_busy_ = false;
-      c.changed_.notify_all();
+      c.idle_.notify_all();
       continue;
     }
     c.in_flight_.pop_front();
@@ -508,7 +513,11 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     c.worker_busy_ = false;
     const bool first = !consumer_failure.empty() && c.error_.empty();
     if (first) c.error_ = consumer_failure;
-    c.changed_.notify_all();
+    // Not slot_freed_: a slot is freed by its release(), which notifies.
+    if (first)
+      c.notify_everyone();
+    else
+      c.idle_.notify_all();
     if (first && callbacks.on_error) {
       lock.unlock();
       callbacks.on_error(consumer_failure);
@@ -587,7 +596,7 @@ Status Engine::submit(InputFrame frame) {
   {
     std::unique_lock<std::mutex> lock(c.mutex_);
     // Backpressure: wait for the consumer to release a slot.
-    c.changed_.wait(
+    c.slot_freed_.wait(
         lock, [&] { return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty(); });
     timing.wait_slot.end_ns = host_now_ns();
     if (c.flushing_ || c.stopping_) return Status::kFlushing;
@@ -705,7 +714,7 @@ Status Engine::submit(InputFrame frame) {
       // The slot's work may be half enqueued: it stays out of the ring, and
       // its references are dropped by stop().
     }
-    c.changed_.notify_all();
+    c.notify_everyone();
     if (threads_->callbacks.on_error) threads_->callbacks.on_error(message);
     return Status::kError;
   }
@@ -716,7 +725,7 @@ Status Engine::submit(InputFrame frame) {
     slot.timing = timing;
     c.in_flight_.push_back(index);
   }
-  c.changed_.notify_all();
+  c.queued_.notify_one();
   return Status::kOk;
 }
 
@@ -745,7 +754,7 @@ Status Engine::drain() {
   if (!core_) return Status::kOk;
   EngineCore& c = *core_;
   std::unique_lock<std::mutex> lock(c.mutex_);
-  c.changed_.wait(lock, [&] {
+  c.idle_.wait(lock, [&] {
     return (c.in_flight_.empty() && !c.worker_busy_) || c.flushing_ || c.stopping_ ||
            !c.error_.empty();
   });
@@ -760,7 +769,7 @@ void Engine::flush_start() {
     std::lock_guard<std::mutex> lock(core_->mutex_);
     core_->flushing_ = true;
   }
-  core_->changed_.notify_all();
+  core_->notify_everyone();
 }
 
 namespace {
@@ -792,7 +801,7 @@ void Engine::flush_stop() {
   {
     std::unique_lock<std::mutex> lock(c.mutex_);
     c.flushing_ = true;  // in case flush_start() was not called
-    c.changed_.wait(lock, [&] { return !c.worker_busy_; });
+    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
     dropped.assign(c.in_flight_.begin(), c.in_flight_.end());
     c.in_flight_.clear();
   }
@@ -802,7 +811,7 @@ void Engine::flush_stop() {
     for (int index : dropped) c.free_.push_back(index);
     c.flushing_ = false;
   }
-  c.changed_.notify_all();
+  c.notify_everyone();
 }
 
 void Engine::stop() {
@@ -812,7 +821,7 @@ void Engine::stop() {
     std::lock_guard<std::mutex> lock(c.mutex_);
     c.stopping_ = true;
   }
-  c.changed_.notify_all();
+  c.notify_everyone();
   if (threads_->worker.joinable()) threads_->worker.join();
   threads_->staging.reset();  // no submit() runs now, so no copy either
 
