@@ -34,33 +34,38 @@ BlurTaps blur_taps(double sigma, int shift) {
 
 namespace {
 
-// One component, `width` x `height` samples of the picture: the horizontal
-// pass into `rows` with blur_fraction_bits(depth) fractional bits, then the
+// One component, `width` x `height` samples of the picture, its rows
+// [y0, y1) only: the horizontal pass into `rows` with
+// blur_fraction_bits(depth) fractional bits, on the rows the vertical pass
+// reads (clamped to the component's own height, not to the band), then the
 // vertical pass rounded once.
-void blur_component(const ImageRef& in, const ImageRef& out, int c, int width, int height,
-                    const BlurTaps& across, const BlurTaps& down) {
+void blur_component(const ImageRef& in, const ImageRef& out, int c, int width, int height, int y0,
+                    int y1, const BlurTaps& across, const BlurTaps& down) {
   const Component& k = format_info(in.format).comp[c];
   const uint32_t max = (uint32_t{1} << k.depth) - 1;
   const int frac = blur_fraction_bits(k.depth);
   const int first_shift = kBlurWeightBits - frac;
-  std::vector<uint32_t> rows(static_cast<size_t>(width) * height);
-  for (int y = 0; y < height; ++y)
+  const int lo = std::max(0, y0 - down.radius);
+  const int hi = std::min(height, y1 + down.radius);
+  if (hi <= lo) return;
+  std::vector<uint32_t> rows(static_cast<size_t>(width) * (hi - lo));
+  for (int y = lo; y < hi; ++y)
     for (int x = 0; x < width; ++x) {
       int32_t acc = 0;
       for (int d = -across.radius; d <= across.radius; ++d)
         acc += across.weight[std::abs(d)] *
                static_cast<int32_t>(read_sample(in, c, std::clamp(x + d, 0, width - 1), y));
-      rows[static_cast<size_t>(y) * width + x] =
+      rows[static_cast<size_t>(y - lo) * width + x] =
           static_cast<uint32_t>((acc + (1 << (first_shift - 1))) >> first_shift);
     }
   const int shift = kBlurWeightBits + frac;
-  for (int y = 0; y < height; ++y)
+  for (int y = y0; y < y1; ++y)
     for (int x = 0; x < width; ++x) {
       uint32_t acc = 0;
       for (int d = -down.radius; d <= down.radius; ++d) {
         const int sy = std::clamp(y + d, 0, height - 1);
         acc += static_cast<uint32_t>(down.weight[std::abs(d)]) *
-               rows[static_cast<size_t>(sy) * width + x];
+               rows[static_cast<size_t>(sy - lo) * width + x];
       }
       write_sample(out, c, x, y, std::min<uint32_t>(max, (acc + (1u << (shift - 1))) >> shift));
     }
@@ -68,17 +73,34 @@ void blur_component(const ImageRef& in, const ImageRef& out, int c, int width, i
 
 }  // namespace
 
-void blur_reference(const ImageRef& in, const ImageRef& out, double sigma) {
+void blur_reference(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1) {
   // Alpha, padding, the bits around a 10-bit sample and the second luma of
   // an odd-width YUY2 row's last pair come from here.
-  copy_reference(in, out);
+  copy_reference(image_rows(in, y0, y1), image_rows(out, y0, y1));
   const FormatInfo& info = format_info(in.format);
   for (int c = 0; c < colour_components(in.format); ++c) {
     const Component& k = info.comp[c];
+    const int sub = (1 << k.y_sub) - 1;
     const int width = (in.width + (1 << k.x_sub) - 1) >> k.x_sub;
-    const int height = (in.height + (1 << k.y_sub) - 1) >> k.y_sub;
-    blur_component(in, out, c, width, height, blur_taps(sigma, k.x_sub), blur_taps(sigma, k.y_sub));
+    const int height = (in.height + sub) >> k.y_sub;
+    blur_component(in, out, c, width, height, (y0 + sub) >> k.y_sub, (y1 + sub) >> k.y_sub,
+                   blur_taps(sigma, k.x_sub), blur_taps(sigma, k.y_sub));
   }
+}
+
+int blur_band_halo(PixelFormat format, double sigma) {
+  // Rows [r0, r1) of a component subsampled 2^s down read its rows r0 -
+  // radius to r1 + radius - 1, the picture rows (r0 - radius) << s up to
+  // ((r1 + radius) << s) - 1; with y0 = r0 << s and y1 = r1 << s (band rows
+  // are multiples of the subsampling, or the bottom, where the reach is
+  // clamped anyway) that is radius << s picture rows either side.
+  const FormatInfo& info = format_info(format);
+  int halo = 0;
+  for (int c = 0; c < colour_components(format); ++c) {
+    const int s = info.comp[c].y_sub;
+    halo = std::max(halo, blur_taps(sigma, s).radius << s);
+  }
+  return halo;
 }
 
 std::string BlurOperation::check(const ImageRef& in, const ImageRef& out) const {
@@ -97,13 +119,30 @@ bool BlurOperation::same_as(const Operation& other) const {
   return o != nullptr && o->sigma_ == sigma_;
 }
 
+int BlurOperation::band_halo(PixelFormat in, PixelFormat out) const {
+  if (in != out || output_formats(in).empty() ||
+      !(sigma_ >= kBlurMinSigma && sigma_ <= kBlurMaxSigma))
+    return -1;
+  return blur_band_halo(in, sigma_);
+}
+
 void BlurOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                  CUstream_st* stream) const {
-  CO_CUDA_ONLY(blur_cuda(in, out, sigma_, stream));
+  CO_CUDA_ONLY(blur_cuda(in, out, sigma_, 0, in.height, stream));
+}
+
+void BlurOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                      int y0, int y1, CUstream_st* stream) const {
+  CO_CUDA_ONLY(blur_cuda(in, out, sigma_, y0, y1, stream));
 }
 
 void BlurOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
-  blur_reference(in, out, sigma_);
+  blur_reference(in, out, sigma_, 0, in.height);
+}
+
+void BlurOperation::run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                       int y0, int y1) const {
+  blur_reference(in, out, sigma_, y0, y1);
 }
 
 }  // namespace cudaoverlap

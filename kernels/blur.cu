@@ -28,6 +28,13 @@
 // The uint16 intermediate (at most 255 * 4096 / 16 = 65280) halves the
 // shared memory of a uint32 one, which lets the tile be taller and the halo
 // rows, computed twice by neighbouring blocks, a smaller share of the work.
+//
+// A launch makes output rows [y0, y1) of the picture (a band of the
+// engine's, or all of it): each plane's grid covers that band's rows of the
+// plane, starting at its first, and the halo rows above and below are read
+// from the input, clamped at the plane's own top and bottom, so a band's
+// rows equal those of a whole-frame run. Nothing outside the band's rows is
+// written.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,8 +93,8 @@ __device__ __forceinline__ int mid_col(int col, int step_shift) {
 template <int kR, int kStepShift>
 __global__ void __launch_bounds__(kThreads)
     blur_tile_kernel(const uint8_t* __restrict__ src, size_t src_stride, uint8_t* __restrict__ dst,
-                     size_t dst_stride, int width, int height, int alpha_channel, TileShape shape,
-                     BlurTaps taps) {
+                     size_t dst_stride, int width, int height, int row0, int row_end,
+                     int alpha_channel, TileShape shape, BlurTaps taps) {
   __shared__ uint16_t mid[kMidElems];
   // The generic path's taps by signed offset, zero beyond the radius:
   // wspan[i] is the weight of offset i - (kRun - 1) - radius.
@@ -99,8 +106,10 @@ __global__ void __launch_bounds__(kThreads)
   const int tx_shift = kR > 0 ? kWideTileShift : shape.tx_shift;
   const int pitch = kR > 0 ? kWideTile + 2 * (kWideTile >> (kRunShift + kStepShift)) : shape.pitch;
   const int x0 = blockIdx.x * tx;  // the tile's first byte column
-  const int y0 = blockIdx.y * shape.ty;
-  const int rows_out = min(shape.ty, height - y0);
+  // Output rows [row0, row_end) of the plane's `height` (a band, or all of
+  // them); the clamping at the top and bottom is the plane's.
+  const int y0 = row0 + blockIdx.y * shape.ty;
+  const int rows_out = min(shape.ty, row_end - y0);
   const int rows_in = rows_out + 2 * r;
   const int row_bytes = width << step_shift;
   const int tid = threadIdx.x;
@@ -275,8 +284,9 @@ struct PlaneBlur {
   uint8_t* dst;
   size_t src_stride, dst_stride;
   int height;
-  int ty;  // output rows per tile, a multiple of kStageRows
-  int n;   // components in the plane
+  int row0, row_end;  // the output rows made: a band of the plane's, or all
+  int ty;             // output rows per tile, a multiple of kStageRows
+  int n;              // components in the plane
   ComponentBlur comp[3];
   BlurTaps down;  // alike for the components of a plane
   bool wide;      // 16-bit samples: `depth` bits `shift` up
@@ -297,7 +307,7 @@ __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_const
   __shared__ int32_t across[kBlurMaxRadius + 1], down[kBlurMaxRadius + 1];
   const int ry = b.down.radius;
   const int rows_in = b.ty + 2 * ry;
-  const int y0 = blockIdx.y * b.ty;
+  const int y0 = b.row0 + blockIdx.y * b.ty;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i = threadIdx.x; i <= ry; i += kThreads) down[i] = b.down.weight[i];
   const int first_shift = kBlurWeightBits - b.frac;
@@ -333,7 +343,7 @@ __global__ void __launch_bounds__(kThreads) blur_plane_kernel(const __grid_const
     for (int i = threadIdx.x; i < (b.ty << tw_shift); i += kThreads) {
       const int j = i >> tw_shift, col = i & ((1 << tw_shift) - 1);
       const int x = x0 + col, y = y0 + j;
-      if (x >= k.stored || y >= b.height) continue;
+      if (x >= k.stored || y >= b.row_end) continue;
       const size_t at = static_cast<size_t>(x) * k.step + k.offset;
       const uint8_t* s = b.src + y * b.src_stride + at;
       uint8_t* d = b.dst + y * b.dst_stride + at;
@@ -368,7 +378,8 @@ bool tile_path(const FormatInfo& info) {
   return true;
 }
 
-void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream) {
+void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1,
+                      CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   for (int p = 0; p < info.n_planes; ++p) {
     PlaneBlur b{};
@@ -377,6 +388,8 @@ void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUs
     b.src_stride = in.planes[p].stride;
     b.dst_stride = out.planes[p].stride;
     b.height = static_cast<int>(plane_rows(in.format, p, in.height));
+    b.row0 = static_cast<int>(plane_rows(in.format, p, y0));
+    b.row_end = static_cast<int>(plane_rows(in.format, p, y1));
     b.wide = info.sample_bytes == 2;
     int finest = 0;  // samples of the finest component that a row holds
     int finest_sub = 31;
@@ -400,12 +413,13 @@ void blur_planes_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUs
       b.frac = blur_fraction_bits(k.depth);
       finest = std::max(finest, e.stored << e.sub);
     }
-    if (b.n == 0 || finest == 0 || b.height == 0) continue;
+    if (b.n == 0 || finest == 0 || b.row_end <= b.row0) continue;
     // The tallest tile the intermediate holds with its halo: 200 rows for
     // radius 60, 256 for radius 32 and less.
     b.ty =
         std::min(256, (kPlaneMidElems / kPlaneTileX - 2 * b.down.radius) / kStageRows * kStageRows);
-    const dim3 grid((finest + kPlaneTileX - 1) / kPlaneTileX, (b.height + b.ty - 1) / b.ty);
+    const dim3 grid((finest + kPlaneTileX - 1) / kPlaneTileX,
+                    (b.row_end - b.row0 + b.ty - 1) / b.ty);
     if (grid.y > 65535) throw Error("blur: the image is too tall (more than 13,107,000 rows)");
     blur_plane_kernel<<<grid, kThreads, 0, stream>>>(b);
     CO_CUDA_CHECK_LAUNCH("the blur kernel");
@@ -437,49 +451,60 @@ TileShape tile_shape(int radius, int step) {
 
 template <int kR, int kStepShift>
 void launch_step(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& out, int width,
-                 int height, int alpha_channel, const TileShape& shape, const BlurTaps& taps) {
-  blur_tile_kernel<kR, kStepShift><<<grid, kThreads, 0, stream>>>(
-      in.data, in.stride, out.data, out.stride, width, height, alpha_channel, shape, taps);
+                 int height, int row0, int row_end, int alpha_channel, const TileShape& shape,
+                 const BlurTaps& taps) {
+  blur_tile_kernel<kR, kStepShift>
+      <<<grid, kThreads, 0, stream>>>(in.data, in.stride, out.data, out.stride, width, height, row0,
+                                      row_end, alpha_channel, shape, taps);
 }
 
 // The kernel for the plane's radius (down from kR; every radius above
 // kMaxFixedRadius ends at the generic kernel, kR 0) and step.
 template <int kR = kMaxFixedRadius>
 void launch(dim3 grid, CUstream_st* stream, const PlaneRef& in, const PlaneRef& out, int width,
-            int height, int alpha_channel, const TileShape& shape, const BlurTaps& taps) {
+            int height, int row0, int row_end, int alpha_channel, const TileShape& shape,
+            const BlurTaps& taps) {
   if constexpr (kR > 0) {
     if (taps.radius != kR) {
-      launch<kR - 1>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+      launch<kR - 1>(grid, stream, in, out, width, height, row0, row_end, alpha_channel, shape,
+                     taps);
       return;
     }
   }
   if (shape.step_shift == 0)
-    launch_step<kR, 0>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+    launch_step<kR, 0>(grid, stream, in, out, width, height, row0, row_end, alpha_channel, shape,
+                       taps);
   else if (shape.step_shift == 1)
-    launch_step<kR, 1>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+    launch_step<kR, 1>(grid, stream, in, out, width, height, row0, row_end, alpha_channel, shape,
+                       taps);
   else
-    launch_step<kR, 2>(grid, stream, in, out, width, height, alpha_channel, shape, taps);
+    launch_step<kR, 2>(grid, stream, in, out, width, height, row0, row_end, alpha_channel, shape,
+                       taps);
 }
 
 }  // namespace
 
-void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream) {
+void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1,
+               CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   if (!tile_path(info)) {
-    blur_planes_cuda(in, out, sigma, stream);
+    blur_planes_cuda(in, out, sigma, y0, y1, stream);
     return;
   }
   for (int p = 0; p < info.n_planes; ++p) {
     const int step = info.pixel_bytes[p];
     const int width = static_cast<int>(plane_row_bytes(in.format, p, in.width)) / step;
     const int height = static_cast<int>(plane_rows(in.format, p, in.height));
-    if (width == 0 || height == 0) continue;
+    const int row0 = static_cast<int>(plane_rows(in.format, p, y0));
+    const int row_end = static_cast<int>(plane_rows(in.format, p, y1));
+    if (width == 0 || row_end <= row0) continue;
     const BlurTaps taps = blur_taps(sigma, info.x_shift[p]);
     const TileShape shape = tile_shape(taps.radius, step);
-    dim3 grid((width * step + shape.tx - 1) / shape.tx, (height + shape.ty - 1) / shape.ty);
+    dim3 grid((width * step + shape.tx - 1) / shape.tx, (row_end - row0 + shape.ty - 1) / shape.ty);
     // ty is at least 96 rows (1-byte samples, radius 16).
     if (grid.y > 65535) throw Error("blur: the image is too tall (more than 6,291,360 rows)");
-    launch(grid, stream, in.planes[p], out.planes[p], width, height, info.alpha_byte, shape, taps);
+    launch(grid, stream, in.planes[p], out.planes[p], width, height, row0, row_end, info.alpha_byte,
+           shape, taps);
     CO_CUDA_CHECK_LAUNCH("the blur kernel");
   }
 }

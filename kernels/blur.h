@@ -56,12 +56,28 @@ class BlurOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // Bandable: blur_band_halo rows.
+  int band_halo(PixelFormat in, PixelFormat out) const override;
+  void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                         int y0, int y1, CUstream_st* stream) const override;
+  void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                          int y0, int y1) const override;
 
  private:
   double sigma_;
 };
 
-void blur_reference(const ImageRef& in, const ImageRef& out, double sigma);
-void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, CUstream_st* stream);
+// The picture rows a band of `format` blurred with `sigma` reads above and
+// below its own: the largest vertical radius of its components, times
+// their vertical subsampling.
+int blur_band_halo(PixelFormat format, double sigma);
+
+// Output rows [y0, y1) of the whole images `in` and `out` (y0 and y1
+// multiples of the format's vertical subsampling, or y1 its height), the
+// image edges clamped where the whole image's are; nothing else of `out` is
+// written. [0, height) is the whole frame.
+void blur_reference(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1);
+void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1,
+               CUstream_st* stream);
 
 }  // namespace cudaoverlap

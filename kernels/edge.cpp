@@ -17,27 +17,31 @@ uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max) {
   return static_cast<uint32_t>(std::min<int64_t>(s, max));
 }
 
-void edge_reference(const ImageRef& in, const ImageRef& out) {
+void edge_reference(const ImageRef& in, const ImageRef& out, int y0, int y1) {
   // Alpha, padding, the bits around a 10-bit sample and the second luma of
   // an odd-width YUY2 row's last pair come from here.
-  copy_reference(in, out);
+  copy_reference(image_rows(in, y0, y1), image_rows(out, y0, y1));
   const FormatInfo& info = format_info(in.format);
   const int w = in.width, h = in.height;
   const bool rgb = colour_components(in.format) == 3 && !info.is_yuv;
   const Component& luma = info.comp[0];
-  std::vector<int64_t> grey(static_cast<size_t>(w) * h);
-  for (int y = 0; y < h; ++y)
+  // The grey rows the output rows read: one above and one below, clamped
+  // to the image.
+  const int lo = std::max(0, y0 - 1), hi = std::min(h, y1 + 1);
+  if (hi <= lo) return;
+  std::vector<int64_t> grey(static_cast<size_t>(w) * (hi - lo));
+  for (int y = lo; y < hi; ++y)
     for (int x = 0; x < w; ++x)
-      grey[static_cast<size_t>(y) * w + x] =
+      grey[static_cast<size_t>(y - lo) * w + x] =
           rgb ? (77 * read_sample(in, 0, x, y) + 150 * read_sample(in, 1, x, y) +
                  29 * read_sample(in, 2, x, y) + 128) >>
                     8
               : read_sample(in, 0, x, y);
   auto at = [&](int x, int y) {
-    return grey[static_cast<size_t>(std::clamp(y, 0, h - 1)) * w + std::clamp(x, 0, w - 1)];
+    return grey[static_cast<size_t>(std::clamp(y, 0, h - 1) - lo) * w + std::clamp(x, 0, w - 1)];
   };
   const uint32_t max = (uint32_t{1} << luma.depth) - 1;
-  for (int y = 0; y < h; ++y)
+  for (int y = y0; y < y1; ++y)
     for (int x = 0; x < w; ++x) {
       const int64_t gx = (at(x + 1, y - 1) + 2 * at(x + 1, y) + at(x + 1, y + 1)) -
                          (at(x - 1, y - 1) + 2 * at(x - 1, y) + at(x - 1, y + 1));
@@ -51,8 +55,9 @@ void edge_reference(const ImageRef& in, const ImageRef& out) {
   for (int c = 1; c < 3; ++c) {
     const Component& k = info.comp[c];
     const int samples = stored_samples(in.format, c, w);
-    const int rows = static_cast<int>(plane_rows(in.format, k.plane, h));
-    for (int y = 0; y < rows; ++y)
+    const int r0 = static_cast<int>(plane_rows(in.format, k.plane, y0));
+    const int r1 = static_cast<int>(plane_rows(in.format, k.plane, y1));
+    for (int y = r0; y < r1; ++y)
       for (int x = 0; x < samples; ++x) write_sample(out, c, x, y, uint32_t{1} << (k.depth - 1));
   }
 }
@@ -65,13 +70,29 @@ bool EdgeOperation::same_as(const Operation& other) const {
   return dynamic_cast<const EdgeOperation*>(&other) != nullptr;
 }
 
+int EdgeOperation::band_halo(PixelFormat in, PixelFormat out) const {
+  // The luma (or RGB) rows are the picture's, never subsampled down.
+  if (in != out || output_formats(in).empty() || format_info(in).comp[0].y_sub != 0) return -1;
+  return 1;
+}
+
 void EdgeOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                  CUstream_st* stream) const {
-  CO_CUDA_ONLY(edge_cuda(in, out, stream));
+  CO_CUDA_ONLY(edge_cuda(in, out, 0, in.height, stream));
+}
+
+void EdgeOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                      int y0, int y1, CUstream_st* stream) const {
+  CO_CUDA_ONLY(edge_cuda(in, out, y0, y1, stream));
 }
 
 void EdgeOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
-  edge_reference(in, out);
+  edge_reference(in, out, 0, in.height);
+}
+
+void EdgeOperation::run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                       int y0, int y1) const {
+  edge_reference(in, out, y0, y1);
 }
 
 }  // namespace cudaoverlap

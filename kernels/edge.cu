@@ -35,6 +35,12 @@
 // the approximate root corrected by one step either way on exact squares
 // (deep_magnitude, checked by edge_deep_magnitudes_cuda). Integer and FP32
 // work per pixel, not memory, bounded the earlier versions.
+//
+// A launch makes output rows [y0, y1) of the picture (a band of the
+// engine's, or all of it): the grid's strips start at y0, the input rows
+// above and below are clamped at the image's own top and bottom, and the
+// chroma rows filled are those of the band. Nothing outside the band's rows
+// is written.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -92,7 +98,8 @@ using Luma = std::conditional_t<K == kDeep, uint2, uint32_t>;
 
 struct EdgeLayout {
   int width, height;
-  int row_bytes;  // of the luma plane's picture part (packed 4:2:2's stores)
+  int row0, row_end;  // the output rows made: a band, or [0, height)
+  int row_bytes;      // of the luma plane's picture part (packed 4:2:2's stores)
   // Row strides; 32 bits, so a row's address is one wide multiply-add.
   uint32_t src_stride, dst_stride;
   uint32_t lane_base;  // 0x4B000000, in a register: see lane_lo
@@ -423,10 +430,11 @@ __device__ __forceinline__ void sobel_strip(const uint8_t* __restrict__ src,
   const int lane = static_cast<int>(threadIdx.x);
   const int x0 = static_cast<int>(blockIdx.x) * kTileX;
   const int x = x0 + 4 * lane;
-  const int y0 = (static_cast<int>(blockIdx.y) * kWarps + static_cast<int>(threadIdx.y)) * kOut;
+  const int y0 =
+      l.row0 + (static_cast<int>(blockIdx.y) * kWarps + static_cast<int>(threadIdx.y)) * kOut;
   // Uniform per warp: the shuffles below need the whole warp, so a warp
-  // wholly below the image leaves together.
-  if (y0 >= l.height) return;
+  // wholly below the rows it makes leaves together.
+  if (y0 >= l.row_end) return;
   auto in_row = [&](int r) { return min(max(y0 - 1 + r, 0), l.height - 1); };
   // Halo: the 4 pixels left of the warp's columns (lanes 0..kIn-1) or
   // right of them (lanes 16..), of input row lane % 16.
@@ -486,7 +494,7 @@ __device__ __forceinline__ void sobel_strip(const uint8_t* __restrict__ src,
     }
     if (r < 2) continue;
     const int y = y0 + r - 2;
-    if (y >= l.height || x >= l.width) continue;
+    if (y >= l.row_end || x >= l.width) continue;
     const Magnitudes<K> m = sobel_row(t[(r - 2) % 3], t[(r - 1) % 3], t[r % 3], l);
     store_row<K>(row_of(src_x, y, l.src_stride), row_of(dst_x, y, l.dst_stride), l, x, store_fast,
                  m, keep[r - 1], centre[r - 1]);
@@ -574,7 +582,8 @@ Kind kind_of(PixelFormat format) {
 // The kernel for kind K, its grid from K's strip height.
 template <int K>
 void launch(CUstream_st* stream, const ImageRef& in, const ImageRef& out, const EdgeLayout& l) {
-  const dim3 grid((in.width + kTileX - 1) / kTileX, (in.height + kTileY<K> - 1) / kTileY<K>);
+  const dim3 grid((in.width + kTileX - 1) / kTileX,
+                  (l.row_end - l.row0 + kTileY<K> - 1) / kTileY<K>);
   if (grid.y > 65535)
     throw Error("edge: the image is too tall (more than " + std::to_string(65535 * kTileY<K>) +
                 " rows)");
@@ -586,12 +595,15 @@ void launch(CUstream_st* stream, const ImageRef& in, const ImageRef& out, const 
 
 }  // namespace
 
-void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
+void edge_cuda(const ImageRef& in, const ImageRef& out, int y0, int y1, CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   const Kind kind = kind_of(in.format);
+  if (y1 <= y0) return;
   EdgeLayout l{};
   l.width = in.width;
   l.height = in.height;
+  l.row0 = y0;
+  l.row_end = y1;
   l.row_bytes = static_cast<int>(plane_row_bytes(in.format, 0, in.width));
   if (kind == kRgb32 || kind == kRgb24) {
     int r = 0, g = 0, b = 0;
@@ -634,16 +646,18 @@ void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
     l.chroma_keep = info.sample_bytes == 2 ? ~(bits * 0x00010001u) : 0u;
     l.n_chroma = info.n_planes - 1;
     l.chroma_aligned = true;
+    // The band's chroma rows (its first a multiple of the subsampling).
+    const size_t c0 = plane_rows(in.format, 1, y0);
     for (int p = 1; p < info.n_planes; ++p) {
-      l.chroma[p - 1] = out.planes[p].data;
+      l.chroma[p - 1] = out.planes[p].data + c0 * out.planes[p].stride;
       l.chroma_stride[p - 1] = out.planes[p].stride;
-      l.chroma_src[p - 1] = in.planes[p].data;
+      l.chroma_src[p - 1] = in.planes[p].data + c0 * in.planes[p].stride;
       l.chroma_src_stride[p - 1] = in.planes[p].stride;
       l.chroma_aligned = l.chroma_aligned && aligned_to(out.planes[p], 16) &&
                          (l.chroma_keep == 0 || aligned_to(in.planes[p], 16));
     }
     l.chroma_bytes = static_cast<int>(plane_row_bytes(in.format, 1, in.width));
-    l.chroma_rows = static_cast<int>(plane_rows(in.format, 1, in.height));
+    l.chroma_rows = static_cast<int>(plane_rows(in.format, 1, y1) - c0);
     const size_t items = (static_cast<size_t>(l.chroma_bytes) + 15) / 16 * l.chroma_rows;
     if (items > 0x7FFFFFFF) throw Error("edge: the image is too large");
   }

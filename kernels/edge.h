@@ -31,14 +31,25 @@ class EdgeOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // Bandable: output row y reads luma rows y - 1 to y + 1 (and chroma only
+  // in its own rows), so the halo is 1.
+  int band_halo(PixelFormat in, PixelFormat out) const override;
+  void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                         int y0, int y1, CUstream_st* stream) const override;
+  void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                          int y0, int y1) const override;
 };
 
-void edge_reference(const ImageRef& in, const ImageRef& out);
+// Output rows [y0, y1) of the whole images `in` and `out` (y0 and y1
+// multiples of the format's vertical subsampling, or y1 its height), the
+// image edges clamped where the whole image's are; nothing else of `out` is
+// written. [0, height) is the whole frame.
+void edge_reference(const ImageRef& in, const ImageRef& out, int y0, int y1);
 
 // The reference's magnitude: min(floor(sqrt(gx^2 + gy^2)), max).
 uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max = 255);
 
-void edge_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
+void edge_cuda(const ImageRef& in, const ImageRef& out, int y0, int y1, CUstream_st* stream);
 
 // For tests: the CUDA kernel's magnitude arithmetic run on the device for
 // every (gx, gy) in [-limit, limit]^2, gx fastest, two bytes per pair (from

@@ -167,6 +167,58 @@ inline void run_on_device(Device& device, const char* kernel, const KernelParams
   std::memcpy(out.bytes.data(), pinned_out->data(), out.layout.size);
 }
 
+// Bands (EngineConfig::bands): the rows the engine cuts a frame of `height`
+// rows into `bands` bands at, each a multiple of `step`
+// (band_row_step), then `height`.
+inline std::vector<int> band_cuts(int height, int bands, int step) {
+  std::vector<int> rows;
+  for (int k = 0; k < bands; ++k)
+    rows.push_back(static_cast<int>(int64_t{k} * height / bands / step * step));
+  rows.push_back(height);
+  return rows;
+}
+
+// The operations with a halo that the band tests run: blur at sigmas from
+// the smallest to the largest (radii 2, 3, 6, 22 and 60 on full-resolution
+// planes) and edge.
+struct BandedOperation {
+  std::string name;
+  const char* kernel;
+  KernelParams params;
+};
+
+inline std::vector<BandedOperation> banded_operations() {
+  std::vector<BandedOperation> ops;
+  for (double sigma : {0.5, 1.0, 2.0, 7.3, 20.0}) {
+    BandedOperation op{"blur sigma " + std::to_string(sigma), "blur", {}};
+    op.params.blur_sigma = sigma;
+    ops.push_back(op);
+  }
+  ops.push_back({"edge", "edge", {}});
+  return ops;
+}
+
+// Empty when every byte of the plane rows that lie outside picture rows
+// [y0, y1), row padding included, is the same in frames `a` and `b` of
+// `layout`; else where the first difference is.
+inline std::string compare_outside_rows(const FrameLayout& layout, const uint8_t* a,
+                                        const uint8_t* b, int y0, int y1) {
+  for (int p = 0; p < layout.n_planes(); ++p) {
+    const size_t r0 = plane_rows(layout.format, p, y0), r1 = plane_rows(layout.format, p, y1);
+    for (size_t r = 0; r < layout.rows(p); ++r) {
+      if (r >= r0 && r < r1) continue;
+      const size_t at = layout.offset[p] + r * layout.stride[p];
+      for (size_t x = 0; x < layout.stride[p]; ++x)
+        if (a[at + x] != b[at + x])
+          return std::string(format_info(layout.format).name) + " plane " + std::to_string(p) +
+                 " row " + std::to_string(r) + " byte " + std::to_string(x) + ": " +
+                 std::to_string(a[at + x]) + " vs " + std::to_string(b[at + x]) + " (band rows " +
+                 std::to_string(y0) + ".." + std::to_string(y1) + ")";
+    }
+  }
+  return {};
+}
+
 // The CPU reference of `kernel` made with `params` (checked first: throws
 // Error with the operation's sentence when it cannot do `in` -> `out`).
 inline void reference(const char* kernel, const KernelParams& params, const ImageRef& in,

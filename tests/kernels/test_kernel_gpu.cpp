@@ -248,6 +248,75 @@ TEST(GpuConvert, TallImagesEqualTheReference) {
   }
 }
 
+// Bands (Operation::enqueue_cuda_rows): blur at sigmas 0.5 to 20 and edge,
+// in every format they take at 641x479, run band by band as the engine
+// cuts a frame (4 and 7 bands) into a device output filled with a canary
+// byte, make exactly the bytes of the whole-frame launch (which
+// GpuKernelVsReference holds to the reference), and no band's launch
+// writes a row outside its own; device planes aligned to 256 bytes and to
+// 4.
+TEST(GpuBands, EveryBandEqualsTheWholeFrameAndWritesOnlyItsRows) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  constexpr int kWidth = 641, kHeight = 479;
+  constexpr uint8_t kCanary = 0x5C;
+  for (const BandedOperation& b : banded_operations()) {
+    const auto op = make_operation(b.kernel, b.params);
+    for (PixelFormat f : op->input_formats()) {
+      OwnedImage in(f, kWidth, kHeight);
+      in.fill_random(static_cast<uint32_t>(static_cast<int>(f) * 13 + 1));
+      for (size_t align : {size_t{256}, size_t{4}}) {
+        OwnedImage whole(f, kWidth, kHeight, 3);
+        run_on_device(*device, b.kernel, b.params, in, whole, align);
+        const FrameLayout layout = FrameLayout::packed(f, kWidth, kHeight, align, align);
+        auto pinned_in = device->alloc_pinned(in.layout.size);
+        auto pinned_out = device->alloc_pinned(layout.size);
+        auto dev_in = device->alloc_device(layout.size);
+        auto dev_out = device->alloc_device(layout.size);
+        std::memcpy(pinned_in->data(), in.bytes.data(), in.layout.size);
+        auto stream = device->create_stream();
+        std::unique_ptr<Buffer> workspace_memory;
+        Workspace workspace;
+        if (op->workspace_bytes() > 0) {
+          workspace_memory = device->alloc_device(op->workspace_bytes());
+          workspace = Workspace{workspace_memory->data(), workspace_memory->size()};
+        }
+        stream->prepare(*op, workspace);
+        const ImageRef src = in.layout.at(pinned_in->data());
+        const ImageRef din = layout.at(dev_in->data());
+        const ImageRef dout = layout.at(dev_out->data());
+        for (int p = 0; p < in.layout.n_planes(); ++p)
+          stream->copy_2d(din.planes[p].data, din.planes[p].stride, src.planes[p].data,
+                          src.planes[p].stride, in.layout.row_bytes(p), in.layout.rows(p),
+                          CopyKind::kHostToDevice);
+        for (int bands : {4, 7}) {
+          const std::vector<int> rows = band_cuts(kHeight, bands, band_row_step(f, f));
+          std::memset(pinned_out->data(), kCanary, layout.size);
+          stream->copy_2d(dev_out->data(), layout.size, pinned_out->data(), layout.size,
+                          layout.size, 1, CopyKind::kHostToDevice);
+          std::vector<uint8_t> before(pinned_out->data(), pinned_out->data() + layout.size);
+          for (int k = 0; k < bands; ++k) {
+            stream->launch_rows(*op, din, dout, workspace, rows[k], rows[k + 1]);
+            stream->copy_2d(pinned_out->data(), layout.size, dev_out->data(), layout.size,
+                            layout.size, 1, CopyKind::kDeviceToHost);
+            stream->synchronize();
+            EXPECT_EQ(compare_outside_rows(layout, pinned_out->data(), before.data(), rows[k],
+                                           rows[k + 1]),
+                      "")
+                << b.name << " " << bands << " bands, align " << align
+                << ": wrote outside its rows";
+            before.assign(pinned_out->data(), pinned_out->data() + layout.size);
+          }
+          EXPECT_EQ(compare_images(layout.at(pinned_out->data()), whole.image), "")
+              << b.name << " " << bands << " bands, align " << align;
+        }
+      }
+    }
+  }
+}
+
 // The edge kernel's magnitude (FP32 and an approximate square root on the
 // device) against the reference's integer square root, for every gradient
 // a Sobel operator on 8-bit samples can produce, from both 16-bit lanes the
