@@ -288,6 +288,18 @@ bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
 
+int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
+  const std::vector<PixelFormat> outs = output_formats(in);
+  if (std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
+  // The plane scaler's taps depend on the planes' whole heights (an odd
+  // height scales 2n-1 rows from n), so a view of fewer rows would be
+  // scaled otherwise: whole frames.
+  ConvertCoefficients k;
+  chroma_path(in, out, &k);
+  if (k.scale_planes) return -1;
+  return mixes_rows(in, out) ? kConvertBandHalo : 0;
+}
+
 std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {
   const std::string problem = Operation::check(in, out);
   return problem.empty() ? convert_check(in, out, params_) : problem;

@@ -109,6 +109,13 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
 // Empty when `in` can be converted to `out` with `params`, else why not.
 std::string convert_check(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 
+// The input rows either side of an output row that any path of convert
+// reads, at most, in picture rows: 4:2:0 chroma interpolated from the
+// neighbouring chroma row (3 picture rows away), then averaged in pairs on
+// a 4:2:0 output; debayering's bilinear neighbours (1). Tested for every
+// pair by running bands by view (tests/kernels).
+constexpr int kConvertBandHalo = 4;
+
 // Every format to every format; the output format is downstream's choice.
 class ConvertOperation final : public Operation {
  public:
@@ -123,6 +130,13 @@ class ConvertOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // Bands: rows that mix no other rows take the default rows path (halo 0);
+  // the others (4:2:0 chroma interpolated or averaged, debayering) run by
+  // view with kConvertBandHalo rows, but for YUV to YUV through the plane
+  // scaler, which runs whole frames (its taps depend on the planes'
+  // heights).
+  int band_halo(PixelFormat in, PixelFormat out) const override;
+  bool bands_by_view(PixelFormat in, PixelFormat out) const override { return mixes_rows(in, out); }
 
  private:
   ConvertParams params_;

@@ -77,8 +77,16 @@ int band_row_step(PixelFormat in, PixelFormat out) {
   for (PixelFormat f : {in, out}) {
     const FormatInfo& info = format_info(f);
     for (int p = 0; p < info.n_planes; ++p) step = std::max(step, 1 << info.y_shift[p]);
+    if (is_bayer(f)) step = std::max(step, 2);
   }
   return step;
+}
+
+RowRange band_view(int y0, int y1, int halo, int step, int height) {
+  RowRange rows;
+  rows.first = std::max(0, y0 - halo) / step * step;
+  rows.last = std::min(height, (y1 + halo + step - 1) / step * step);
+  return rows;
 }
 
 void Operation::prepare_cuda(const Workspace&, CUstream_st*) const {}

@@ -113,6 +113,16 @@ class Operation {
                                  CUstream_st* stream) const;
   virtual void run_reference_rows(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, int y0, int y1) const;
+  // How a band is computed when band_halo() >= 0: false (the default), by
+  // the two functions above; true, by the whole-frame enqueue_cuda /
+  // run_reference on input rows band_view() as an image of their own, into
+  // a scratch image the engine keeps, whose band rows it then copies into
+  // the output (a device-to-device copy of one band). Right for an
+  // operation whose output rows depend on input rows within its halo,
+  // clamped at the picture's edges, and otherwise on the rows' parity at
+  // most (4:2:0 chroma, a Bayer mosaic), so that it needs no rows path of
+  // its own.
+  virtual bool bands_by_view(PixelFormat, PixelFormat) const { return false; }
 
   // --- Derived from the above ---------------------------------------------
 
@@ -126,8 +136,21 @@ class Operation {
 ImageRef image_rows(const ImageRef& image, int y0, int y1);
 
 // The row step a band of an `in` -> `out` operation must start on: the
-// largest vertical subsampling of either format (1 or 2).
+// largest vertical period of either format (1 or 2): its chroma's vertical
+// subsampling, or a Bayer mosaic's two rows.
 int band_row_step(PixelFormat in, PixelFormat out);
+
+// Rows [first, last) of a picture.
+struct RowRange {
+  int first = 0;
+  int last = 0;
+};
+// The input rows an operation that computes bands by view
+// (Operation::bands_by_view) runs on for output rows [y0, y1): those and
+// `halo` rows either side, within the picture's `height`, starting and
+// ending on multiples of `step` (but for the picture's bottom row), so that
+// the rows keep their parity.
+RowRange band_view(int y0, int y1, int halo, int step, int height);
 
 // For operations that keep the format and take every format of video/x-raw:
 // {in}, or {} for a Bayer mosaic (which only `convert` takes, to debayer it).

@@ -81,8 +81,9 @@ class CudaStreamImpl final : public Stream {
 
   void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
                size_t rows, CopyKind kind) override {
-    const cudaMemcpyKind k =
-        kind == CopyKind::kHostToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    const cudaMemcpyKind k = kind == CopyKind::kHostToDevice   ? cudaMemcpyHostToDevice
+                             : kind == CopyKind::kDeviceToHost ? cudaMemcpyDeviceToHost
+                                                               : cudaMemcpyDeviceToDevice;
     CO_CUDA_CHECK(
         cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, k, stream_.get()));
   }

@@ -34,7 +34,9 @@
 
 namespace cudaoverlap {
 
-enum class CopyKind { kHostToDevice, kDeviceToHost };
+// kDeviceToDevice: between two device buffers, on the device (the engine's
+// bands computed by view, Operation::bands_by_view).
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 
 // How a host thread waits in Event::synchronize() for an event made by
 // Device::create_host_event().

@@ -155,6 +155,14 @@ class EngineCore {
   // Where the bands of a frame start, top to bottom, and the height last
   // (2 entries when frames are not split).
   std::vector<int> band_rows_;
+  int band_step_ = 1;  // band_row_step of the formats
+  // Operations that compute bands by view (Operation::bands_by_view): the
+  // halo the scratch image was made for (-1: none), its layout (the output
+  // format, as many rows as the largest band's view) and memory. Only the
+  // compute stream uses it, one band after another.
+  int view_halo_ = -1;
+  FrameLayout scratch_layout_;
+  std::unique_ptr<Buffer> scratch_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Stream>> streams_;  // one in serial mode
   Stream* upload_ = nullptr;
@@ -181,11 +189,24 @@ void EngineCore::allocate() {
     bands = std::min(config_.bands, in.height / band_row_step(in.format, out.format));
   bands = std::max(bands, 1);
   const int step = band_row_step(in.format, out.format);
+  band_step_ = step;
   for (int k = 0; k < bands; ++k)
     band_rows_.push_back(static_cast<int>(int64_t{k} * in.height / bands / step * step));
   band_rows_.push_back(in.height);
+  int view_rows = 0;
+  if (bands > 1 && banded.bands_by_view(in.format, out.format)) {
+    view_halo_ = banded.band_halo(in.format, out.format);
+    for (int k = 0; k < bands; ++k) {
+      const RowRange view =
+          band_view(band_rows_[k], band_rows_[k + 1], view_halo_, step, in.height);
+      view_rows = std::max(view_rows, view.last - view.first);
+    }
+    scratch_layout_ =
+        FrameLayout::packed(out.format, out.width, view_rows, kDeviceAlign, kDeviceAlign);
+  }
 
-  const size_t device_bytes = n * (device_in_layout_.size + device_out_layout_.size);
+  const size_t device_bytes = n * (device_in_layout_.size + device_out_layout_.size) +
+                              (view_rows ? scratch_layout_.size : 0);
   const size_t pinned_bytes = n * (staging_layout_.size + out.size);
   const std::string ring = "ring-size " + std::to_string(n);
   const size_t free_bytes = device_->device_memory_free();
@@ -200,6 +221,7 @@ void EngineCore::allocate() {
     try {
       slot.device_in = device_->alloc_device(device_in_layout_.size);
       slot.device_out = device_->alloc_device(device_out_layout_.size);
+      if (view_rows > 0 && !scratch_) scratch_ = device_->alloc_device(scratch_layout_.size);
     } catch (const Error& e) {
       throw Error(ring + " needs " + megabytes(device_bytes) + " of device memory on " +
                   device_->describe() + "; allocating it failed (" + e.what() +
@@ -648,15 +670,12 @@ Status Engine::submit(InputFrame frame) {
     const FrameLayout& out = config_.output;
     const std::vector<int>& rows = c.band_rows_;
     const int bands = static_cast<int>(rows.size()) - 1;
-    // Plane p's rows of band k: from the rows of the picture above it.
-    const auto plane_row = [&](const FrameLayout& layout, int p, int y) {
-      return plane_rows(layout.format, p, y);
-    };
     stage = Stage::kUpload;
     if (timed) c.upload_->record(*slot.upload_started);
     for (int k = 0; k < bands; ++k) {
       for (int p = 0; p < in.n_planes(); ++p) {
-        const size_t r0 = plane_row(in, p, rows[k]), r1 = plane_row(in, p, rows[k + 1]);
+        const size_t r0 = plane_rows(in.format, p, rows[k]),
+                     r1 = plane_rows(in.format, p, rows[k + 1]);
         c.upload_->copy_2d(
             device_in.planes[p].data + r0 * device_in.planes[p].stride, device_in.planes[p].stride,
             source.planes[p].data + r0 * source.planes[p].stride, source.planes[p].stride,
@@ -666,20 +685,41 @@ Status Engine::submit(InputFrame frame) {
     }
 
     stage = Stage::kCompute;
-    const int halo = bands > 1 ? slot.operation->band_halo(in.format, out.format) : 0;
+    const Operation& op = *slot.operation;
+    const int halo = bands > 1 ? op.band_halo(in.format, out.format) : 0;
+    const bool by_view = bands > 1 && op.bands_by_view(in.format, out.format);
     for (int k = 0, needed = 0; k < bands; ++k) {
-      // Barrier "uploaded": the kernel reads the slot's device input, down
-      // to its band's last row plus the operation's halo: it waits for the
-      // band that holds that row (the upload stream runs bands in order).
-      const int last_row = std::min(rows[k + 1] + halo, rows[bands]) - 1;
-      while (rows[needed + 1] <= last_row) ++needed;
+      // The input rows the band's kernel reads.
+      RowRange reads{rows[k], std::min(rows[k + 1] + halo, rows[bands])};
+      if (by_view) reads = band_view(rows[k], rows[k + 1], halo, c.band_step_, rows[bands]);
+      // Barrier "uploaded": the kernel reads the slot's device input down
+      // to reads.last: it waits for the band that holds that row (the
+      // upload stream runs bands in order).
+      while (rows[needed + 1] < reads.last) ++needed;
       c.compute_->wait(*slot.uploaded[needed]);
       if (timed && k == 0) c.compute_->record(*slot.compute_started);
-      if (bands == 1)
-        c.compute_->launch(*slot.operation, device_in, device_out, c.workspace_view_);
-      else
-        c.compute_->launch_rows(*slot.operation, device_in, device_out, c.workspace_view_, rows[k],
-                                rows[k + 1]);
+      if (bands == 1) {
+        c.compute_->launch(op, device_in, device_out, c.workspace_view_);
+      } else if (!by_view) {
+        c.compute_->launch_rows(op, device_in, device_out, c.workspace_view_, rows[k], rows[k + 1]);
+      } else {
+        // The whole-frame kernel on the band's view, into the scratch
+        // image, whose band rows then go to the output. The compute stream
+        // runs one band after another, so one scratch image serves all.
+        const ImageRef scratch =
+            image_rows(c.scratch_layout_.at(c.scratch_->data()), 0, reads.last - reads.first);
+        c.compute_->launch(op, image_rows(device_in, reads.first, reads.last), scratch,
+                           c.workspace_view_);
+        for (int p = 0; p < out.n_planes(); ++p) {
+          const size_t r0 = plane_rows(out.format, p, rows[k]);
+          const size_t r1 = plane_rows(out.format, p, rows[k + 1]);
+          const size_t from = r0 - plane_rows(out.format, p, reads.first);
+          c.compute_->copy_2d(
+              device_out.planes[p].data + r0 * device_out.planes[p].stride,
+              device_out.planes[p].stride, scratch.planes[p].data + from * scratch.planes[p].stride,
+              scratch.planes[p].stride, out.row_bytes(p), r1 - r0, CopyKind::kDeviceToDevice);
+        }
+      }
       c.compute_->record(*slot.computed[k]);
     }
 
@@ -692,7 +732,7 @@ Status Engine::submit(InputFrame frame) {
         // Bands split frames of equal heights only; a whole frame's output
         // may be of another height (a rotation).
         const int y1 = k + 1 == bands ? out.height : rows[k + 1];
-        const size_t r0 = plane_row(out, p, rows[k]), r1 = plane_row(out, p, y1);
+        const size_t r0 = plane_rows(out.format, p, rows[k]), r1 = plane_rows(out.format, p, y1);
         c.download_->copy_2d(pinned_out.planes[p].data + r0 * pinned_out.planes[p].stride,
                              pinned_out.planes[p].stride,
                              device_out.planes[p].data + r0 * device_out.planes[p].stride,
@@ -740,11 +780,15 @@ void Engine::replace_operation(std::shared_ptr<const Operation> operation) {
     throw Error(std::string("kernel '") + operation->name() +
                 "' keeps tables on the device and cannot replace a running kernel; restart "
                 "the engine instead");
-  // Frames split into bands stay split: the new operation must allow it.
+  // Frames split into bands stay split: the new operation must allow it,
+  // within the scratch image made at start() if it computes bands by view.
+  const PixelFormat in = config_.input.format, out = config_.output.format;
   if (core_ && core_->band_rows_.size() > 2 &&
-      operation->band_halo(config_.input.format, config_.output.format) < 0)
+      (operation->band_halo(in, out) < 0 ||
+       (operation->bands_by_view(in, out) && operation->band_halo(in, out) > core_->view_halo_)))
     throw Error(std::string("kernel '") + operation->name() +
-                "' cannot run on bands of a frame; restart the engine with bands=1 instead");
+                "' cannot run on bands of a frame as this engine started; restart the engine "
+                "instead");
   config_.operation = std::move(operation);
 }
 

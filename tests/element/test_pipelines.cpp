@@ -247,33 +247,46 @@ std::vector<GstBuffer*> run_launch_line(const std::string& description) {
   return buffers;
 }
 
-// Operations that read rows around their own (blur, edge) split into bands
-// too: each band's kernel reads its halo rows of the whole frame, so the
-// output is the whole-frame output, byte for byte (a band clamped at its own
-// edges would differ on the rows next to each cut).
-TEST(Pipelines, BlurAndEdgeOnBandsEqualWholeFrames) {
+// Operations that read rows around their own split into bands too: blur
+// and edge read their halo rows of the whole frame; convert, where 4:2:0
+// chroma or a Bayer mosaic mixes rows, runs on each band's view (the band
+// and its halo) into a scratch image. Either way the output is the
+// whole-frame output, byte for byte (a band clamped at its own edges
+// would differ on the rows next to each cut).
+TEST(Pipelines, KernelsOnBandsEqualWholeFrames) {
   SKIP_WITHOUT_BACKEND();
-  for (const char* format : {"RGBA", "NV12", "YUY2"})
-    for (const char* kernel : {"blur sigma=2.5", "edge"}) {
-      SCOPED_TRACE(std::string(format) + ", kernel=" + kernel);
-      const std::string source =
-          std::string("videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=") + format +
-          ",width=642,height=478 ! cudaoverlap backend=" + test_backend() + " kernel=" + kernel;
-      const std::vector<GstBuffer*> whole =
-          run_launch_line(source + " bands=1 ! appsink name=sink sync=false");
-      const std::vector<GstBuffer*> banded =
-          run_launch_line(source + " bands=7 ! appsink name=sink sync=false");
-      ASSERT_EQ(whole.size(), 3u);
-      ASSERT_EQ(banded.size(), whole.size());
-      // Pixel bytes only: nothing writes the rows' padding. An even width:
-      // videotestsrc leaves the phantom luma of an odd YUY2 row's last pair
-      // as it finds it, which then differs from run to run.
-      const GstVideoInfo info = video_info(gst_video_format_from_string(format), 642, 478);
-      for (size_t i = 0; i < whole.size(); ++i)
-        EXPECT_EQ(compare_frames(info, whole[i], banded[i], Kernel::kCopy), "") << "frame " << i;
-      for (GstBuffer* buffer : whole) gst_buffer_unref(buffer);
-      for (GstBuffer* buffer : banded) gst_buffer_unref(buffer);
-    }
+  struct Case {
+    const char* in;
+    const char* kernel;
+    const char* out;
+  };
+  for (const Case& c :
+       {Case{"RGBA", "blur sigma=2.5", "RGBA"}, Case{"NV12", "blur sigma=2.5", "NV12"},
+        Case{"YUY2", "blur sigma=2.5", "YUY2"}, Case{"RGBA", "edge", "RGBA"},
+        Case{"NV12", "edge", "NV12"}, Case{"YUY2", "edge", "YUY2"}, Case{"NV12", "convert", "RGBA"},
+        Case{"I420", "convert", "BGRx"}, Case{"RGBA", "convert", "NV12"},
+        Case{"YUY2", "convert", "I420"}, Case{"YUY2", "convert", "RGBA"}}) {
+    SCOPED_TRACE(std::string(c.in) + " -> " + c.out + ", kernel=" + c.kernel);
+    // A colour cube: chroma changes down every column, so a band cut
+    // without its halo shows.
+    const std::string source =
+        std::string("videotestsrc num-buffers=3 pattern=colors ! video/x-raw,format=") + c.in +
+        ",width=642,height=478 ! cudaoverlap backend=" + test_backend() + " kernel=" + c.kernel;
+    const std::string sink =
+        std::string(" ! video/x-raw,format=") + c.out + " ! appsink name=sink sync=false";
+    const std::vector<GstBuffer*> whole = run_launch_line(source + " bands=1" + sink);
+    const std::vector<GstBuffer*> banded = run_launch_line(source + " bands=7" + sink);
+    ASSERT_EQ(whole.size(), 3u);
+    ASSERT_EQ(banded.size(), whole.size());
+    // Pixel bytes only: nothing writes the rows' padding. An even width:
+    // videotestsrc leaves the phantom luma of an odd YUY2 row's last pair
+    // as it finds it, which then differs from run to run.
+    const GstVideoInfo info = video_info(gst_video_format_from_string(c.out), 642, 478);
+    for (size_t i = 0; i < whole.size(); ++i)
+      EXPECT_EQ(compare_frames(info, whole[i], banded[i], Kernel::kCopy), "") << "frame " << i;
+    for (GstBuffer* buffer : whole) gst_buffer_unref(buffer);
+    for (GstBuffer* buffer : banded) gst_buffer_unref(buffer);
+  }
 }
 
 class LaunchLine : public ::testing::TestWithParam<bool> {

@@ -862,5 +862,72 @@ TEST(BandsReference, HalosAreTheVerticalReachInPictureRows) {
   EXPECT_EQ(edge->band_halo(PixelFormat::kBayerBGGR, PixelFormat::kBayerBGGR), -1);
 }
 
+// Bands by view (Operation::bands_by_view: convert): for every pair convert
+// takes that mixes rows, the whole-frame reference on each band's view
+// (band_view: the band and its halo, on rows of the formats' step) makes the
+// band's rows of the whole frame; for the others the rows path, band by
+// band, makes the whole frame. And the halo is needed: without it an interpolating pair
+// differs, so this test would see a halo too small.
+TEST(BandsReference, ConvertByViewEqualsTheWholeFrameForEveryPair) {
+  constexpr int kWidth = 161, kHeight = 119, kBands = 5;
+  const auto op = make_operation("convert", {});
+  int by_view = 0;
+  // Runs `op` band by band on views of `halo` rows; empty when every band's
+  // rows equal the whole frame's.
+  const auto banded = [&](const OwnedImage& in, const OwnedImage& whole, PixelFormat out,
+                          int halo) {
+    const int step = band_row_step(in.image.format, out);
+    const std::vector<int> rows = band_cuts(kHeight, kBands, step);
+    for (int k = 0; k < kBands; ++k) {
+      const RowRange view = band_view(rows[k], rows[k + 1], halo, step, kHeight);
+      OwnedImage scratch(out, kWidth, view.last - view.first, 3);
+      run_reference(*op, image_rows(in.image, view.first, view.last), scratch.image);
+      const std::string problem =
+          compare_images(image_rows(scratch.image, rows[k] - view.first, rows[k + 1] - view.first),
+                         image_rows(whole.image, rows[k], rows[k + 1]));
+      if (!problem.empty())
+        return "rows " + std::to_string(rows[k]) + ".." + std::to_string(rows[k + 1]) + ": " +
+               problem;
+    }
+    return std::string();
+  };
+  for (PixelFormat f : op->input_formats()) {
+    OwnedImage in(f, kWidth, kHeight);
+    in.fill_random(static_cast<uint32_t>(f) * 13 + 1);
+    for (PixelFormat o : op->output_formats(f)) {
+      const std::string where = std::string(format_info(f).name) + " -> " + format_info(o).name;
+      OwnedImage whole(o, kWidth, kHeight, 5);
+      if (!op->check(in.image, whole.image).empty()) continue;
+      const int halo = op->band_halo(f, o);
+      EXPECT_EQ(op->bands_by_view(f, o), op->mixes_rows(f, o)) << where;
+      if (halo < 0) continue;
+      run_reference(*op, in.image, whole.image);
+      if (op->bands_by_view(f, o)) {
+        ++by_view;
+        EXPECT_EQ(banded(in, whole, o, halo), "") << where << ", halo " << halo;
+        continue;
+      }
+      // Rows that mix no others: the rows path, band by band.
+      EXPECT_EQ(halo, 0) << where;
+      OwnedImage out(o, kWidth, kHeight, 5);
+      const std::vector<int> rows = band_cuts(kHeight, kBands, band_row_step(f, o));
+      for (int k = 0; k < kBands; ++k)
+        op->run_reference_rows(in.image, out.image, Workspace{}, rows[k], rows[k + 1]);
+      EXPECT_EQ(compare_images(out.image, whole.image), "") << where << ", rows path";
+    }
+  }
+  EXPECT_GT(by_view, 100);
+  // The plane scaler's pairs run whole frames: a view scales otherwise.
+  EXPECT_EQ(op->band_halo(PixelFormat::kNV12, PixelFormat::kNV16), -1);
+  EXPECT_EQ(op->band_halo(PixelFormat::kY444, PixelFormat::kI420), -1);
+  // 4:2:0 chroma interpolated 3:1 from the neighbouring chroma row: a band
+  // cut without its halo differs next to the cut.
+  OwnedImage nv12(PixelFormat::kNV12, kWidth, kHeight);
+  nv12.fill_random(5);
+  OwnedImage whole(PixelFormat::kRGBA, kWidth, kHeight, 5);
+  run_reference(*op, nv12.image, whole.image);
+  EXPECT_NE(banded(nv12, whole, PixelFormat::kRGBA, 0), "");
+}
+
 }  // namespace
 }  // namespace cudaoverlap::test
