@@ -60,7 +60,7 @@ namespace {
 constexpr gint DEFAULT_KERNEL = 0;  // the registry's first: copy
 constexpr int MIN_RING_SIZE = 1;
 constexpr int MAX_RING_SIZE = 16;
-constexpr int DEFAULT_RING_SIZE = 3;
+constexpr int DEFAULT_RING_SIZE = 4;  // EngineConfig::ring_size says why
 constexpr int MAX_BANDS = 16;
 constexpr int DEFAULT_BANDS = 0;  // automatic
 constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;

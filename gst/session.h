@@ -48,7 +48,7 @@ namespace cudaoverlap {
 struct SessionSettings {
   std::string kernel = "copy";  // a name in operation_registry()
   KernelParams params;          // from the kernel properties
-  int ring_size = 3;
+  int ring_size = EngineConfig{}.ring_size;
   int bands = 0;  // 0: automatic (see Session::configure)
   Mode mode = Mode::kOverlapped;
 };

@@ -181,15 +181,15 @@ void EngineCore::allocate() {
   staging_layout_ = FrameLayout::packed(in.format, in.width, in.height);
 
   // Bands: as many as asked, where the operation allows it, on rows that
-  // are a multiple of both formats' vertical subsampling.
+  // are a multiple of both formats' vertical period.
+  const int step = band_row_step(in.format, out.format);
+  band_step_ = step;
   int bands = 1;
   const Operation& banded = *config_.operation;
   if (config_.bands > 1 && config_.mode == Mode::kOverlapped && !banded.swaps_axes() &&
       in.height == out.height && banded.band_halo(in.format, out.format) >= 0)
-    bands = std::min(config_.bands, in.height / band_row_step(in.format, out.format));
+    bands = std::min(config_.bands, in.height / step);
   bands = std::max(bands, 1);
-  const int step = band_row_step(in.format, out.format);
-  band_step_ = step;
   for (int k = 0; k < bands; ++k)
     band_rows_.push_back(static_cast<int>(int64_t{k} * in.height / bands / step * step));
   band_rows_.push_back(in.height);

@@ -97,7 +97,7 @@ struct Options {
   std::string backend = "auto";
   int frames = 600;
   int warmup = 60;
-  int ring = 3;
+  int ring = EngineConfig{}.ring_size;
   std::vector<std::string> sizes = {"1080p", "4k"};
   int synthetic_us = -1;   // -1: one frame's transfer time at the bound
   bool kernels = false;    // --kernels: the per-kernel GPU table instead

@@ -737,7 +737,7 @@ TEST(Properties, RingSizeIsOnlyChangeableInNullAndReady) {
   EXPECT_TRUE(spec->flags & GST_PARAM_MUTABLE_READY);
   EXPECT_EQ(G_PARAM_SPEC_INT(spec)->minimum, 1);
   EXPECT_EQ(G_PARAM_SPEC_INT(spec)->maximum, 16);
-  EXPECT_EQ(G_PARAM_SPEC_INT(spec)->default_value, 3);
+  EXPECT_EQ(G_PARAM_SPEC_INT(spec)->default_value, 4);
   g_object_set(element, "ring-size", 5, nullptr);
   gint ring = 0;
   g_object_get(element, "ring-size", &ring, nullptr);

@@ -351,7 +351,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
   base.operation = make_operation("convert");
   EXPECT_TRUE(base == EngineConfig(base));
   const std::vector<std::pair<const char*, std::function<void(EngineConfig*)>>> changes = {
-      {"ring_size", [](EngineConfig* c) { c->ring_size = 4; }},
+      {"ring_size", [](EngineConfig* c) { c->ring_size = 5; }},
       {"mode", [](EngineConfig* c) { c->mode = Mode::kSerial; }},
       {"host_wait", [](EngineConfig* c) { c->host_wait = HostWait::kSpin; }},
       {"bands", [](EngineConfig* c) { c->bands = 4; }},
