@@ -23,9 +23,10 @@
  * cudaoverlap kernel=invert ! fakesink
  * ]| Inverts 600 4K frames on the GPU.
  * |[
- * gst-launch-1.0 v4l2src ! videoconvert ! video/x-raw,format=NV12 ! cudaoverlap ring-size=4 !
- * autovideosink
- * ]| A camera feed through the GPU with four frames in flight.
+ * gst-launch-1.0 v4l2src ! video/x-raw,format=YUY2 ! cudaoverlap kernel=convert !
+ * video/x-raw,format=RGBA ! autovideosink
+ * ]| A camera's YUY2 converted to RGBA on the GPU; a live source, so each
+ * frame is split into bands that overlap one another (`bands`).
  * |[
  * gst-launch-1.0 videotestsrc num-buffers=100 ! cudaoverlap backend=cpu mode=serial ! fakesink
  * ]| The cpu backend, one frame at a time, e.g. on a machine without a GPU.
