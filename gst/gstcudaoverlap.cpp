@@ -640,7 +640,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "a frame is out sooner (live latency), for more work per frame on the host. 0: "
           "automatic, 4 bands when upstream is live and whole frames otherwise; 1: whole frames. "
           "Kernels whose output rows depend on far-away input rows (vertical flips, rotations, "
-          "convert, blur, edge, custom, application) always run on whole frames",
+          "custom, application; convert between YUV formats through the plane scaler) always "
+          "run on whole frames",
           0, MAX_BANDS, DEFAULT_BANDS, flags));
   g_object_class_install_property(
       gobject_class, PROP_MODE,

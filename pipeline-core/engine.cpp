@@ -217,16 +217,16 @@ void EngineCore::allocate() {
                 " free; lower ring-size or the frame size");
 
   slots_.resize(n);
-  for (Slot& slot : slots_) {
-    try {
+  try {
+    if (view_rows > 0) scratch_ = device_->alloc_device(scratch_layout_.size);
+    for (Slot& slot : slots_) {
       slot.device_in = device_->alloc_device(device_in_layout_.size);
       slot.device_out = device_->alloc_device(device_out_layout_.size);
-      if (view_rows > 0 && !scratch_) scratch_ = device_->alloc_device(scratch_layout_.size);
-    } catch (const Error& e) {
-      throw Error(ring + " needs " + megabytes(device_bytes) + " of device memory on " +
-                  device_->describe() + "; allocating it failed (" + e.what() +
-                  "); lower ring-size or the frame size");
     }
+  } catch (const Error& e) {
+    throw Error(ring + " needs " + megabytes(device_bytes) + " of device memory on " +
+                device_->describe() + "; allocating it failed (" + e.what() +
+                "); lower ring-size or the frame size");
   }
   for (Slot& slot : slots_) {
     try {
@@ -690,7 +690,7 @@ Status Engine::submit(InputFrame frame) {
     const bool by_view = bands > 1 && op.bands_by_view(in.format, out.format);
     for (int k = 0, needed = 0; k < bands; ++k) {
       // The input rows the band's kernel reads.
-      RowRange reads{rows[k], std::min(rows[k + 1] + halo, rows[bands])};
+      RowRange reads{std::max(rows[k] - halo, 0), std::min(rows[k + 1] + halo, rows[bands])};
       if (by_view) reads = band_view(rows[k], rows[k + 1], halo, c.band_step_, rows[bands]);
       // Barrier "uploaded": the kernel reads the slot's device input down
       // to reads.last: it waits for the band that holds that row (the
