@@ -750,7 +750,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
           "(wait-slot, staging, upload, compute, download, push) and of the element's latency "
           "(chain to push); frames-per-second; overlap-efficiency = (staging + upload + compute + "
-          "download means) / wall time per frame",
+          "download means) / wall time per frame. Upload, compute and download are measured on one "
+          "frame in 8 (every frame while writing a trace-file)",
           GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_STATS_INTERVAL,

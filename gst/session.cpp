@@ -328,6 +328,11 @@ bool Session::report(Status status) {
 // host work.
 constexpr int kAutomaticBands = 4;
 
+// Statistics measure the device stages of one frame in this many: enough
+// for a mean and a maximum that move with the stream, without the event
+// records and clock reads of every frame (host time on every thread).
+constexpr int kStatsTimingInterval = 8;
+
 bool Session::upstream_is_live() {
   GstQuery* query = gst_query_new_latency();
   gboolean live = FALSE;
@@ -357,7 +362,10 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.ring_size = settings.ring_size;
   config.mode = settings.mode;
   config.bands = settings.bands > 0 ? settings.bands : (upstream_is_live() ? kAutomaticBands : 1);
-  config.timing = true;  // device stage times for `stats` and `trace-file`
+  // Device stage times: every frame's for `trace-file`, one frame's in
+  // kStatsTimingInterval for the means and maxima of `stats`.
+  config.timing = true;
+  config.timing_interval = instruments_.tracing() ? 1 : kStatsTimingInterval;
 
   auto out = std::make_shared<OutputFormat>();
   GstCaps* chosen_caps = nullptr;

@@ -139,6 +139,9 @@ class Instruments {
   void set_qos(bool enabled) { qos_.set_enabled(enabled); }
   bool qos() const { return qos_.enabled(); }
   GstStructure* stats() const { return stats_.to_structure(); }
+  // Streaming thread, after start(): a trace is being written, which needs
+  // every frame's device stages; statistics make do with a sample.
+  bool tracing() { return trace_.is_open(); }
 
   // Owner thread, READY->PAUSED: resets the counters, opens the trace file
   // and starts the stats messages. Returns an error sentence, or empty.

@@ -116,6 +116,11 @@ void TraceWriter::slice(int lane, uint64_t frame, const TimeSpan& span) {
                static_cast<unsigned long long>(frame));
 }
 
+bool TraceWriter::is_open() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return file_ != nullptr;
+}
+
 void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file_) return;

@@ -33,6 +33,8 @@ class TraceWriter {
   void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push);
   // Owner thread: ends the JSON and closes the file. Twice is fine.
   void close();
+  // Any thread: a file is open (between open() and close()).
+  bool is_open();
 
  private:
   void slice(int lane, uint64_t frame, const TimeSpan& span);

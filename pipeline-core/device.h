@@ -50,8 +50,11 @@ enum class HostWait {
   kSpin,
   // For the engine's worker (EngineConfig::host_wait): sleeps until shortly
   // before the work is expected to be done, from the completions seen so
-  // far, then polls (Event::query) at intervals doubling from 10 us, up to
-  // 250 us apart when it has nothing to expect from yet or the work is late.
+  // far, then polls (Event::query): without sleeping for a frame that found
+  // the device idle (a live source's, whose latency counts), at intervals
+  // doubling from 10 us for a frame queued behind others (a fast source's,
+  // whose host time counts), and so up to 250 us apart when it has nothing
+  // to expect from yet or the work is late (engine.cpp, PollingWait).
   // Events are made as kSpin's: a CUDA event that a thread may block on has
   // the driver's event thread woken for each one. On CUDA devices only; the
   // cpu backend's events wake their waiter at once, so there it is kBlock.

@@ -27,6 +27,7 @@ namespace {
 constexpr int kMinRing = 1;
 constexpr int kMaxRing = 16;
 constexpr int kMaxStagingThreads = 64;
+constexpr int kMaxTimingInterval = 1024;
 constexpr int kMaxBands = 16;
 static_assert(kMaxPlanes <= ParallelCopy::kMaxPlanes, "the staging copy takes every plane");
 // Device planes start on, and pitch to, 256 bytes: what cudaMallocPitch
@@ -95,6 +96,7 @@ struct Slot {
   // worker reads it after taking the slot from there, and nothing writes it
   // again until the slot was freed.
   FrameTiming timing;
+  bool timed = false;  // its device stages were measured (EngineConfig::timing_interval)
 };
 
 class EngineCore {
@@ -360,6 +362,17 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
 //   quartile: the case of a source faster than the device, where
 //   consecutive completions vary more as neighbouring frames share the
 //   link, and the shortest would have the worker look too early.
+// How it looks then depends on which:
+// - alone, the frame's latency is what counts and frames are far apart (a
+//   live source): it wakes kAloneMarginNs early, as a sleeping core may
+//   take that long to run it again, and looks without sleeping until the
+//   frame is done (for at most kAloneSpinNs after the expected time): at
+//   most that much CPU time per frame, against a frame period of
+//   milliseconds;
+// - queued, the host time per frame is what counts (the source is faster
+//   than the device, the engine's rate is the device's, and ring slack
+//   absorbs a late look): it wakes kQueuedMarginNs early and sleeps between
+//   looks, so that a frame costs one or two wake-ups.
 // Learning only from waits that found the event not yet done keeps the
 // figures to when the work really completed (give or take one look). With
 // nothing to expect yet, or when the work is late, it keeps looking, each
@@ -381,7 +394,7 @@ class PollingWait {
     if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
     if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.lower_quartile();
     int64_t seen = -1;  // when it was seen done, if that is when it completed
-    const int64_t wake = expected - kMarginNs;
+    const int64_t wake = expected - (alone ? kAloneMarginNs : kQueuedMarginNs);
     if (expected >= 0 && wake > host_now_ns())
       std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
     if (expected >= 0 && done.query()) {
@@ -390,9 +403,19 @@ class PollingWait {
       const int64_t from = alone ? enqueued_ns : previous_done_ns_;
       seen = from + (std::max(wake, from) - from) * 3 / 4;
     } else {
+      bool is_done = false;
+      if (alone && expected >= 0) {
+        // Looks back to back, a few hundred nanoseconds apart, without
+        // giving up the core.
+        const int64_t until = expected + kAloneSpinNs;
+        while (!(is_done = done.query()) && host_now_ns() < until) {
+          for (int i = 0; i < kSpinPauses; ++i) cpu_relax();
+        }
+      }
       // Each look waits twice as long as the one before: a few looks when
       // the expectation was early, fewer and fewer when it was far off.
-      for (int64_t interval = kPollNs; !done.query(); interval = std::min(interval * 2, kMaxPollNs))
+      for (int64_t interval = kPollNs; !is_done && !(is_done = done.query());
+           interval = std::min(interval * 2, kMaxPollNs))
         std::this_thread::sleep_for(std::chrono::nanoseconds(interval));
       seen = host_now_ns();
     }
@@ -404,9 +427,24 @@ class PollingWait {
   }
 
  private:
-  static constexpr int64_t kMarginNs = 40'000;    // wake this long before the expected time
-  static constexpr int64_t kPollNs = 10'000;      // then look after this, twice as long each time
-  static constexpr int64_t kMaxPollNs = 250'000;  // up to this
+  // Alone: wake this long before the expected time, and look without
+  // sleeping until this long after it.
+  static constexpr int64_t kAloneMarginNs = 100'000;
+  static constexpr int64_t kAloneSpinNs = 200'000;
+  // Queued: wake this long before the expected time.
+  static constexpr int64_t kQueuedMarginNs = 15'000;
+  // Then look after kPollNs, twice as long each time, up to kMaxPollNs.
+  static constexpr int64_t kPollNs = 10'000;
+  static constexpr int64_t kMaxPollNs = 250'000;
+  static constexpr int kSpinPauses = 64;  // between looks without sleeping
+
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
 
   // The last kWindow figures and their minimum.
   class Window {
@@ -490,7 +528,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // call below waits for the device. The slot is still in flight, so its
     // events and timing are not rewritten meanwhile.
     timing.delivered_ns = timing.worker_wait.end_ns;
-    if (failure.empty() && c.config_.timing) read_device_times(slot, &timing);
+    if (failure.empty() && slot.timed) read_device_times(slot, &timing);
 
     lock.lock();
     if (!failure.empty()) {
@@ -562,7 +600,8 @@ struct EngineThreads {
 bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
-         staging_threads == o.staging_threads && host_wait == o.host_wait && bands == o.bands;
+         timing_interval == o.timing_interval && staging_threads == o.staging_threads &&
+         host_wait == o.host_wait && bands == o.bands;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -593,6 +632,9 @@ void Engine::start() {
   if (config_.bands < 1 || config_.bands > kMaxBands)
     throw Error("bands " + std::to_string(config_.bands) +
                 " is out of range: use 1 (whole frames) to " + std::to_string(kMaxBands));
+  if (config_.timing_interval < 1 || config_.timing_interval > kMaxTimingInterval)
+    throw Error("timing interval " + std::to_string(config_.timing_interval) +
+                " is out of range: use 1 (every frame) to " + std::to_string(kMaxTimingInterval));
   if (config_.staging_threads < 0 || config_.staging_threads > kMaxStagingThreads)
     throw Error("staging-threads " + std::to_string(config_.staging_threads) +
                 " is out of range: use 0 (one per core) to " + std::to_string(kMaxStagingThreads));
@@ -639,6 +681,7 @@ Status Engine::submit(InputFrame frame) {
 
   Slot& slot = c.slots_[index];
   Stage stage = Stage::kStaging;
+  const bool timed = config_.timing && sequence % config_.timing_interval == 0;
   try {
     device_->make_current();
     const FrameLayout& in = config_.input;
@@ -666,7 +709,6 @@ Status Engine::submit(InputFrame frame) {
       timing.staging.end_ns = host_now_ns();
     }
 
-    const bool timed = config_.timing;
     const FrameLayout& out = config_.output;
     const std::vector<int>& rows = c.band_rows_;
     const int bands = static_cast<int>(rows.size()) - 1;
@@ -763,6 +805,7 @@ Status Engine::submit(InputFrame frame) {
   {
     std::lock_guard<std::mutex> lock(c.mutex_);
     slot.timing = timing;
+    slot.timed = timed;
     c.in_flight_.push_back(index);
   }
   c.queued_.notify_one();

@@ -39,13 +39,15 @@ struct TimingCase {
   Mode mode;
   bool timing;
   bool pinned_input;
+  int interval = 1;  // EngineConfig::timing_interval
 };
 
 std::string case_name(const ::testing::TestParamInfo<TimingCase>& info) {
   const TimingCase& c = info.param;
   return std::string(backend_name(c.backend)) +
          (c.mode == Mode::kSerial ? "_serial" : "_overlapped") +
-         (c.timing ? "_timed" : "_untimed") + (c.pinned_input ? "_pinned" : "_pageable");
+         (c.timing ? "_timed" : "_untimed") + (c.pinned_input ? "_pinned" : "_pageable") +
+         (c.interval > 1 ? "_every" + std::to_string(c.interval) : "");
 }
 
 class TimingTest : public ::testing::TestWithParam<TimingCase> {};
@@ -60,6 +62,7 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
   config.input = layout;
   config.output = layout;
   config.timing = c.timing;
+  config.timing_interval = c.interval;
   constexpr int kFrames = 300;
   Collected collected;
   std::vector<int64_t> arrived(kFrames);
@@ -105,7 +108,8 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     if (f.staging.valid()) {
       EXPECT_LE(f.wait_slot.end_ns, f.staging.start_ns);
     }
-    if (!c.timing) {
+    // With an interval, frames 0, N, 2N, … are measured, and only they.
+    if (!c.timing || i % c.interval != 0) {
       EXPECT_FALSE(f.upload.valid());
       EXPECT_FALSE(f.compute.valid());
       EXPECT_FALSE(f.download.valid());
@@ -119,9 +123,9 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     EXPECT_LE(f.upload.end_ns, f.compute.start_ns + slack);
     EXPECT_LE(f.compute.end_ns, f.download.start_ns + slack);
     EXPECT_LE(f.download.end_ns, f.delivered_ns + slack);
-    if (i > 0) {
+    if (i >= c.interval) {
       // Each stream runs its operations in order.
-      const FrameTiming& p = t[i - 1];
+      const FrameTiming& p = t[i - c.interval];
       EXPECT_LE(p.upload.end_ns, f.upload.start_ns + slack);
       EXPECT_LE(p.compute.end_ns, f.compute.start_ns + slack);
       EXPECT_LE(p.download.end_ns, f.download.start_ns + slack);
@@ -138,11 +142,32 @@ INSTANTIATE_TEST_SUITE_P(
                       TimingCase{BackendKind::kCpu, Mode::kOverlapped, true, true},
                       TimingCase{BackendKind::kCpu, Mode::kSerial, true, false},
                       TimingCase{BackendKind::kCpu, Mode::kOverlapped, false, false},
+                      TimingCase{BackendKind::kCpu, Mode::kOverlapped, true, true, 7},
                       TimingCase{BackendKind::kCuda, Mode::kOverlapped, true, false},
                       TimingCase{BackendKind::kCuda, Mode::kOverlapped, true, true},
                       TimingCase{BackendKind::kCuda, Mode::kSerial, true, false},
-                      TimingCase{BackendKind::kCuda, Mode::kOverlapped, false, false}),
+                      TimingCase{BackendKind::kCuda, Mode::kOverlapped, false, false},
+                      TimingCase{BackendKind::kCuda, Mode::kOverlapped, true, true, 7}),
     case_name);
+
+TEST(TimingInterval, OutOfRangeIsRefusedAtStart) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 0, 1);
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 16, 4);
+  for (const int interval : {0, 1025}) {
+    EngineConfig config;
+    config.input = layout;
+    config.output = layout;
+    config.timing = true;
+    config.timing_interval = interval;
+    Engine engine(device, config, EngineCallbacks{});
+    try {
+      engine.start();
+      ADD_FAILURE() << "timing interval " << interval << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("timing interval"), std::string::npos) << e.what();
+    }
+  }
+}
 
 // Overlap is visible in the times: with slow enough stages, some frame's
 // upload runs while an earlier frame's download runs. (Serial mode never
