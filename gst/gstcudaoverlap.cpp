@@ -638,7 +638,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "Horizontal bands each frame is split into, so that within a frame the upload of one "
           "band, the kernel on the band before and the download of the one before that overlap: "
           "a frame is out sooner (live latency), for more work per frame on the host. 0: "
-          "automatic, 4 bands when upstream is live and whole frames otherwise; 1: whole frames. "
+          "automatic, 4 bands when upstream is live and whole frames otherwise (stats says how "
+          "many run); 1: whole frames. "
           "Kernels whose output rows depend on far-away input rows (vertical flips, rotations, "
           "custom, application; convert between YUV formats through the plane scaler) always "
           "run on whole frames",
@@ -750,7 +751,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
           "(wait-slot, staging, upload, compute, download, push) and of the element's latency "
           "(chain to push); frames-per-second; overlap-efficiency = (staging + upload + compute + "
-          "download means) / wall time per frame. Upload, compute and download are measured on one "
+          "download means) / wall time per frame; bands. Upload, compute and download are measured "
+          "on one "
           "frame in 8 (every frame while writing a trace-file)",
           GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(

@@ -58,6 +58,11 @@ void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push) {
   last_out_ns_ = push.end_ns;
 }
 
+void ElementStats::set_bands(int bands) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bands_ = bands;
+}
+
 void ElementStats::flushed() {
   std::lock_guard<std::mutex> lock(mutex_);
   in_flight_ = 0;
@@ -68,6 +73,7 @@ void ElementStats::reset() {
   in_ = out_ = dropped_ = 0;
   in_flight_ = 0;
   stages_ = {};
+  bands_ = 0;
   first_out_ns_ = last_out_ns_ = -1;
 }
 
@@ -78,7 +84,8 @@ GstStructure* ElementStats::to_structure() const {
       G_TYPE_UINT64, static_cast<guint64>(out_), "frames-dropped", G_TYPE_UINT64,
       static_cast<guint64>(dropped_), "frames-in-flight", G_TYPE_UINT,
       static_cast<guint>(std::max<int64_t>(in_flight_, 0)), "frames-staged", G_TYPE_UINT64,
-      static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count), nullptr);
+      static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count), "bands",
+      G_TYPE_UINT, static_cast<guint>(bands_), nullptr);
   for (int i = 0; i < kStatsStages; ++i) {
     const Stage& stage = stages_[i];
     const std::string name = kStageNames[i];

@@ -48,6 +48,8 @@ class ElementStats {
   void frame_out(const FrameTiming& timing, const TimeSpan& push);
   // Streaming thread, FLUSH_STOP: frames in flight were discarded.
   void flushed();
+  // Streaming thread, an engine started: the bands each frame is split into.
+  void set_bands(int bands);
   // Owner thread.
   void reset();
   // Any thread. A new "cudaoverlap-stats" structure (transfer full):
@@ -55,7 +57,9 @@ class ElementStats {
   // frames-staged (guint64: frames copied into pinned staging memory),
   // <stage>-mean-ms / <stage>-max-ms (gdouble) for each stage,
   // frames-per-second and overlap-efficiency (gdouble): the mean staging,
-  // upload, compute and download times over the wall time per frame.
+  // upload, compute and download times over the wall time per frame;
+  // bands (guint): what the running engine splits frames into, 0 before
+  // one started (the `bands` property may say 0, automatic).
   GstStructure* to_structure() const;
 
  private:
@@ -73,6 +77,7 @@ class ElementStats {
   uint64_t out_ = 0;
   uint64_t dropped_ = 0;
   int64_t in_flight_ = 0;
+  int bands_ = 0;
   std::array<Stage, kStatsStages> stages_{};
   int64_t first_out_ns_ = -1;
   int64_t last_out_ns_ = -1;
@@ -155,6 +160,8 @@ class Instruments {
   // and a QoS message is posted.
   bool drop_late(GstElement* element, GstBuffer* buffer);
   void submitted() { stats_.frame_submitted(); }
+  // Streaming thread, an engine started.
+  void engine_started(int bands) { stats_.set_bands(bands); }
   // Streaming thread, every sink event before the element handles it
   // (SEGMENT for QoS, FLUSH_STOP for the counters).
   void sink_event(GstEvent* event);

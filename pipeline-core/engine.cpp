@@ -358,10 +358,10 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
 // - a frame that found the pipeline idle (enqueued after the one before it
 //   was done) takes `alone` from being enqueued, the shortest seen: a live
 //   source's case, where a frame's stages vary little;
-// - a frame queued behind another is done `spacing` after it, the lower
-//   quartile: the case of a source faster than the device, where
-//   consecutive completions vary more as neighbouring frames share the
-//   link, and the shortest would have the worker look too early.
+// - a frame queued behind another is done `spacing` after it, the median:
+//   the case of a source faster than the device, where consecutive
+//   completions vary more as neighbouring frames share the link, and the
+//   shortest had the worker look too early (some 7 times a frame).
 // How it looks then depends on which:
 // - alone, the frame's latency is what counts and frames are far apart (a
 //   live source): it wakes kAloneMarginNs early, as a sleeping core may
@@ -371,8 +371,9 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
 //   milliseconds;
 // - queued, the host time per frame is what counts (the source is faster
 //   than the device, the engine's rate is the device's, and ring slack
-//   absorbs a late look): it wakes kQueuedMarginNs early and sleeps between
-//   looks, so that a frame costs one or two wake-ups.
+//   absorbs a late look): it wakes at the expected time and sleeps between
+//   looks, so that a frame costs one or two wake-ups (each a context
+//   switch, and a look that takes the driver's locks from the producer).
 // Learning only from waits that found the event not yet done keeps the
 // figures to when the work really completed (give or take one look). With
 // nothing to expect yet, or when the work is late, it keeps looking, each
@@ -392,16 +393,18 @@ class PollingWait {
     const bool alone = previous_done_ns_ < 0 || enqueued_ns >= previous_done_ns_;
     int64_t expected = -1;
     if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
-    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.lower_quartile();
+    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.median();
     int64_t seen = -1;  // when it was seen done, if that is when it completed
-    const int64_t wake = expected - (alone ? kAloneMarginNs : kQueuedMarginNs);
+    const int64_t wake = alone ? expected - kAloneMarginNs : expected;
     if (expected >= 0 && wake > host_now_ns())
       std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
     if (expected >= 0 && done.query()) {
-      // Done before the worker woke, by an unknown time: expect it a
-      // quarter sooner next time, so a figure too high comes down fast.
+      // Done before the worker woke, by an unknown time. Alone: expect it
+      // a quarter sooner next time, so a figure too high comes down fast.
+      // Queued: one look's interval sooner, so that the median settles
+      // where about half the first looks find the frame done.
       const int64_t from = alone ? enqueued_ns : previous_done_ns_;
-      seen = from + (std::max(wake, from) - from) * 3 / 4;
+      seen = alone ? from + (std::max(wake, from) - from) * 3 / 4 : std::max(from, wake - kPollNs);
     } else {
       bool is_done = false;
       if (alone && expected >= 0) {
@@ -431,8 +434,6 @@ class PollingWait {
   // sleeping until this long after it.
   static constexpr int64_t kAloneMarginNs = 100'000;
   static constexpr int64_t kAloneSpinNs = 200'000;
-  // Queued: wake this long before the expected time.
-  static constexpr int64_t kQueuedMarginNs = 15'000;
   // Then look after kPollNs, twice as long each time, up to kMaxPollNs.
   static constexpr int64_t kPollNs = 10'000;
   static constexpr int64_t kMaxPollNs = 250'000;
@@ -456,12 +457,12 @@ class PollingWait {
     }
     int size() const { return count_; }
     int64_t min() const { return *std::min_element(values_, values_ + count_); }
-    // A quarter of the figures are at or below it.
-    int64_t lower_quartile() const {
+    // Half the figures are at or below it.
+    int64_t median() const {
       int64_t sorted[kWindow];
       std::copy(values_, values_ + count_, sorted);
-      std::nth_element(sorted, sorted + count_ / 4, sorted + count_);
-      return sorted[count_ / 4];
+      std::nth_element(sorted, sorted + count_ / 2, sorted + count_);
+      return sorted[count_ / 2];
     }
 
    private:

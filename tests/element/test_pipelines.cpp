@@ -295,7 +295,7 @@ class LaunchLine : public ::testing::TestWithParam<bool> {
 };
 
 // Also from a live source, whose frames the element splits into bands
-// (bands=0, automatic).
+// (bands=0, automatic; Stats.SayHowManyBandsRun checks how many).
 TEST_P(LaunchLine, RunsToEosWithEveryFrameInverted) {
   const bool live = GetParam();
   const std::string source =

@@ -139,6 +139,37 @@ double dbl(const GstStructure* s, const char* field) {
   return v;
 }
 
+// bands=0 (automatic): whole frames from a source that is not live, 4
+// bands from a live one; a number set is what runs. `stats` says which.
+TEST(Stats, SayHowManyBandsRun) {
+  SKIP_WITHOUT_BACKEND();
+  struct Case {
+    bool live;
+    int width, height;
+    const char* format;
+    const char* bands_property;
+    guint bands;
+  };
+  for (const Case& c : {Case{false, 1920, 1080, "RGBA", "0", 1}, Case{true, 64, 48, "RGBA", "0", 4},
+                        Case{true, 1920, 1080, "NV12", "0", 4}, Case{true, 64, 48, "RGBA", "3", 3},
+                        Case{false, 64, 48, "RGBA", "5", 5}, Case{true, 64, 48, "RGBA", "1", 1}}) {
+    const std::string description =
+        std::string("videotestsrc num-buffers=2 pattern=black is-live=") +
+        (c.live ? "true" : "false") + " ! video/x-raw,format=" + c.format +
+        ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
+        ",framerate=30/1 ! cudaoverlap name=overlap bands=" + c.bands_property +
+        " backend=" + test_backend() + " ! fakesink sync=false";
+    SCOPED_TRACE(description);
+    StatsPipeline pipeline(description);
+    ASSERT_EQ(pipeline.run(), "");
+    GstStructure* s = pipeline.stats();
+    guint bands = 0;
+    EXPECT_TRUE(gst_structure_get_uint(s, "bands", &bands));
+    EXPECT_EQ(bands, c.bands);
+    gst_structure_free(s);
+  }
+}
+
 TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
   SKIP_WITHOUT_BACKEND();
   for (const char* mode : {"overlapped", "serial"}) {
