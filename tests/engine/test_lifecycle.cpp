@@ -379,6 +379,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
          with(c, "convert", [](KernelParams* p) { p->convert.out.full_range = true; });
        }},
       {"timing", [](EngineConfig* c) { c->timing = true; }},
+      {"timing_interval", [](EngineConfig* c) { c->timing_interval = 8; }},
       {"staging_threads", [](EngineConfig* c) { c->staging_threads = 2; }},
   };
   for (const auto& change : changes) {
