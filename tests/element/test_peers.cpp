@@ -21,6 +21,7 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -154,6 +155,50 @@ void expect_flowing(GstHarness* h, const GstVideoInfo& info, const char* when) {
   EXPECT_EQ(compare_frames(info, input, output, Kernel::kCopy), "") << when;
   gst_buffer_unref(output);
   gst_buffer_unref(input);
+}
+
+// Downstream keeps the first frame and answers EOS to the second, late:
+// by then upstream has a third frame in flight and a fourth waiting for a
+// slot (ring 2: one slot held downstream, one in flight). The task pauses,
+// so the frame in flight must still be dropped, or the fourth waits for
+// its slot forever.
+TEST_F(PeerHarness, DownstreamEosWhileUpstreamWaitsForASlotDoesNotHang) {
+  start({{"ring-size", "2"}});
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 16);
+  gst_harness_set_src_caps(h_, caps_of(info));
+  struct Downstream {
+    std::mutex mutex;
+    std::vector<GstBuffer*> kept;
+    int seen = 0;
+  } downstream;
+  const gulong probe = gst_pad_add_probe(
+      h_->sinkpad, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad*, GstPadProbeInfo* probe_info, gpointer data) {
+        auto* d = static_cast<Downstream*>(data);
+        GstBuffer* buffer = GST_PAD_PROBE_INFO_BUFFER(probe_info);
+        GST_PAD_PROBE_INFO_DATA(probe_info) = nullptr;
+        int seen;
+        {
+          std::lock_guard<std::mutex> lock(d->mutex);
+          seen = ++d->seen;
+          d->kept.push_back(buffer);  // held, as a sink's last sample is
+        }
+        // The second answer comes late: upstream fills the ring meanwhile.
+        if (seen == 2) std::this_thread::sleep_for(300ms);
+        GST_PAD_PROBE_INFO_FLOW_RETURN(probe_info) = seen == 1 ? GST_FLOW_OK : GST_FLOW_EOS;
+        return GST_PAD_PROBE_HANDLED;
+      },
+      &downstream, nullptr);
+  std::vector<GstFlowReturn> flows;
+  run_or_die("pushing while downstream answers EOS", 20s, [&] {
+    for (uint64_t i = 0; i < 6; ++i) {
+      flows.push_back(gst_harness_push(h_, make_frame(info, 3, i)));
+      if (flows.back() != GST_FLOW_OK) break;
+    }
+  });
+  EXPECT_EQ(flows.back(), GST_FLOW_EOS) << "downstream's EOS did not reach upstream";
+  gst_pad_remove_probe(h_->sinkpad, probe);
+  for (GstBuffer* buffer : downstream.kept) gst_buffer_unref(buffer);
 }
 
 TEST_F(PeerHarness, AfterDownstreamEosUpstreamsEosStillGoesDown) {
