@@ -596,6 +596,11 @@ struct EngineThreads {
   std::unique_ptr<ParallelCopy> staging;
   EngineCallbacks callbacks;
   uint64_t next_sequence = 0;  // producer thread only
+  // How config.operation computes bands (Operation::band_halo,
+  // bands_by_view), worked out when it is set rather than for every frame
+  // (convert's takes a list of formats). Producer thread only.
+  int band_halo = -1;
+  bool bands_by_view = false;
 };
 
 bool EngineConfig::operator==(const EngineConfig& o) const {
@@ -646,6 +651,7 @@ void Engine::start() {
   threads_->staging = std::make_unique<ParallelCopy>(
       config_.staging_threads == 0 ? ParallelCopy::automatic_threads() : config_.staging_threads);
   core_ = core;
+  note_operation_bands();
   threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
 }
 
@@ -728,9 +734,9 @@ Status Engine::submit(InputFrame frame) {
     }
 
     stage = Stage::kCompute;
-    const Operation& op = *slot.operation;
-    const int halo = bands > 1 ? op.band_halo(in.format, out.format) : 0;
-    const bool by_view = bands > 1 && op.bands_by_view(in.format, out.format);
+    const Operation& op = *slot.operation;  // config_.operation now: threads_ noted its bands
+    const int halo = bands > 1 ? threads_->band_halo : 0;
+    const bool by_view = bands > 1 && threads_->bands_by_view;
     for (int k = 0, needed = 0; k < bands; ++k) {
       // The input rows the band's kernel reads.
       RowRange reads{std::max(rows[k] - halo, 0), std::min(rows[k + 1] + halo, rows[bands])};
@@ -834,6 +840,13 @@ void Engine::replace_operation(std::shared_ptr<const Operation> operation) {
                 "' cannot run on bands of a frame as this engine started; restart the engine "
                 "instead");
   config_.operation = std::move(operation);
+  note_operation_bands();
+}
+
+void Engine::note_operation_bands() {
+  const PixelFormat in = config_.input.format, out = config_.output.format;
+  threads_->band_halo = config_.operation->band_halo(in, out);
+  threads_->bands_by_view = config_.operation->bands_by_view(in, out);
 }
 
 int Engine::bands() const { return core_ ? static_cast<int>(core_->band_rows_.size()) - 1 : 1; }

@@ -248,6 +248,9 @@ class Engine {
   Device& device() { return *device_; }
 
  private:
+  // Producer thread: config_.operation's band_halo and bands_by_view.
+  void note_operation_bands();
+
   std::shared_ptr<Device> device_;
   EngineConfig config_;
   std::unique_ptr<EngineThreads> threads_;  // worker and staging threads, callbacks

@@ -1,6 +1,8 @@
 // The copy and invert references against a formula written independently
 // here (the pattern the engine suites check frames with). GPU output against
 // the references, for every kernel, is tests/kernels/test_kernel_gpu.cpp.
+#include <cstring>
+
 #include "engine_test_util.h"
 
 namespace cudaoverlap::test {
@@ -101,6 +103,73 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   EXPECT_EQ(delivered, kFrames);
   EXPECT_EQ(problems, std::vector<std::string>{});
   EXPECT_TRUE(engine.config().operation->same_as(*make_operation("copy")));
+}
+
+// The same on frames split into bands, from copy (no halo) to blur (rows
+// above and below each band): frames after the swap wait for the uploads
+// of the rows their bands reach and equal the whole-frame blur, so the
+// engine takes the new operation's halo, not the old one's.
+TEST(ReplaceOperation, OnBandsTheNewKernelsHaloIsWaitedFor) {
+  CO_DEVICE_OR_SKIP(cpu, BackendKind::kCpu, 0, 9);
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kNV12, 48, 64);
+  // Uploads lag behind the kernels that wait for them: a band's kernel
+  // that did not wait for the next band's upload would read its rows
+  // before they arrive.
+  TestDeviceOptions options;
+  options.planes_per_frame = layout.n_planes();
+  options.upload_delay_us = 2000;
+  const auto device = std::make_shared<TestDevice>(cpu, options);
+  EngineConfig config;
+  config.ring_size = 4;
+  config.bands = 4;
+  config.input = config.output = layout;
+  config.operation = make_operation("copy");
+  KernelParams params;
+  params.blur_sigma = 3.0;
+  const std::shared_ptr<const Operation> blur = make_operation("blur", params);
+  ASSERT_GT(blur->band_halo(layout.format, layout.format), 0);
+  constexpr uint64_t kFrames = 24, kSwapAt = 8;
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::string> problems;
+  uint64_t delivered = 0;
+  EngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    const uint64_t i = frame.sequence();
+    std::string problem;
+    if (i < kSwapAt) {
+      problem = check_frame("copy", layout, frame.image(), i);
+    } else {
+      const HostFrame in(layout, i);
+      std::vector<uint8_t> want(layout.size);
+      run_reference(*blur, in.image, layout.at(want.data()));
+      for (int p = 0; p < layout.n_planes() && problem.empty(); ++p)
+        for (size_t y = 0; y < layout.rows(p) && problem.empty(); ++y)
+          if (std::memcmp(frame.image().planes[p].data + y * frame.image().planes[p].stride,
+                          want.data() + layout.offset[p] + y * layout.stride[p],
+                          layout.row_bytes(p)) != 0)
+            problem = "plane " + std::to_string(p) + " row " + std::to_string(y) + " differs";
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
+    ++delivered;
+    arrived.notify_all();
+  };
+  Engine engine(device, config, callbacks);
+  engine.start();
+  ASSERT_EQ(engine.bands(), 4);
+  for (uint64_t i = 0; i < kFrames; ++i) {
+    if (i == kSwapAt) engine.replace_operation(blur);
+    HostFrame host(layout, i);
+    InputFrame in;
+    in.image = host.image;
+    ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
+  }
+  ASSERT_EQ(engine.drain(), Status::kOk);
+  std::unique_lock<std::mutex> lock(mutex);
+  arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == kFrames; });
+  EXPECT_EQ(delivered, kFrames);
+  EXPECT_EQ(problems, std::vector<std::string>{});
 }
 
 TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {
