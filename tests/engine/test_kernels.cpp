@@ -2,6 +2,7 @@
 // here (the pattern the engine suites check frames with). GPU output against
 // the references, for every kernel, is tests/kernels/test_kernel_gpu.cpp.
 #include <cstring>
+#include <functional>
 
 #include "engine_test_util.h"
 
@@ -60,6 +61,45 @@ TEST(ReferenceTest, InvertKeepsAlphaAndPaddingAndInvertsEverythingElse) {
   EXPECT_EQ(out[1], 155);
 }
 
+// Runs `frames` patterned frames through an engine of `config` on
+// `device`, calling `before(engine, i)` before submitting frame i, and
+// returns what `check(i, image)` found wrong with the frames delivered
+// (and any frame not delivered).
+std::vector<std::string> run_swapping(
+    const std::shared_ptr<Device>& device, const EngineConfig& config, uint64_t frames,
+    const std::function<void(Engine&, uint64_t)>& before,
+    const std::function<std::string(uint64_t, const ImageRef&)>& check) {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::string> problems;
+  uint64_t delivered = 0;
+  EngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    const uint64_t i = frame.sequence();
+    const std::string problem = check(i, frame.image());
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
+    ++delivered;
+    arrived.notify_all();
+  };
+  Engine engine(device, config, callbacks);
+  engine.start();
+  for (uint64_t i = 0; i < frames; ++i) {
+    before(engine, i);
+    HostFrame host(config.input, i);
+    InputFrame in;
+    in.image = host.image;
+    if (engine.submit(std::move(in)) != Status::kOk)
+      return {"submit of frame " + std::to_string(i) + ": " + engine.error()};
+  }
+  if (engine.drain() != Status::kOk) return {"drain: " + engine.error()};
+  std::unique_lock<std::mutex> lock(mutex);
+  arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == frames; });
+  if (delivered != frames)
+    problems.push_back(std::to_string(frames - delivered) + " frames not delivered");
+  return problems;
+}
+
 // Engine::replace_operation between submits, twice: frames before the first
 // swap are copied, frames between the swaps inverted, frames after copied
 // again, with the cpu backend's random delays keeping several of each in
@@ -73,36 +113,20 @@ TEST(ReplaceOperation, FramesSubmittedAfterTheSwapRunTheNewKernelAndNoOthers) {
   config.input = config.output = layout;
   config.operation = make_operation("copy");
   constexpr uint64_t kFrames = 90, kSwapAt = 30, kSwapBackAt = 60;
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<std::string> problems;
-  uint64_t delivered = 0;
-  EngineCallbacks callbacks;
-  callbacks.on_frame = [&](OutputFrame frame) {
-    const uint64_t i = frame.sequence();
-    const std::string problem =
-        check_frame(i >= kSwapAt && i < kSwapBackAt ? "invert" : "copy", layout, frame.image(), i);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
-    ++delivered;
-    arrived.notify_all();
-  };
-  Engine engine(device, config, callbacks);
-  engine.start();
-  for (uint64_t i = 0; i < kFrames; ++i) {
-    if (i == kSwapAt) engine.replace_operation(make_operation("invert"));
-    if (i == kSwapBackAt) engine.replace_operation(make_operation("copy"));
-    HostFrame host(layout, i);
-    InputFrame in;
-    in.image = host.image;
-    ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
-  }
-  ASSERT_EQ(engine.drain(), Status::kOk);
-  std::unique_lock<std::mutex> lock(mutex);
-  arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == kFrames; });
-  EXPECT_EQ(delivered, kFrames);
-  EXPECT_EQ(problems, std::vector<std::string>{});
-  EXPECT_TRUE(engine.config().operation->same_as(*make_operation("copy")));
+  std::shared_ptr<const Operation> last;
+  EXPECT_EQ(run_swapping(
+                device, config, kFrames,
+                [&](Engine& engine, uint64_t i) {
+                  if (i == kSwapAt) engine.replace_operation(make_operation("invert"));
+                  if (i == kSwapBackAt) engine.replace_operation(make_operation("copy"));
+                  last = engine.config().operation;
+                },
+                [&](uint64_t i, const ImageRef& image) {
+                  return check_frame(i >= kSwapAt && i < kSwapBackAt ? "invert" : "copy", layout,
+                                     image, i);
+                }),
+            std::vector<std::string>{});
+  EXPECT_TRUE(last->same_as(*make_operation("copy")));
 }
 
 // The same on frames split into bands, from copy (no halo) to blur (rows
@@ -129,47 +153,29 @@ TEST(ReplaceOperation, OnBandsTheNewKernelsHaloIsWaitedFor) {
   const std::shared_ptr<const Operation> blur = make_operation("blur", params);
   ASSERT_GT(blur->band_halo(layout.format, layout.format), 0);
   constexpr uint64_t kFrames = 24, kSwapAt = 8;
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<std::string> problems;
-  uint64_t delivered = 0;
-  EngineCallbacks callbacks;
-  callbacks.on_frame = [&](OutputFrame frame) {
-    const uint64_t i = frame.sequence();
-    std::string problem;
-    if (i < kSwapAt) {
-      problem = check_frame("copy", layout, frame.image(), i);
-    } else {
-      const HostFrame in(layout, i);
-      std::vector<uint8_t> want(layout.size);
-      run_reference(*blur, in.image, layout.at(want.data()));
-      for (int p = 0; p < layout.n_planes() && problem.empty(); ++p)
-        for (size_t y = 0; y < layout.rows(p) && problem.empty(); ++y)
-          if (std::memcmp(frame.image().planes[p].data + y * frame.image().planes[p].stride,
-                          want.data() + layout.offset[p] + y * layout.stride[p],
-                          layout.row_bytes(p)) != 0)
-            problem = "plane " + std::to_string(p) + " row " + std::to_string(y) + " differs";
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!problem.empty()) problems.push_back("frame " + std::to_string(i) + ": " + problem);
-    ++delivered;
-    arrived.notify_all();
-  };
-  Engine engine(device, config, callbacks);
-  engine.start();
-  ASSERT_EQ(engine.bands(), 4);
-  for (uint64_t i = 0; i < kFrames; ++i) {
-    if (i == kSwapAt) engine.replace_operation(blur);
-    HostFrame host(layout, i);
-    InputFrame in;
-    in.image = host.image;
-    ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
-  }
-  ASSERT_EQ(engine.drain(), Status::kOk);
-  std::unique_lock<std::mutex> lock(mutex);
-  arrived.wait_for(lock, std::chrono::seconds(10), [&] { return delivered == kFrames; });
-  EXPECT_EQ(delivered, kFrames);
-  EXPECT_EQ(problems, std::vector<std::string>{});
+  int bands = 0;
+  EXPECT_EQ(run_swapping(
+                device, config, kFrames,
+                [&](Engine& engine, uint64_t i) {
+                  bands = engine.bands();
+                  if (i == kSwapAt) engine.replace_operation(blur);
+                },
+                [&](uint64_t i, const ImageRef& image) -> std::string {
+                  if (i < kSwapAt) return check_frame("copy", layout, image, i);
+                  const HostFrame in(layout, i);
+                  std::vector<uint8_t> want(layout.size);
+                  run_reference(*blur, in.image, layout.at(want.data()));
+                  for (int p = 0; p < layout.n_planes(); ++p)
+                    for (size_t y = 0; y < layout.rows(p); ++y)
+                      if (std::memcmp(image.planes[p].data + y * image.planes[p].stride,
+                                      want.data() + layout.offset[p] + y * layout.stride[p],
+                                      layout.row_bytes(p)) != 0)
+                        return "plane " + std::to_string(p) + " row " + std::to_string(y) +
+                               " differs";
+                  return {};
+                }),
+            std::vector<std::string>{});
+  EXPECT_EQ(bands, 4);
 }
 
 TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {
