@@ -3,10 +3,12 @@
 
 #include <glib.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "cpu_device.h"
 #include "cuda_device.h"
+#include "error.h"
 
 namespace cudaoverlap {
 namespace {
@@ -41,6 +43,59 @@ std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id
              "): cudaoverlap runs on its cpu backend, which is much slower. Set backend=cpu to "
              "silence this warning.";
   return make_cpu_device(cpu_options_from_environment());
+}
+
+std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
+                                                  const std::string& devices,
+                                                  std::string* warning) {
+  std::string list = devices;
+  list.erase(std::remove_if(list.begin(), list.end(), [](char c) { return c == ' '; }), list.end());
+  if (list.empty() && device_id != -1) return {open_device(backend, device_id, warning)};
+  const bool all = list.empty() || list == "all";
+  std::vector<int> numbers;
+  if (!all) {
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      char* end = nullptr;
+      const long number = item.empty() ? -1 : std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || number < 0 || number > 1024)
+        throw Error("devices='" + devices + "': '" + item +
+                    "' is not a device number; give CUDA device numbers separated by commas "
+                    "(\"0,1\"), or all");
+      if (std::find(numbers.begin(), numbers.end(), number) != numbers.end())
+        throw Error("devices='" + devices + "' names device " + item + " twice");
+      numbers.push_back(static_cast<int>(number));
+      at = comma + 1;
+    }
+  }
+  // The backend first: auto without CUDA is the cpu backend, with its warning.
+  std::shared_ptr<Device> first = open_device(backend, all ? 0 : numbers.front(), warning);
+  std::vector<std::shared_ptr<Device>> opened;
+  if (first->cuda_device() < 0) {
+    // The cpu backend stands in for as many devices as were listed.
+    CpuDeviceOptions options = cpu_options_from_environment();
+    opened.push_back(std::move(first));
+    for (size_t i = 1; i < numbers.size(); ++i) {
+      options.seed += 1;  // each its own random delays
+      opened.push_back(make_cpu_device(options));
+    }
+    return opened;
+  }
+  std::string why;
+  const int count = cuda_device_count(&why);
+  if (all)
+    for (int i = 0; i < count; ++i) numbers.push_back(i);
+  for (int number : numbers)
+    if (number >= count)
+      throw Error(
+          "devices='" + devices + "' names CUDA device " + std::to_string(number) + ", but there " +
+          (count == 1 ? "is 1 CUDA device" : "are " + std::to_string(count) + " CUDA devices") +
+          " (numbered from 0)");
+  opened.push_back(std::move(first));
+  for (size_t i = 1; i < numbers.size(); ++i) opened.push_back(make_cuda_device(numbers[i]));
+  return opened;
 }
 
 }  // namespace cudaoverlap

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "device.h"
 #include "gstcudaoverlapenums.h"
@@ -17,5 +18,13 @@ namespace cudaoverlap {
 // cpu backend, else stays empty.
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
                                     std::string* warning);
+
+// The devices to spread frames over: `devices` ("0,1", "all", or empty for
+// device_id alone; device_id -1 is "all"). With the cpu backend (set, or
+// auto without CUDA) a list stands for as many cpu devices, "all" for one.
+// Throws Error naming what is wrong with the list (not a number, listed
+// twice, no such device).
+std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
+                                                  const std::string& devices, std::string* warning);
 
 }  // namespace cudaoverlap

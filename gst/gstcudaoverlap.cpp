@@ -84,6 +84,7 @@ enum {
   PROP_MODE,
   PROP_BACKEND,
   PROP_DEVICE_ID,
+  PROP_DEVICES,
   PROP_PIN_UPSTREAM_MEMORY,
   // The kernels' parameters.
   PROP_VIDEO_DIRECTION,
@@ -122,6 +123,7 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
+  std::string devices;  // empty: device_id alone
   GstCudaOverlapVideoDirection video_direction = DEFAULT_VIDEO_DIRECTION;
   BalanceParams balance = DEFAULT_BALANCE;
   double sigma = DEFAULT_SIGMA;
@@ -354,9 +356,10 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     GST_OBJECT_LOCK(self);
     const GstCudaOverlapBackend backend = self->priv->backend;
     const int device_id = self->priv->device_id;
+    const std::string devices = self->priv->devices;
     GST_OBJECT_UNLOCK(self);
     if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
-    if (!session.start(backend, device_id)) return GST_STATE_CHANGE_FAILURE;
+    if (!session.start(backend, device_id, devices)) return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(gst_cuda_overlap_parent_class)->change_state(element, transition);
@@ -405,6 +408,11 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_DEVICE_ID:
       priv->device_id = g_value_get_int(value);
       break;
+    case PROP_DEVICES: {
+      const gchar* devices = g_value_get_string(value);
+      priv->devices = devices ? devices : "";
+      break;
+    }
     case PROP_PIN_UPSTREAM_MEMORY:
       session.set_pin_upstream(g_value_get_boolean(value));
       break;
@@ -495,6 +503,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_DEVICE_ID:
       g_value_set_int(value, priv->device_id);
+      break;
+    case PROP_DEVICES:
+      g_value_set_string(value, priv->devices.c_str());
       break;
     case PROP_PIN_UPSTREAM_MEMORY:
       g_value_set_boolean(value, session.pin_upstream());
@@ -659,8 +670,20 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_DEVICE_ID,
       g_param_spec_int("device-id", "Device ID",
-                       "CUDA device to run on (as numbered by CUDA); ignored by the cpu backend", 0,
-                       G_MAXINT, DEFAULT_DEVICE_ID, flags));
+                       "CUDA device to run on (as numbered by CUDA); -1: every CUDA device, as "
+                       "devices=all does; ignored by the cpu backend and when devices is set",
+                       -1, G_MAXINT, DEFAULT_DEVICE_ID, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICES,
+      g_param_spec_string(
+          "devices", "Devices",
+          "CUDA devices to spread frames over, as numbered by CUDA (\"0,1\"), or \"all\": one "
+          "engine per device, each with its own ring-size slots, streams and pinned memory (on "
+          "the device's NUMA node), every frame to the device that will be free first, output "
+          "pushed in input order; a device that fails is left out with a warning and the others "
+          "go on. Empty: device-id alone. With the cpu backend, as many cpu devices stand in "
+          "(for tests)",
+          "", flags));
   g_object_class_install_property(
       gobject_class, PROP_PIN_UPSTREAM_MEMORY,
       g_param_spec_boolean(

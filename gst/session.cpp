@@ -81,7 +81,7 @@ bool Session::claim_error() {
 // ---------------------------------------------------------------------------
 // Owner thread: start, stop, pad activation
 
-bool Session::start(GstCudaOverlapBackend backend, int device_id) {
+bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::string& devices) {
   if (device_) return true;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
@@ -89,7 +89,8 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
   }
   try {
     std::string warning;
-    device_ = open_device(backend, device_id, &warning);
+    devices_ = open_devices(backend, device_id, devices, &warning);
+    device_ = devices_.front();
     if (!warning.empty())
       GST_ELEMENT_WARNING(element_, RESOURCE, NOT_FOUND, ("%s", warning.c_str()), (nullptr));
   } catch (const std::exception& e) {
@@ -104,14 +105,17 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id) {
             device_->describe() +
             (backend == GST_CUDA_OVERLAP_BACKEND_AUTO ? " because no CUDA device was found" : ""));
     device_.reset();
+    devices_.clear();
     return false;
   }
-  GST_INFO_OBJECT(element_, "running on %s", device_->describe().c_str());
+  GST_INFO_OBJECT(element_, "running on %s", describe_devices().c_str());
   {
     std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
     swap_accepting_ = true;
   }
-  const std::string problem = instruments_.start(element_);  // stats, trace-file
+  std::vector<std::string> names;
+  for (const auto& device : devices_) names.push_back(device->describe());
+  const std::string problem = instruments_.start(element_, names);  // stats, trace-file
   if (!problem.empty()) SESSION_ERROR(RESOURCE, OPEN_WRITE, problem);
   return problem.empty();
 }
@@ -132,6 +136,7 @@ void Session::stop() {
   queue_.clear();
   instruments_.stop();
   device_.reset();
+  devices_.clear();
   out_format_.reset();
   if (in_caps_) gst_caps_unref(in_caps_);
   in_caps_ = nullptr;
@@ -170,8 +175,16 @@ void Session::begin_flush() {
   if (engine_) engine_->flush_start();
 }
 
-void Session::install_engine(std::unique_ptr<Engine> engine) {
-  std::unique_ptr<Engine> old;
+std::string Session::describe_devices() const {
+  if (devices_.size() == 1) return devices_.front()->describe();
+  std::string text = std::to_string(devices_.size()) + " devices (";
+  for (size_t i = 0; i < devices_.size(); ++i)
+    text += (i > 0 ? ", " : "") + devices_[i]->describe();
+  return text + ")";
+}
+
+void Session::install_engine(std::unique_ptr<MultiEngine> engine) {
+  std::unique_ptr<MultiEngine> old;
   {
     std::lock_guard<std::mutex> lock(engine_mutex_);
     old = std::move(engine_);
@@ -304,6 +317,16 @@ void Session::on_frame(OutputFrame frame) {
   }
 }
 
+void Session::on_device_warning(int device, const std::string& message) {
+  try {
+    instruments_.device_failed(device);
+    const std::string text = "cudaoverlap left a device out: " + message;
+    GST_ELEMENT_WARNING(element_, RESOURCE, FAILED, ("%s", text.c_str()), (nullptr));
+  } catch (...) {
+    GST_WARNING_OBJECT(element_, "could not report a device failure");
+  }
+}
+
 void Session::on_error(const std::string& message) {
   try {
     SESSION_ERROR(STREAM, FAILED, "cudaoverlap could not process a frame: " + message);
@@ -416,26 +439,31 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       gst_caps_unref(out_caps);
       return false;
     }
-    EngineCallbacks callbacks;
+    MultiEngineCallbacks callbacks;
     callbacks.on_frame = [this](OutputFrame frame) { on_frame(std::move(frame)); };
+    callbacks.on_warning = [this](int device, const std::string& message) {
+      on_device_warning(device, message);
+    };
     callbacks.on_error = [this](const std::string& message) { on_error(message); };
-    auto engine = std::make_unique<Engine>(device_, config, std::move(callbacks));
+    auto engine = std::make_unique<MultiEngine>(devices_, config, std::move(callbacks));
     try {
       engine->start();
     } catch (const Error& e) {
       install_engine(nullptr);
       gst_caps_unref(out_caps);
       SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
-                    "cudaoverlap cannot start on " + device_->describe() + " for " +
+                    "cudaoverlap cannot start on " + describe_devices() + " for " +
                         describe(in, format) + ": " + e.what());
       return false;
     }
-    GST_INFO_OBJECT(element_, "engine started: %s, ring-size %d, kernel %s, %d band%s",
-                    describe(in, format).c_str(), config.ring_size, config.operation->name(),
-                    engine->bands(), engine->bands() == 1 ? "" : "s");
+    GST_INFO_OBJECT(
+        element_, "engine started: %s, ring-size %d, kernel %s, %d band%s, %d of %d devices",
+        describe(in, format).c_str(), config.ring_size, config.operation->name(), engine->bands(),
+        engine->bands() == 1 ? "" : "s", engine->live_devices(), engine->devices());
     instruments_.engine_started(engine->bands());
     install_engine(std::move(engine));
-    outputs_.set_ring_size(config.ring_size);
+    // Every device's ring: frames are dealt to whichever has a free slot.
+    outputs_.set_ring_size(config.ring_size * static_cast<int>(devices_.size()));
   }
 
   if (in_caps_ != caps) {
@@ -640,7 +668,9 @@ gboolean Session::propose_allocation(GstQuery* query) {
   // The engine holds each input buffer until its upload is done, and
   // upstream writes the next: ring-size + 2, growing if upstream holds more
   // (max 0) rather than stalling it.
-  const guint min_buffers = static_cast<guint>(settings_().ring_size) + 2;
+  const guint min_buffers = static_cast<guint>(settings_().ring_size) *
+                                static_cast<guint>(std::max<size_t>(devices_.size(), 1)) +
+                            2;
   // Pinned memory of our device: frames written there upload without a
   // staging copy. Without a device (not started), or without the pinned
   // memory for it, a plain pool.
@@ -678,7 +708,9 @@ gboolean Session::src_event(GstEvent* event) {
 }
 
 void Session::add_own_latency(GstQuery* query) {
-  const int ring_size = settings_().ring_size;
+  // Every device's ring can hold frames waiting for an earlier one.
+  const int ring_size =
+      settings_().ring_size * static_cast<int>(std::max<size_t>(devices_.size(), 1));
   gint fps_n, fps_d;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
@@ -716,6 +748,7 @@ void Session::push_next() {
   } else {
     try {
       const FrameTiming timing = item.frame.timing();
+      const int device = item.frame.device();
       const std::shared_ptr<FrameInfo> info =
           std::static_pointer_cast<FrameInfo>(item.frame.user());
       bool copied = false;
@@ -731,7 +764,7 @@ void Session::push_next() {
       TimeSpan push{host_now_ns(), -1};
       flow = gst_pad_push(srcpad_, buffer);
       push.end_ns = host_now_ns();
-      instruments_.pushed(element_, timing, push);  // stats, trace, latency
+      instruments_.pushed(element_, timing, push, device);  // stats, trace, latency
     } catch (const std::exception& e) {
       SESSION_ERROR(STREAM, FAILED, std::string("cudaoverlap failed: ") + e.what());
       flow = GST_FLOW_ERROR;

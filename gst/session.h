@@ -36,6 +36,7 @@
 
 #include "engine.h"
 #include "gstcudaoverlapenums.h"
+#include "multi_engine.h"
 #include "output_buffer.h"
 #include "output_queue.h"
 #include "stats.h"
@@ -69,9 +70,10 @@ class Session {
   void set_pin_upstream(bool pin) { pin_upstream_ = pin; }
   bool pin_upstream() const { return pin_upstream_; }
 
-  // Owner, READY->PAUSED: opens the device, the trace file and the stats
-  // messages. False after posting an error. Twice is fine.
-  bool start(GstCudaOverlapBackend backend, int device_id);
+  // Owner, READY->PAUSED: opens the devices (device_choice.h: `devices`,
+  // else `device_id`), the trace file and the stats messages. False after
+  // posting an error. Twice is fine.
+  bool start(GstCudaOverlapBackend backend, int device_id, const std::string& devices = "");
   // Owner, PAUSED->READY and finalize: mirrors start(). Twice is fine.
   void stop();
 
@@ -135,13 +137,17 @@ class Session {
   // downstream's answer was one.
   gboolean finish_after_flow(GstEvent* event, GstFlowReturn flow);
 
-  void install_engine(std::unique_ptr<Engine> engine);
+  void install_engine(std::unique_ptr<MultiEngine> engine);
   // Streaming: a replacement kernel=custom compiled for this engine, if one
   // is ready, goes into it before the next frame.
   void take_replacement_kernel();
   void on_frame(OutputFrame frame);           // engine worker
   void on_error(const std::string& message);  // engine worker or streaming
-  bool report(Status status);                 // streaming: false unless kOk
+  // Engine worker or streaming: a device failed and was left out.
+  void on_device_warning(int device, const std::string& message);
+  // The devices, for messages: "NVIDIA H100 (CUDA device 0)" or a list.
+  std::string describe_devices() const;
+  bool report(Status status);  // streaming: false unless kOk
   // Any thread: true for the first error of a run, which is posted as
   // GST_ELEMENT_ERROR; later ones are consequences of it and only logged.
   bool claim_error();
@@ -161,9 +167,13 @@ class Session {
   // the owner while streaming is stopped, so the streaming thread (the
   // engine's single producer) uses it without the lock; other threads
   // (flushes) use it under the lock.
-  std::unique_ptr<Engine> engine_;
+  // One engine per device (multi_engine.h), frames in input order.
+  std::unique_ptr<MultiEngine> engine_;
 
-  // Owner thread, in start()/stop(); read by the others in between.
+  // Owner thread, in start()/stop(); read by the others in between. device_
+  // is the first of devices_: the pinned pool's, upstream pinning's and
+  // kernel=custom's (compiled for its architecture).
+  std::vector<std::shared_ptr<Device>> devices_;
   std::shared_ptr<Device> device_;
 
   // Streaming thread only.

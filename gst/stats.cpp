@@ -38,8 +38,27 @@ void ElementStats::frame_submitted() {
   ++in_flight_;
 }
 
-void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push) {
+void ElementStats::set_devices(const std::vector<std::string>& names) {
   std::lock_guard<std::mutex> lock(mutex_);
+  devices_.assign(names.size(), DeviceStats());
+  for (size_t i = 0; i < names.size(); ++i) devices_[i].name = names[i];
+}
+
+void ElementStats::device_failed(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device >= 0 && static_cast<size_t>(device) < devices_.size())
+    devices_[static_cast<size_t>(device)].live = false;
+}
+
+void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device >= 0 && static_cast<size_t>(device) < devices_.size()) {
+    DeviceStats& d = devices_[static_cast<size_t>(device)];
+    ++d.out;
+    if (timing.upload.valid()) d.upload.add(timing.upload.ms());
+    if (timing.compute.valid()) d.compute.add(timing.compute.ms());
+    if (timing.download.valid()) d.download.add(timing.download.ms());
+  }
   ++out_;
   // May go below zero for a moment: the element counts a submission after
   // submit() returned, by when the src task may have pushed the frame.
@@ -74,6 +93,7 @@ void ElementStats::reset() {
   in_flight_ = 0;
   stages_ = {};
   bands_ = 0;
+  devices_.clear();
   first_out_ns_ = last_out_ns_ = -1;
 }
 
@@ -115,6 +135,28 @@ GstStructure* ElementStats::to_structure() const {
   }
   gst_structure_set(s, "frames-per-second", G_TYPE_DOUBLE, fps, "overlap-efficiency", G_TYPE_DOUBLE,
                     efficiency, nullptr);
+  GValue devices = G_VALUE_INIT;
+  g_value_init(&devices, GST_TYPE_ARRAY);
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const DeviceStats& d = devices_[i];
+    const auto mean = [](const Stage& stage) {
+      return stage.count > 0 ? stage.sum_ms / static_cast<double>(stage.count) : 0.0;
+    };
+    GstStructure* entry = gst_structure_new(
+        "cudaoverlap-device-stats", "index", G_TYPE_UINT, static_cast<guint>(i), "name",
+        G_TYPE_STRING, d.name.c_str(), "live", G_TYPE_BOOLEAN, d.live ? TRUE : FALSE, "frames-out",
+        G_TYPE_UINT64, static_cast<guint64>(d.out), "frames-per-second", G_TYPE_DOUBLE,
+        out_ > 0 ? fps * static_cast<double>(d.out) / static_cast<double>(out_) : 0.0,
+        "upload-mean-ms", G_TYPE_DOUBLE, mean(d.upload), "upload-max-ms", G_TYPE_DOUBLE,
+        d.upload.max_ms, "compute-mean-ms", G_TYPE_DOUBLE, mean(d.compute), "compute-max-ms",
+        G_TYPE_DOUBLE, d.compute.max_ms, "download-mean-ms", G_TYPE_DOUBLE, mean(d.download),
+        "download-max-ms", G_TYPE_DOUBLE, d.download.max_ms, nullptr);
+    GValue value = G_VALUE_INIT;
+    g_value_init(&value, GST_TYPE_STRUCTURE);
+    g_value_take_boxed(&value, entry);
+    gst_value_array_append_and_take_value(&devices, &value);
+  }
+  gst_structure_take_value(s, "devices", &devices);
   return s;
 }
 
@@ -235,8 +277,9 @@ std::string Instruments::trace_file() const {
   return trace_file_;
 }
 
-std::string Instruments::start(GstElement* element) {
+std::string Instruments::start(GstElement* element, const std::vector<std::string>& devices) {
   stats_.reset();
+  stats_.set_devices(devices);
   latency_.reset();
   const bool qos = qos_.enabled();
   qos_.reset();
@@ -253,7 +296,8 @@ std::string Instruments::start(GstElement* element) {
   ticker_.start(element, &stats_, interval_ms);
   if (path.empty()) return {};
   gchar* name = gst_element_get_name(element);
-  const std::string problem = trace_.open(path, name);
+  const std::string problem =
+      trace_.open(path, name, devices.size() > 1 ? devices : std::vector<std::string>());
   g_free(name);
   return problem;
 }
@@ -296,9 +340,10 @@ void Instruments::sink_event(GstEvent* event) {
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) stats_.flushed();
 }
 
-void Instruments::pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push) {
-  stats_.frame_out(timing, push);
-  trace_.write_frame(pushed_++, timing, push);
+void Instruments::pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push,
+                         int device) {
+  stats_.frame_out(timing, push, device);
+  trace_.write_frame(pushed_++, timing, push, device);
   // The element's own latency leaves out waiting that downstream causes: a
   // slot it still holds, or the push of the previous frame still blocked in
   // it (a sink waiting for the clock). Counting those would feed back: the

@@ -44,8 +44,13 @@ class ElementStats {
   void frame_in();
   void frame_dropped();
   void frame_submitted();
-  // Src pad task, after each push.
-  void frame_out(const FrameTiming& timing, const TimeSpan& push);
+  // Src pad task, after each push; `device` computed it (an index into
+  // set_devices' names).
+  void frame_out(const FrameTiming& timing, const TimeSpan& push, int device = 0);
+  // Owner thread, after reset(): the devices frames are spread over.
+  void set_devices(const std::vector<std::string>& names);
+  // Any thread: a device failed and was left out.
+  void device_failed(int device);
   // Streaming thread, FLUSH_STOP: frames in flight were discarded.
   void flushed();
   // Streaming thread, an engine started: the bands each frame is split into.
@@ -59,7 +64,13 @@ class ElementStats {
   // frames-per-second and overlap-efficiency (gdouble): the mean staging,
   // upload, compute and download times over the wall time per frame;
   // bands (guint): what the running engine splits frames into, 0 before
-  // one started (the `bands` property may say 0, automatic).
+  // one started (the `bands` property may say 0, automatic);
+  // devices (GST_TYPE_ARRAY of "cudaoverlap-device-stats" structures, one
+  // per device in the order given): index (guint), name (string), live
+  // (gboolean: false once it failed and was left out), frames-out
+  // (guint64), frames-per-second (gdouble: its share of the element's),
+  // upload/compute/download-mean-ms and -max-ms (gdouble). The fields
+  // above are the totals over all devices.
   GstStructure* to_structure() const;
 
  private:
@@ -79,6 +90,13 @@ class ElementStats {
   int64_t in_flight_ = 0;
   int bands_ = 0;
   std::array<Stage, kStatsStages> stages_{};
+  struct DeviceStats {
+    std::string name;
+    bool live = true;
+    uint64_t out = 0;
+    Stage upload, compute, download;
+  };
+  std::vector<DeviceStats> devices_;
   int64_t first_out_ns_ = -1;
   int64_t last_out_ns_ = -1;
 };
@@ -149,8 +167,12 @@ class Instruments {
   bool tracing() { return trace_.is_open(); }
 
   // Owner thread, READY->PAUSED: resets the counters, opens the trace file
-  // and starts the stats messages. Returns an error sentence, or empty.
-  std::string start(GstElement* element);
+  // (with lanes per device when there are several) and starts the stats
+  // messages; `devices` names the devices frames are spread over. Returns
+  // an error sentence, or empty.
+  std::string start(GstElement* element, const std::vector<std::string>& devices = {});
+  // Any thread: device `device` failed and was left out (stats).
+  void device_failed(int device) { stats_.device_failed(device); }
   // Owner thread, PAUSED->READY (and finalize): stops the messages and
   // closes the trace. Twice is fine.
   void stop();
@@ -169,7 +191,7 @@ class Instruments {
   void src_event(GstEvent* event) { qos_.src_event(event); }
   // Src pad task, after a frame's push returned: statistics, trace and a
   // LATENCY message when the measured latency changed.
-  void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push);
+  void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push, int device = 0);
   // Any thread, src pad LATENCY query already answered upstream: adds the
   // element's own. Min: the measured stay of a frame (LatencyEstimate), one
   // frame until measured. Max: ring-size frames can wait in the element.

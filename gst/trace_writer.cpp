@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -22,6 +23,14 @@ constexpr int kPid = 1;
 // engine's worker waiting for the download to complete, up to its wake-up.
 constexpr const char* kLanes[] = {"chain",    "staging",     "upload", "compute",
                                   "download", "worker wait", "push"};
+constexpr int kLaneCount = static_cast<int>(std::size(kLanes));
+// Upload, compute, download and worker wait happen on a device's engine.
+bool device_lane(int lane) { return lane >= 2 && lane <= 5; }
+// tid of `lane` for `device`: device 0's lanes are 1..7 as with one device;
+// another device's lanes come after, kLaneCount apart.
+int lane_tid(int lane, int device) { return device * kLaneCount + lane + 1; }
+// Drawing order: each stage's lanes together, device by device.
+int lane_sort(int lane, int device) { return lane * 64 + device; }
 
 // JSON string contents: element names are plain, but escape what matters.
 std::string json_escape(const std::string& text) {
@@ -60,7 +69,8 @@ std::string canonical_path(const std::string& path) {
 
 }  // namespace
 
-std::string TraceWriter::open(const std::string& path, const std::string& element_name) {
+std::string TraceWriter::open(const std::string& path, const std::string& element_name,
+                              const std::vector<std::string>& devices) {
   close();
   const std::string canonical = canonical_path(path);
   {
@@ -90,18 +100,25 @@ std::string TraceWriter::open(const std::string& path, const std::string& elemen
                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                "\"args\":{\"name\":\"cudaoverlap %s\"}}",
                kPid, json_escape(element_name).c_str());
-  for (int i = 0; i < static_cast<int>(std::size(kLanes)); ++i)
-    std::fprintf(file_,
-                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                 "\"args\":{\"name\":\"%s\"}},\n"
-                 "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                 "\"args\":{\"sort_index\":%d}}",
-                 kPid, i + 1, kLanes[i], kPid, i + 1, i + 1);
+  devices_ = std::max<int>(1, static_cast<int>(devices.size()));
+  for (int i = 0; i < kLaneCount; ++i)
+    for (int d = 0; d < (device_lane(i) ? devices_ : 1); ++d) {
+      std::string name = kLanes[i];
+      if (devices_ > 1 && device_lane(i))
+        name += ", device " + std::to_string(d) + " (" + json_escape(devices[d]) + ")";
+      std::fprintf(file_,
+                   ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"name\":\"%s\"}},\n"
+                   "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"sort_index\":%d}}",
+                   kPid, lane_tid(i, d), name.c_str(), kPid, lane_tid(i, d), lane_sort(i, d));
+    }
   return {};
 }
 
-void TraceWriter::slice(int lane, uint64_t frame, const TimeSpan& span) {
+void TraceWriter::slice(int lane, int device, uint64_t frame, const TimeSpan& span) {
   if (!span.valid()) return;
+  const int tid = lane_tid(lane, device_lane(lane) && device < devices_ ? device : 0);
   // Integer microseconds with three decimals: nanosecond resolution, and no
   // rounding of large doubles.
   const int64_t ts = span.start_ns - origin_ns_;
@@ -109,8 +126,8 @@ void TraceWriter::slice(int lane, uint64_t frame, const TimeSpan& span) {
   std::fprintf(file_,
                ",\n{\"name\":\"frame %llu\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
                "\"ts\":%s%lld.%03lld,\"dur\":%lld.%03lld,\"args\":{\"frame\":%llu}}",
-               static_cast<unsigned long long>(frame), kLanes[lane], kPid, lane + 1,
-               ts < 0 ? "-" : "", static_cast<long long>((ts < 0 ? -ts : ts) / 1000),
+               static_cast<unsigned long long>(frame), kLanes[lane], kPid, tid, ts < 0 ? "-" : "",
+               static_cast<long long>((ts < 0 ? -ts : ts) / 1000),
                static_cast<long long>((ts < 0 ? -ts : ts) % 1000),
                static_cast<long long>(dur / 1000), static_cast<long long>(dur % 1000),
                static_cast<unsigned long long>(frame));
@@ -121,16 +138,17 @@ bool TraceWriter::is_open() {
   return file_ != nullptr;
 }
 
-void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push) {
+void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push,
+                              int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file_) return;
-  slice(0, frame, TimeSpan{timing.arrived_ns, timing.enqueued_ns});
-  slice(1, frame, timing.staging);
-  slice(2, frame, timing.upload);
-  slice(3, frame, timing.compute);
-  slice(4, frame, timing.download);
-  slice(5, frame, timing.worker_wait);
-  slice(6, frame, push);
+  slice(0, device, frame, TimeSpan{timing.arrived_ns, timing.enqueued_ns});
+  slice(1, device, frame, timing.staging);
+  slice(2, device, frame, timing.upload);
+  slice(3, device, frame, timing.compute);
+  slice(4, device, frame, timing.download);
+  slice(5, device, frame, timing.worker_wait);
+  slice(6, device, frame, push);
 }
 
 void TraceWriter::close() {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine.h"
 
@@ -27,23 +28,29 @@ class TraceWriter {
 
   // Owner thread. Creates (truncates) `path` and writes the header; returns
   // an error sentence, or empty. A file another writer of this process has
-  // open is refused (two JSON documents in one file are neither).
-  std::string open(const std::string& path, const std::string& element_name);
-  // Src pad task: the slices of frame `frame`. Does nothing when not open.
-  void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push);
+  // open is refused (two JSON documents in one file are neither). With
+  // several `devices` (their names), the device lanes (upload, compute,
+  // download, worker wait) are drawn once per device, named after it
+  // ("upload, device 1"); chain, staging and push stay one lane each.
+  std::string open(const std::string& path, const std::string& element_name,
+                   const std::vector<std::string>& devices = {});
+  // Src pad task: the slices of frame `frame`, computed by `device`. Does
+  // nothing when not open.
+  void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push, int device = 0);
   // Owner thread: ends the JSON and closes the file. Twice is fine.
   void close();
   // Any thread: a file is open (between open() and close()).
   bool is_open();
 
  private:
-  void slice(int lane, uint64_t frame, const TimeSpan& span);
+  void slice(int lane, int device, uint64_t frame, const TimeSpan& span);
 
   // Lock order: a leaf. Held while writing one frame (a buffered fwrite).
   std::mutex mutex_;
   std::FILE* file_ = nullptr;  // guarded by mutex_
   int64_t origin_ns_ = 0;      // guarded by mutex_
   std::string path_;           // guarded by mutex_: canonical, while open
+  int devices_ = 1;            // guarded by mutex_: lanes drawn per device
 };
 
 }  // namespace cudaoverlap

@@ -1,10 +1,30 @@
 // The cuda backend (see cuda_device.h): each Device/Stream/Event/Buffer call
 // is one CUDA runtime call through CO_CUDA_CHECK.
+//
+// Pinned host memory is pinned for every CUDA context (portable), since an
+// engine on one GPU may upload from a buffer that another GPU's device
+// allocated. On a machine with several NUMA nodes it is also placed on the
+// node nearest the device (NodePinnedBuffer), so that each GPU's copies
+// cross no inter-socket link.
 #include "cuda_device.h"
 
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <mutex>
+#include <new>
+#include <sstream>
+#include <vector>
 
 #include "cuda_resources.h"
 
@@ -113,29 +133,183 @@ class CudaStreamImpl final : public Stream {
 template <typename Memory>
 class CudaBuffer final : public Buffer {
  public:
-  explicit CudaBuffer(size_t bytes) : CudaBuffer(Memory::allocate(bytes), bytes) {}
-  ~CudaBuffer() override { --g_live_buffers; }
-
- private:
   CudaBuffer(Memory memory, size_t bytes)
       : Buffer(static_cast<uint8_t*>(memory.get()), bytes), memory_(std::move(memory)) {
     ++g_live_buffers;
   }
+  ~CudaBuffer() override { --g_live_buffers; }
+
+ private:
   Memory memory_;
+};
+
+// Unpins host memory registered with cudaHostRegisterPortable. A portable
+// registration is known to every context, so the calling thread's own does;
+// only if that one does not know it is `device`'s tried, and the thread then
+// gets its own device back: memory is released on whatever thread drops it
+// last, an engine's worker bound to another GPU included. Never throws;
+// returns the last call's status (the error already cleared).
+cudaError_t unregister_host(void* data, int device) noexcept {
+  cudaError_t status = cudaHostUnregister(data);
+  if (status == cudaSuccess) return status;
+  (void)cudaGetLastError();
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return status;
+  }
+  if (previous == device) return status;
+  if (cudaSetDevice(device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return status;
+  }
+  status = cudaHostUnregister(data);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  if (cudaSetDevice(previous) != cudaSuccess) (void)cudaGetLastError();
+  return status;
+}
+
+// NUMA nodes online (/sys/devices/system/node/online: "0", "0-1", "0,2-3");
+// 1 when it cannot be told. Read once.
+int online_numa_nodes() {
+  static const int count = [] {
+    std::ifstream in("/sys/devices/system/node/online");
+    std::string list;
+    if (!std::getline(in, list)) return 1;
+    std::istringstream ranges(list);
+    std::string range;
+    int nodes = 0;
+    while (std::getline(ranges, range, ',')) {
+      int first = 0, last = 0;
+      const int fields = std::sscanf(range.c_str(), "%d-%d", &first, &last);
+      if (fields == 1) last = first;
+      if (fields < 1 || first < 0 || last < first) return 1;
+      nodes += last - first + 1;
+    }
+    return nodes > 0 ? nodes : 1;
+  }();
+  return count;
+}
+
+// The host NUMA node nearest device `device`, or -1 when unknown: what CUDA
+// says (cudaDevAttrHostNumaId, CUDA 12.2 on), else what the kernel says of
+// the device's PCI function (/sys/bus/pci/devices/<bus id>/numa_node).
+int host_numa_node(int device) {
+#if CUDART_VERSION >= 12020
+  int node = -1;
+  const cudaError_t status = cudaDeviceGetAttribute(&node, cudaDevAttrHostNumaId, device);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  if (status == cudaSuccess && node >= 0) return node;
+#endif
+  char bus_id[64] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof bus_id), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  // CUDA writes "0000:3B:00.0" (or an 8-digit domain); sysfs names it
+  // "0000:3b:00.0".
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  if (std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4) return -1;
+  char path[128];
+  std::snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", domain, bus,
+                slot, function);
+  std::ifstream in(path);
+  int sysfs_node = -1;
+  if (!(in >> sysfs_node) || sysfs_node < 0) return -1;
+  return sysfs_node;
+}
+
+// Pinned host memory on one NUMA node: anonymous pages whose policy prefers
+// the node (mbind), faulted in there before cudaHostRegister pins them.
+// Preferred, not bound: a node out of memory gives pages of another rather
+// than failing.
+class NodePinnedBuffer final : public Buffer {
+ public:
+  // Null when any step fails, with nothing left behind: the caller then
+  // allocates as it would without a node.
+  static std::unique_ptr<Buffer> allocate(size_t bytes, int node, int device) {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (bytes == 0 || node < 0 || page <= 0) return nullptr;
+    const size_t page_bytes = static_cast<size_t>(page);
+    if (bytes > SIZE_MAX - (page_bytes - 1)) return nullptr;
+    const size_t mapped = (bytes + page_bytes - 1) / page_bytes * page_bytes;
+
+    // The node mask: bit `node` set. The kernel reads maxnode - 1 bits.
+    constexpr size_t kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
+    std::vector<unsigned long> mask(static_cast<size_t>(node) / kBitsPerWord + 1, 0UL);
+    mask[static_cast<size_t>(node) / kBitsPerWord] = 1UL
+                                                     << (static_cast<size_t>(node) % kBitsPerWord);
+    const unsigned long max_node = static_cast<unsigned long>(mask.size() * kBitsPerWord + 1);
+
+    void* data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) return nullptr;
+    if (syscall(SYS_mbind, data, mapped, MPOL_PREFERRED, mask.data(), max_node, 0U) != 0) {
+      munmap(data, mapped);
+      return nullptr;
+    }
+    // Kept out of a fork()ed child, as the driver's own pinned memory is: a
+    // copy-on-write mapping of pinned pages would cost a copy of all of them.
+    // Best effort.
+    (void)madvise(data, mapped, MADV_DONTFORK);
+    // Fault every page in now, written (never the shared zero page), so that
+    // each lands on the node under the policy just set; registering then
+    // pins those very pages.
+    std::memset(data, 0, mapped);
+    if (cudaHostRegister(data, mapped, cudaHostRegisterPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      munmap(data, mapped);
+      return nullptr;
+    }
+    auto* buffer =
+        new (std::nothrow) NodePinnedBuffer(static_cast<uint8_t*>(data), bytes, mapped, device);
+    if (!buffer) {
+      if (unregister_host(data, device) == cudaSuccess) munmap(data, mapped);
+      return nullptr;
+    }
+    return std::unique_ptr<Buffer>(buffer);
+  }
+
+  ~NodePinnedBuffer() override {
+    // Unmapped only once unpinned: an address range the driver still takes
+    // for pinned could otherwise come back from a later mmap and be copied
+    // to through the old pages. A failure leaves it mapped (and reported),
+    // which is all that can be done about it.
+    const cudaError_t status = unregister_host(data_, device_);
+    if (status == cudaSuccess) {
+      if (munmap(data_, mapped_) != 0)
+        std::fprintf(stderr, "cudaoverlap: munmap of %zu bytes of pinned memory failed: %s\n",
+                     mapped_, std::strerror(errno));
+    } else if (status != cudaErrorCudartUnloading) {
+      std::fprintf(stderr, "cudaoverlap: cudaHostUnregister of pinned memory failed: %s\n",
+                   cudaGetErrorString(status));
+    }
+    --g_live_buffers;
+  }
+  NodePinnedBuffer(const NodePinnedBuffer&) = delete;
+  NodePinnedBuffer& operator=(const NodePinnedBuffer&) = delete;
+
+ private:
+  NodePinnedBuffer(uint8_t* data, size_t bytes, size_t mapped, int device)
+      : Buffer(data, bytes), mapped_(mapped), device_(device) {
+    ++g_live_buffers;
+  }
+  size_t mapped_;  // bytes mapped: `bytes` rounded up to whole pages
+  int device_;
 };
 
 class CudaHostRegistration final : public HostRegistration {
  public:
   CudaHostRegistration(int device, void* data, size_t bytes) : device_(device), data_(data) {
     CO_CUDA_CHECK(cudaSetDevice(device_));
-    CO_CUDA_CHECK(cudaHostRegister(data_, bytes, cudaHostRegisterDefault));
+    // Portable: another engine, on another GPU of this process, may upload
+    // from the same memory.
+    CO_CUDA_CHECK(cudaHostRegister(data_, bytes, cudaHostRegisterPortable));
     ++g_live_registrations;
   }
   ~CudaHostRegistration() override {
     // Destructors do not throw: a failure here leaves the pages locked until
     // the process ends, which is all that can be done about it.
-    if (cudaSetDevice(device_) != cudaSuccess || cudaHostUnregister(data_) != cudaSuccess)
-      (void)cudaGetLastError();
+    (void)unregister_host(data_, device_);
     --g_live_registrations;
   }
   CudaHostRegistration(const CudaHostRegistration&) = delete;
@@ -151,7 +325,10 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int id) : id_(id) {
     cudaDeviceProp prop{};
     CO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
-    name_ = std::string(prop.name) + " (CUDA device " + std::to_string(id_) + ")";
+    // The node matters only where there is more than one.
+    if (online_numa_nodes() > 1) numa_node_ = host_numa_node(id_);
+    name_ = std::string(prop.name) + " (CUDA device " + std::to_string(id_) +
+            (numa_node_ >= 0 ? ", NUMA node " + std::to_string(numa_node_) : std::string()) + ")";
   }
   std::string describe() const override { return name_; }
   int cuda_device() const override { return id_; }
@@ -177,10 +354,17 @@ class CudaDevice final : public Device {
     return std::make_unique<CudaEventImpl>(anchor_, blocking);
   }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
-    return std::make_unique<CudaBuffer<DeviceMemory>>(bytes);
+    return std::make_unique<CudaBuffer<DeviceMemory>>(DeviceMemory::allocate(bytes), bytes);
   }
+  // On the device's NUMA node where that can be done, else as cudaHostAlloc
+  // places it; pinned for every context either way (portable).
   std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override {
-    return std::make_unique<CudaBuffer<PinnedMemory>>(bytes);
+    if (numa_node_ >= 0) {
+      if (auto buffer = NodePinnedBuffer::allocate(bytes, numa_node_, id_)) return buffer;
+    }
+    void* data = nullptr;
+    CO_CUDA_CHECK(cudaHostAlloc(&data, bytes, cudaHostAllocPortable));
+    return std::make_unique<CudaBuffer<PinnedMemory>>(PinnedMemory(data), bytes);
   }
   std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) override {
     return std::make_unique<CudaHostRegistration>(id_, data, bytes);
@@ -188,6 +372,9 @@ class CudaDevice final : public Device {
 
  private:
   int id_;
+  // The host NUMA node nearest the device, where pinned memory goes; -1 when
+  // unknown or when the machine has one node.
+  int numa_node_ = -1;
   std::string name_;
   std::shared_ptr<HostClockAnchor> anchor_;  // made with the first timing event
 };

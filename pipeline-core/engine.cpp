@@ -308,6 +308,7 @@ OutputFrame& OutputFrame::operator=(OutputFrame&& other) noexcept {
     core_ = std::move(other.core_);
     slot_ = std::exchange(other.slot_, -1);
     sequence_ = other.sequence_;
+    device_ = other.device_;
     image_ = other.image_;
     user_ = std::move(other.user_);
     timing_ = other.timing_;
@@ -945,6 +946,12 @@ void Engine::stop() {
   references.clear();
   // The core lives on while consumers hold OutputFrames.
   core_.reset();
+}
+
+int Engine::free_slots() const {
+  if (!core_) return 0;
+  std::lock_guard<std::mutex> lock(core_->mutex_);
+  return core_->flushing_ || core_->stopping_ ? 0 : static_cast<int>(core_->free_.size());
 }
 
 std::string Engine::error() const {

@@ -154,6 +154,7 @@ struct InputFrame {
 
 class EngineCore;
 struct EngineThreads;
+class MultiEngine;
 
 // A finished frame in a slot's pinned output memory. Move-only; the slot
 // returns to the ring when release() is called or the frame is destroyed,
@@ -173,6 +174,9 @@ class OutputFrame {
 
   explicit operator bool() const { return core_ != nullptr; }
   uint64_t sequence() const { return sequence_; }  // 0, 1, 2, … in submission order
+  // Which device computed it: an index into a MultiEngine's devices; 0 from
+  // an Engine of its own.
+  int device() const { return device_; }
   int slot() const { return slot_; }
   const ImageRef& image() const { return image_; }  // laid out as config.output
   const std::shared_ptr<void>& user() const { return user_; }
@@ -181,9 +185,11 @@ class OutputFrame {
   void release() noexcept;
 
  private:
+  friend class MultiEngine;  // numbers frames across its devices
   std::shared_ptr<EngineCore> core_;
   int slot_ = -1;
   uint64_t sequence_ = 0;
+  int device_ = 0;
   ImageRef image_;
   std::shared_ptr<void> user_;
   FrameTiming timing_;
@@ -241,6 +247,10 @@ class Engine {
   // Bands each frame is split into, as started: 1 when EngineConfig::bands
   // is 1, or the operation or mode does not allow more (see there).
   int bands() const;
+
+  // Slots free now (0 before start() and after stop()): a submit() now
+  // would not wait. Any thread.
+  int free_slots() const;
 
   // Empty unless the engine is in its error state.
   std::string error() const;
