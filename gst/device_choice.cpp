@@ -74,11 +74,19 @@ std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend,
   std::shared_ptr<Device> first = open_device(backend, all ? 0 : numbers.front(), warning);
   std::vector<std::shared_ptr<Device>> opened;
   if (first->cuda_device() < 0) {
-    // The cpu backend stands in for as many devices as were listed.
-    CpuDeviceOptions options = cpu_options_from_environment();
-    opened.push_back(std::move(first));
-    for (size_t i = 1; i < numbers.size(); ++i) {
-      options.seed += 1;  // each its own random delays
+    // The cpu backend stands in for as many devices as were listed, each
+    // with its own random delays; CUDAOVERLAP_CPU_FAIL_DEVICE=N and
+    // CUDAOVERLAP_CPU_FAIL_AFTER=K make the N-th (from 0) fail after K
+    // kernel launches.
+    if (numbers.size() <= 1) return {std::move(first)};
+    const gchar* fail_device = g_getenv("CUDAOVERLAP_CPU_FAIL_DEVICE");
+    const gchar* fail_after = g_getenv("CUDAOVERLAP_CPU_FAIL_AFTER");
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      CpuDeviceOptions options = cpu_options_from_environment();
+      options.seed += i * 1000;
+      options.stand_in = static_cast<int>(i);
+      if (fail_device && fail_after && std::strtoul(fail_device, nullptr, 10) == i)
+        options.fail_after_launches = std::strtoull(fail_after, nullptr, 10);
       opened.push_back(make_cpu_device(options));
     }
     return opened;

@@ -68,6 +68,12 @@ bool OutputQueue::pop(OutputItem* item) {
       busy_ = true;
       return true;
     }
+    if (!frames_.empty() && !frames_.front()) {
+      // A lost frame (push_lost): counted, nothing to push.
+      frames_.pop_front();
+      ++frames_popped_;
+      continue;
+    }
     if (!frames_.empty()) {
       item->frame = std::move(frames_.front());
       frames_.pop_front();

@@ -44,6 +44,10 @@ class OutputQueue {
   // Engine worker thread (on_frame). The frame is dropped at once (its slot
   // freed) when it belongs to an older epoch or the flow is not OK.
   void push_frame(OutputFrame frame, uint64_t epoch);
+  // Engine worker thread: a frame of `epoch` that will never come (lost
+  // with a failed device) takes its place in the order all the same, so
+  // that the events behind it go out.
+  void push_lost(uint64_t epoch) { push_frame(OutputFrame(), epoch); }
 
   // Streaming thread. Queues `event` to go out after `after_frames` frames
   // of the current epoch, and returns true: the queue owns it. While the flow

@@ -441,6 +441,11 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     }
     MultiEngineCallbacks callbacks;
     callbacks.on_frame = [this](OutputFrame frame) { on_frame(std::move(frame)); };
+    callbacks.on_lost = [this](const std::shared_ptr<void>& user) {
+      // Its place in the order still counts for the events behind it.
+      const auto* info = static_cast<const FrameInfo*>(user.get());
+      queue_.push_lost(info != nullptr ? info->epoch : UINT64_MAX);
+    };
     callbacks.on_warning = [this](int device, const std::string& message) {
       on_device_warning(device, message);
     };
@@ -462,8 +467,10 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
         engine->bands() == 1 ? "" : "s", engine->live_devices(), engine->devices());
     instruments_.engine_started(engine->bands());
     install_engine(std::move(engine));
-    // Every device's ring: frames are dealt to whichever has a free slot.
-    outputs_.set_ring_size(config.ring_size * static_cast<int>(devices_.size()));
+    // Per device: with at most ring-size - 1 wrapped buffers out in all,
+    // every device keeps a slot downstream does not hold, and a frame dealt
+    // to any of them gets one.
+    outputs_.set_ring_size(config.ring_size);
   }
 
   if (in_caps_ != caps) {

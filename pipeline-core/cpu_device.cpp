@@ -92,8 +92,14 @@ class CpuEvent final : public Event {
 
 class CpuStream final : public Stream {
  public:
-  CpuStream(uint32_t max_delay_us, uint64_t seed)
-      : max_delay_us_(max_delay_us), random_(seed), thread_([this] { run(); }) {}
+  CpuStream(uint32_t max_delay_us, uint64_t seed,
+            std::shared_ptr<std::atomic<uint64_t>> launches = nullptr,
+            uint64_t fail_after_launches = UINT64_MAX)
+      : max_delay_us_(max_delay_us),
+        random_(seed),
+        launches_(std::move(launches)),
+        fail_after_launches_(fail_after_launches),
+        thread_([this] { run(); }) {}
 
   ~CpuStream() override {
     {
@@ -121,10 +127,12 @@ class CpuStream final : public Stream {
   void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
               const Workspace& workspace) override {
     // Like a CUDA kernel fault, a failing reference reports asynchronously.
+    if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
     enqueue([&op, in, out, workspace] { op.run_reference(in, out, workspace); });
   }
   void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace, int y0, int y1) override {
+    if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
     enqueue(
         [&op, in, out, workspace, y0, y1] { op.run_reference_rows(in, out, workspace, y0, y1); });
   }
@@ -159,6 +167,8 @@ class CpuStream final : public Stream {
     bool always;  // runs even after a failure (event bookkeeping)
   };
 
+  // CpuDeviceOptions::fail_after_launches: this launch is past it.
+  bool broken() { return launches_ && launches_->fetch_add(1) >= fail_after_launches_; }
   void enqueue(std::function<void()> fn) { push(Op{std::move(fn), false}); }
   void enqueue_always(std::function<void()> fn) { push(Op{std::move(fn), true}); }
   void push(Op op) {
@@ -195,8 +205,10 @@ class CpuStream final : public Stream {
   }
 
   const uint32_t max_delay_us_;
-  std::mt19937_64 random_;  // stream thread only
-  std::string error_;       // stream thread only: the first failure, sticky
+  std::mt19937_64 random_;                                 // stream thread only
+  const std::shared_ptr<std::atomic<uint64_t>> launches_;  // the device's, or null
+  const uint64_t fail_after_launches_;
+  std::string error_;  // stream thread only: the first failure, sticky
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Op> queue_;   // guarded by mutex_
@@ -274,7 +286,11 @@ class CpuDevice final : public Device {
  public:
   explicit CpuDevice(const CpuDeviceOptions& options) : options_(options) {}
 
-  std::string describe() const override { return "the cpu backend"; }
+  std::string describe() const override {
+    return options_.stand_in < 0 ? "the cpu backend"
+                                 : "the cpu backend (standing in for device " +
+                                       std::to_string(options_.stand_in) + ")";
+  }
   void make_current() override {}
   size_t device_memory_free() override {
     if (options_.memory_limit == SIZE_MAX) return SIZE_MAX;
@@ -283,7 +299,8 @@ class CpuDevice final : public Device {
   }
   std::unique_ptr<Stream> create_stream() override {
     // Each stream gets its own sequence of delays.
-    return std::make_unique<CpuStream>(options_.max_delay_us, options_.seed + streams_++);
+    return std::make_unique<CpuStream>(options_.max_delay_us, options_.seed + streams_++, launches_,
+                                       options_.fail_after_launches);
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override { return allocate(bytes); }
@@ -308,6 +325,8 @@ class CpuDevice final : public Device {
 
   const CpuDeviceOptions options_;
   uint64_t streams_ = 0;
+  // Kernel launches on all its streams (fail_after_launches).
+  std::shared_ptr<std::atomic<uint64_t>> launches_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<std::atomic<size_t>> used_ = std::make_shared<std::atomic<size_t>>(0);
   std::shared_ptr<HostRanges> ranges_ = std::make_shared<HostRanges>();
 };

@@ -20,6 +20,13 @@ struct CpuDeviceOptions {
   // Test-only: total bytes this device may allocate (device + pinned), to
   // exercise out-of-memory handling.
   size_t memory_limit = SIZE_MAX;
+  // Test-only: kernel launches after the first `fail_after_launches` of
+  // this device fail (asynchronously, as a device fault would), so a device
+  // that breaks in the middle of a stream can be shown.
+  uint64_t fail_after_launches = UINT64_MAX;
+  // Which device this one stands in for when several run side by side
+  // (named in describe()); -1: the only one.
+  int stand_in = -1;
 };
 
 std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options = {});

@@ -234,27 +234,32 @@ class NodePinnedBuffer final : public Buffer {
     if (bytes > SIZE_MAX - (page_bytes - 1)) return nullptr;
     const size_t mapped = (bytes + page_bytes - 1) / page_bytes * page_bytes;
 
-    // The node mask: bit `node` set. The kernel reads maxnode - 1 bits.
+    // The node mask: bit `node` set. The kernel reads maxnode - 1 bits, at
+    // most a page of them.
     constexpr size_t kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
-    std::vector<unsigned long> mask(static_cast<size_t>(node) / kBitsPerWord + 1, 0UL);
-    mask[static_cast<size_t>(node) / kBitsPerWord] = 1UL
-                                                     << (static_cast<size_t>(node) % kBitsPerWord);
+    const size_t node_bit = static_cast<size_t>(node);
+    if (node_bit >= page_bytes * CHAR_BIT) return nullptr;
+    std::vector<unsigned long> mask(node_bit / kBitsPerWord + 1, 0UL);
+    mask[node_bit / kBitsPerWord] = 1UL << (node_bit % kBitsPerWord);
     const unsigned long max_node = static_cast<unsigned long>(mask.size() * kBitsPerWord + 1);
 
     void* data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) return nullptr;
-    if (syscall(SYS_mbind, data, mapped, MPOL_PREFERRED, mask.data(), max_node, 0U) != 0) {
+    // Every argument as the long the kernel reads.
+    if (syscall(SYS_mbind, data, static_cast<unsigned long>(mapped),
+                static_cast<unsigned long>(MPOL_PREFERRED), mask.data(), max_node, 0UL) != 0) {
       munmap(data, mapped);
       return nullptr;
     }
-    // Kept out of a fork()ed child, as the driver's own pinned memory is: a
-    // copy-on-write mapping of pinned pages would cost a copy of all of them.
-    // Best effort.
+    // Kept out of a fork()ed child (best effort): copy-on-write over pinned
+    // pages would either copy them all at the fork or leave the device
+    // copying to pages this process no longer maps.
     (void)madvise(data, mapped, MADV_DONTFORK);
-    // Fault every page in now, written (never the shared zero page), so that
-    // each lands on the node under the policy just set; registering then
-    // pins those very pages.
-    std::memset(data, 0, mapped);
+    // Fault every page in now, by a write (never the shared zero page), so
+    // that each lands on the node under the policy just set; registering
+    // then pins those very pages.
+    auto* bytes_at = static_cast<volatile uint8_t*>(data);
+    for (size_t offset = 0; offset < mapped; offset += page_bytes) bytes_at[offset] = 0;
     if (cudaHostRegister(data, mapped, cudaHostRegisterPortable) != cudaSuccess) {
       (void)cudaGetLastError();
       munmap(data, mapped);

@@ -119,6 +119,8 @@ class EngineCore {
 
   void allocate();
   void release(int slot) noexcept;
+  // EngineCallbacks::on_slot_freed, set before the worker starts.
+  std::function<void()> on_slot_freed_;
 
   std::shared_ptr<Device> device_;
   EngineConfig config_;
@@ -281,6 +283,7 @@ void EngineCore::release(int slot) noexcept {
     free_.push_back(slot);
   }
   slot_freed_.notify_all();
+  if (on_slot_freed_) on_slot_freed_();
 }
 
 // ---------------------------------------------------------------------------
@@ -651,6 +654,7 @@ void Engine::start() {
   core->allocate();  // throws before anything runs; the core frees what it got
   threads_->staging = std::make_unique<ParallelCopy>(
       config_.staging_threads == 0 ? ParallelCopy::automatic_threads() : config_.staging_threads);
+  core->on_slot_freed_ = threads_->callbacks.on_slot_freed;
   core_ = core;
   note_operation_bands();
   threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
@@ -914,6 +918,7 @@ void Engine::flush_stop() {
     c.flushing_ = false;
   }
   c.notify_everyone();
+  if (c.on_slot_freed_ && !dropped.empty()) c.on_slot_freed_();
 }
 
 void Engine::stop() {
@@ -951,7 +956,7 @@ void Engine::stop() {
 int Engine::free_slots() const {
   if (!core_) return 0;
   std::lock_guard<std::mutex> lock(core_->mutex_);
-  return core_->flushing_ || core_->stopping_ ? 0 : static_cast<int>(core_->free_.size());
+  return static_cast<int>(core_->free_.size());
 }
 
 std::string Engine::error() const {

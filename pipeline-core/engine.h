@@ -198,6 +198,11 @@ class OutputFrame {
 struct EngineCallbacks {
   std::function<void(OutputFrame frame)> on_frame;
   std::function<void(const std::string& message)> on_error;
+  // A slot went back to the ring (a frame released, or a flush); called on
+  // the thread that freed it, also after the engine is gone (frames may
+  // outlive it), with no lock of the engine held. Must be quick and must
+  // not call into the engine.
+  std::function<void()> on_slot_freed;
 };
 
 class Engine {

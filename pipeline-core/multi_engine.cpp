@@ -1,7 +1,9 @@
 // See multi_engine.h.
 #include "multi_engine.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 
 #include "error.h"
@@ -32,6 +34,14 @@ void MultiEngine::start() {
     const int index = static_cast<int>(i);
     callbacks.on_frame = [this, index](OutputFrame frame) { lane_frame(index, std::move(frame)); };
     callbacks.on_error = [this, index](const std::string& message) { lane_error(index, message); };
+    if (!single)
+      callbacks.on_slot_freed = [signal = slots_] {
+        {
+          std::lock_guard<std::mutex> lock(signal->mutex);
+          ++signal->count;
+        }
+        signal->freed.notify_all();
+      };
     lane.engine = std::make_unique<Engine>(lane.device, config_, std::move(callbacks));
     try {
       lane.engine->start();
@@ -54,53 +64,62 @@ void MultiEngine::start() {
       callbacks_.on_warning(index, "a device could not start and is left out: " + message);
 }
 
-int MultiEngine::choose_lane_locked() {
+MultiEngine::Choice MultiEngine::choose_lane_locked() const {
   const int n = static_cast<int>(lanes_.size());
-  // The live engine with a free slot and the fewest frames in flight, the
-  // lanes taken in turn from the one after the last dealt to, so equal
-  // devices alternate.
-  int best = -1;
-  size_t best_in_flight = SIZE_MAX;
-  for (int k = 1; k <= n; ++k) {
-    const int i = (last_lane_ + k) % n;
-    Lane& lane = lanes_[static_cast<size_t>(i)];
-    if (!lane.live || lane.engine->free_slots() == 0) continue;
-    if (lane.sequences.size() < best_in_flight) {
-      best = i;
-      best_in_flight = lane.sequences.size();
+  double measured_sum = 0.0;
+  int measured = 0;
+  for (const Lane& lane : lanes_)
+    if (lane.live && lane.frame_ns > 0.0) {
+      measured_sum += lane.frame_ns;
+      ++measured;
     }
-  }
-  if (best >= 0) return best;
-  // Every ring is full: the engine whose oldest frame in flight is the
-  // oldest of all finishes first, and its slot comes back first when the
-  // consumer releases frames in order.
-  uint64_t oldest = UINT64_MAX;
+  const double neutral_ns = measured > 0 ? measured_sum / measured : 1.0;
+  const int64_t now = host_now_ns();
+  Choice choice;
+  size_t best_in_flight = 0, free_in_flight = 0;
+  const auto better = [](double cost, size_t in_flight, int current, double current_cost,
+                         size_t current_in_flight) {
+    return current < 0 || cost < current_cost ||
+           (cost == current_cost && in_flight < current_in_flight);
+  };
+  // From the one after the last dealt to, so that ties go round in turn.
   for (int k = 1; k <= n; ++k) {
     const int i = (last_lane_ + k) % n;
     const Lane& lane = lanes_[static_cast<size_t>(i)];
     if (!lane.live) continue;
-    const uint64_t front = lane.sequences.empty() ? UINT64_MAX : lane.sequences.front();
-    if (best < 0 || front < oldest) {
-      best = i;
-      oldest = front;
+    const size_t in_flight = lane.sequences.size();
+    double frame_ns = lane.frame_ns;
+    if (frame_ns == 0.0) {
+      frame_ns = neutral_ns;
+      if (in_flight > 0)
+        frame_ns =
+            std::max(frame_ns, static_cast<double>(now - lane.sequences.front().submitted_ns));
+    }
+    const double cost = static_cast<double>(in_flight + 1) * frame_ns;
+    if (better(cost, in_flight, choice.best, choice.best_ns, best_in_flight)) {
+      choice.best = i;
+      choice.best_ns = cost;
+      best_in_flight = in_flight;
+    }
+    if (lane.engine->free_slots() > 0 &&
+        better(cost, in_flight, choice.free, choice.free_ns, free_in_flight)) {
+      choice.free = i;
+      choice.free_ns = cost;
+      free_in_flight = in_flight;
     }
   }
-  return best;
-}
-
-void MultiEngine::reap_locked(std::vector<Engine*>* engines) {
-  for (Lane& lane : lanes_)
-    if (!lane.live && lane.engine && !lane.reaped) {
-      lane.reaped = true;
-      engines->push_back(lane.engine.get());
-    }
+  return choice;
 }
 
 void MultiEngine::stop_failed() {
   std::vector<Engine*> engines;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    reap_locked(&engines);
+    for (Lane& lane : lanes_)
+      if (!lane.live && lane.engine && !lane.reaped) {
+        lane.reaped = true;
+        engines.push_back(lane.engine.get());
+      }
   }
   // A failed engine holds its frames' references (upstream's buffers) until
   // stopped; the producer may stop it (engine.h), outside the lock.
@@ -112,42 +131,82 @@ Status MultiEngine::submit(InputFrame frame) {
     return lanes_[0].engine ? lanes_[0].engine->submit(std::move(frame)) : Status::kFlushing;
   if (failed_.load(std::memory_order_acquire)) stop_failed();
   for (;;) {
-    int i;
+    int i = -1;
     uint64_t sequence;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_.empty()) return Status::kError;
-      i = choose_lane_locked();
-      if (i < 0) return Status::kFlushing;  // not started, or stopped
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (;;) {
+        if (!error_.empty()) return Status::kError;
+        if (flushing_) return Status::kFlushing;
+        // Counted before choosing, so a slot freed from here on is seen.
+        uint64_t seen;
+        {
+          std::lock_guard<std::mutex> slots(slots_->mutex);
+          seen = slots_->count;
+        }
+        const Choice choice = choose_lane_locked();
+        if (choice.best < 0) return Status::kFlushing;  // not started, or stopped
+        // The best device has a free slot; or waiting for one of its
+        // slots is expected to cost more than the best free device takes.
+        double wait_ns = 0.0;
+        if (choice.free == choice.best) {
+          i = choice.best;
+        } else if (choice.free >= 0) {
+          wait_ns = choice.free_ns - choice.best_ns;
+          i = choice.free;
+        }
+        if (i >= 0 && wait_ns <= 0.0) break;
+        // Wait for a slot to come back anywhere (for at most wait_ns when
+        // another device could take the frame now), then choose again.
+        lock.unlock();
+        std::unique_lock<std::mutex> slots(slots_->mutex);
+        const auto freed = [&] { return slots_->count != seen || slots_->wake; };
+        bool came = true;
+        if (i < 0)
+          slots_->freed.wait(slots, freed);
+        else
+          came = slots_->freed.wait_for(
+              slots, std::chrono::nanoseconds(static_cast<int64_t>(wait_ns)), freed);
+        slots.unlock();
+        lock.lock();
+        if (!came) break;  // i: the free one
+        i = -1;
+      }
       sequence = next_sequence_++;
       // Before the submit: the engine's worker may hand the frame out
       // before submit() returns.
-      lanes_[static_cast<size_t>(i)].sequences.push_back(sequence);
+      lanes_[static_cast<size_t>(i)].sequences.push_back(
+          Queued{sequence, host_now_ns(), frame.user});
+      submitting_lane_ = i;
+      submitting_sequence_ = sequence;
     }
     Lane& lane = lanes_[static_cast<size_t>(i)];
-    // A copy: on a failing device the frame goes to another.
+    // A copy: should the device fail, the frame goes to another.
     const Status status = lane.engine->submit(frame);
-    if (status == Status::kOk) {
-      last_lane_ = i;
-      return Status::kOk;
-    }
     std::string report;
     bool last = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      // The frame was not taken: its number is given back, unless the order
-      // has already passed over it as lost with its device.
-      std::deque<uint64_t>& sequences = lane.sequences;
-      if (!sequences.empty() && sequences.back() == sequence) sequences.pop_back();
-      skipped_.erase(sequence);
-      if (next_out_ <= sequence) next_sequence_ = sequence;
-      if (status == Status::kError) {
-        report = take_out_locked(i, lane.engine->error(), &last);
-        deliver_ready_locked();
+      submitting_lane_ = -1;
+      const bool delivered = next_out_ > sequence || ready_.count(sequence) > 0;
+      if (status == Status::kOk && (lane.live || delivered)) {
+        last_lane_ = i;
+        return Status::kOk;
       }
+      // Not taken, or taken by a device that failed meanwhile (it never
+      // comes out of there): its number is given back, and the frame goes
+      // to another device.
+      for (auto it = lane.sequences.rbegin(); it != lane.sequences.rend(); ++it)
+        if (it->sequence == sequence) {
+          lane.sequences.erase(std::next(it).base());
+          break;
+        }
+      next_sequence_ = sequence;
+      if (status != Status::kFlushing) report = take_out_locked(i, lane.engine->error(), &last);
     }
     if (status == Status::kFlushing) return Status::kFlushing;
     report_out(i, report, last);
+    deliver_ready();  // frames that waited for the lost ones
     if (last) return Status::kError;
     stop_failed();
   }
@@ -158,36 +217,74 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
     if (callbacks_.on_frame) callbacks_.on_frame(std::move(frame));
     return;
   }
-  OutputFrame dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::deque<uint64_t>& sequences = lanes_[static_cast<size_t>(i)].sequences;
-  if (sequences.empty()) {
-    // Flushed, or its device taken out meanwhile: nobody waits for it. It
-    // is released after the lock.
-    dropped = std::move(frame);
-    return;
+  OutputFrame dropped;  // released after the lock
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Lane& lane = lanes_[static_cast<size_t>(i)];
+    if (lane.sequences.empty()) {
+      // Flushed, or its device taken out meanwhile: nobody waits for it.
+      dropped = std::move(frame);
+      return;
+    }
+    const Queued queued = lane.sequences.front();
+    lane.sequences.pop_front();
+    // How long the device took for it from when it could start on it.
+    const int64_t now = host_now_ns();
+    const double took = static_cast<double>(now - std::max(queued.submitted_ns, lane.delivered_ns));
+    lane.frame_ns = lane.frame_ns == 0.0 ? took : 0.875 * lane.frame_ns + 0.125 * took;
+    lane.delivered_ns = now;
+    frame.sequence_ = queued.sequence;
+    frame.device_ = i;
+    ready_.emplace(queued.sequence, std::move(frame));
   }
-  frame.sequence_ = sequences.front();
-  frame.device_ = i;
-  sequences.pop_front();
-  ready_.emplace(frame.sequence_, std::move(frame));
-  deliver_ready_locked();
+  deliver_ready();
 }
 
-void MultiEngine::deliver_ready_locked() {
-  for (;;) {
-    if (!ready_.empty() && ready_.begin()->first == next_out_) {
+void MultiEngine::deliver_ready() {
+  std::string failure;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // One thread hands frames out at a time, so they go in order; frames
+    // made ready meanwhile are its to hand out too.
+    if (delivering_) return;
+    delivering_ = true;
+    while (!flushing_ && failure.empty()) {
+      const auto lost = skipped_.find(next_out_);
+      if (lost != skipped_.end()) {
+        std::shared_ptr<void> user = std::move(lost->second);
+        skipped_.erase(lost);
+        ++next_out_;
+        if (callbacks_.on_lost) {
+          lock.unlock();
+          try {
+            callbacks_.on_lost(user);
+          } catch (const std::exception& e) {
+            failure = std::string("the consumer of a lost frame failed: ") + e.what();
+          }
+          user.reset();
+          lock.lock();
+        }
+        continue;
+      }
+      if (ready_.empty() || ready_.begin()->first != next_out_) break;
       OutputFrame frame = std::move(ready_.begin()->second);
       ready_.erase(ready_.begin());
       ++next_out_;
-      if (callbacks_.on_frame) callbacks_.on_frame(std::move(frame));
-      continue;
+      const uint64_t sequence = frame.sequence();
+      lock.unlock();
+      try {
+        if (callbacks_.on_frame) callbacks_.on_frame(std::move(frame));
+      } catch (const std::exception& e) {
+        failure = "the consumer of frame " + std::to_string(sequence) + " failed: " + e.what();
+      }
+      frame.release();  // one the consumer did not take
+      lock.lock();
     }
-    auto lost = skipped_.find(next_out_);
-    if (lost == skipped_.end()) return;
-    skipped_.erase(lost);
-    ++next_out_;
+    if (!failure.empty() && error_.empty()) error_ = failure;
+    delivering_ = false;
   }
+  idle_.notify_all();
+  if (!failure.empty() && callbacks_.on_error) callbacks_.on_error(failure);
 }
 
 std::string MultiEngine::take_out_locked(int i, const std::string& message, bool* last) {
@@ -195,20 +292,26 @@ std::string MultiEngine::take_out_locked(int i, const std::string& message, bool
   *last = false;
   if (!lane.live) return {};
   lane.live = false;
-  const size_t lost = lane.sequences.size();
-  for (uint64_t sequence : lane.sequences) skipped_.insert(sequence);
+  // Its frames in flight will never come out; the one submit() is giving
+  // it now goes to another device instead (submit() sees to that).
+  size_t lost = 0;
+  for (const Queued& queued : lane.sequences) {
+    if (i == submitting_lane_ && queued.sequence == submitting_sequence_) continue;
+    skipped_.emplace(queued.sequence, queued.user);
+    ++lost;
+  }
   lane.sequences.clear();
   failed_.store(true, std::memory_order_release);
   int live = 0;
   for (const Lane& other : lanes_) live += other.live ? 1 : 0;
   std::string text = lane.device->describe() + " failed";
   if (lost > 0)
-    text += " with " + std::to_string(lost) + (lost == 1 ? " frame" : " frames") +
-            " in flight, which are lost";
+    text += " with " + std::to_string(lost) +
+            (lost == 1 ? " frame in flight, which is lost" : " frames in flight, which are lost");
   text += ": " + message;
   if (live == 0) {
     *last = true;
-    error_ = "no device is left; the last " + text;
+    error_ = "no device is left; the last: " + text;
     return error_;
   }
   return text + "; " + std::to_string(live) + (live == 1 ? " device goes" : " devices go") + " on";
@@ -216,6 +319,10 @@ std::string MultiEngine::take_out_locked(int i, const std::string& message, bool
 
 void MultiEngine::lane_error(int i, const std::string& message) {
   if (lanes_.size() == 1) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lanes_[0].live = false;
+    }
     if (callbacks_.on_error) callbacks_.on_error(message);
     return;
   }
@@ -224,13 +331,20 @@ void MultiEngine::lane_error(int i, const std::string& message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     report = take_out_locked(i, message, &last);
-    deliver_ready_locked();  // frames that waited for the lost ones
   }
   report_out(i, report, last);
+  deliver_ready();  // frames that waited for the lost ones
 }
 
 void MultiEngine::report_out(int i, const std::string& report, bool last) {
   if (report.empty()) return;
+  {
+    // A submit() waiting for a slot chooses again: the device it waited
+    // for may be the one gone, or none may be left.
+    std::lock_guard<std::mutex> lock(slots_->mutex);
+    ++slots_->count;
+  }
+  slots_->freed.notify_all();
   if (last && callbacks_.on_error) callbacks_.on_error(report);
   if (!last && callbacks_.on_warning) callbacks_.on_warning(i, report);
 }
@@ -255,41 +369,78 @@ Status MultiEngine::drain() {
     if (status == Status::kError) lane_error(static_cast<int>(i), lanes_[i].engine->error());
   }
   if (failed_.load(std::memory_order_acquire)) stop_failed();
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_.empty() ? Status::kOk : Status::kError;
+  // Every engine handed its frames over; the last of them may still be on
+  // their way out on another thread.
+  deliver_ready();
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return !delivering_ || flushing_ || !error_.empty(); });
+  if (!error_.empty()) return Status::kError;
+  if (flushing_) return Status::kFlushing;
+  return Status::kOk;
 }
 
 void MultiEngine::flush_start() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flushing_ = true;
+  }
+  idle_.notify_all();
+  wake_submit(true);
   for (Lane& lane : lanes_)
     if (lane.engine) lane.engine->flush_start();
 }
 
-void MultiEngine::flush_stop() {
-  for (Lane& lane : lanes_)
-    if (lane.engine) lane.engine->flush_stop();
-  if (lanes_.size() == 1) return;
-  // No worker delivers now (each engine's flush_stop waited for its own),
-  // and nothing is in flight: what waits for an earlier frame is dropped,
-  // and the order goes on from the next frame submitted.
+void MultiEngine::reset_order() {
+  // Released after the lock: users' deleters may call into the host app.
   std::map<uint64_t, OutputFrame> dropped;
+  std::map<uint64_t, std::shared_ptr<void>> lost;
+  std::vector<Queued> queued;
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return !delivering_; });
+  for (Lane& lane : lanes_) {
+    queued.insert(queued.end(), lane.sequences.begin(), lane.sequences.end());
+    lane.sequences.clear();
+  }
+  dropped.swap(ready_);
+  lost.swap(skipped_);
+  next_out_ = next_sequence_;
+}
+
+void MultiEngine::flush_stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Lane& lane : lanes_) lane.sequences.clear();
-    dropped.swap(ready_);
-    skipped_.clear();
-    next_out_ = next_sequence_;
+    flushing_ = true;  // in case flush_start() was not called
   }
+  for (Lane& lane : lanes_)
+    if (lane.engine) lane.engine->flush_stop();
+  // No worker hands frames over now (each engine's flush_stop waited for
+  // its own), and nothing is in flight: what waits for an earlier frame is
+  // dropped, and the order goes on from the next frame submitted.
+  if (lanes_.size() > 1) reset_order();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flushing_ = false;
+  }
+  wake_submit(false);
+}
+
+void MultiEngine::wake_submit(bool wake) {
+  {
+    std::lock_guard<std::mutex> lock(slots_->mutex);
+    slots_->wake = wake;
+  }
+  slots_->freed.notify_all();
 }
 
 void MultiEngine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flushing_ = true;  // no more deliveries
+  }
+  wake_submit(true);
   for (Lane& lane : lanes_)
     if (lane.engine) lane.engine->stop();
-  std::map<uint64_t, OutputFrame> dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (Lane& lane : lanes_) lane.sequences.clear();
-  dropped.swap(ready_);
-  skipped_.clear();
-  next_out_ = next_sequence_;
+  reset_order();
 }
 
 int MultiEngine::live_devices() const {

@@ -2,18 +2,26 @@
 // its own ring, streams, pinned memory and worker, frames dealt to the
 // device that will be free first, and handed out in submission order.
 //
-// Dealing: submit() gives each frame to the live engine with a free slot and
-// the fewest frames in flight (ties go round the devices in turn), so equal
-// devices take turns and a slower one gets fewer frames; when no engine has
-// a free slot, to the one whose oldest frame in flight is the oldest of all,
-// whose slot comes back first when the consumer releases frames in order.
+// Dealing: submit() gives each frame to the live engine that will have it
+// done first, as far as the engine can tell: the one with the least work
+// ahead of it, (frames in flight on it + 1) x the time it has been taking
+// per frame (a moving average of the time from when it could start on a
+// frame, the frame's submission or the previous delivery, to its
+// delivery). Equal devices take turns; a slower one gets fewer frames, and
+// none while a faster one would still finish sooner after the frames it
+// has, even if that means waiting for the faster one's slot (for as long
+// as the faster one is expected to be ahead; a consumer holding its frames
+// does not stall the stream while another device has a free slot). A
+// device not measured yet counts as the measured ones' average, and as at
+// least as slow as its oldest frame in flight is old.
 //
 // Order: every frame gets a sequence number across all devices
 // (OutputFrame::sequence()); each engine delivers its own frames in order,
 // and frames that finish ahead of an earlier one on another device wait
 // (holding their slot) until it is out. on_frame is called for one frame at
-// a time, in sequence order, from whichever engine's worker completed the
-// run (with one device: that engine's worker, with nothing in between).
+// a time, in sequence order, without any lock of the MultiEngine held, from
+// whichever engine's worker found the next frame ready (with one device:
+// that engine's worker, with nothing in between).
 //
 // A device that fails (an error from its engine, at start() or later) takes
 // itself out: on_warning says so and how many frames in flight on it were
@@ -24,18 +32,20 @@
 //
 // Threads and calls are the Engine's (engine.h): one producer calls
 // submit(), drain(), flush_stop() and replace_operation(); the owner calls
-// start() and stop(); flush_start() from any thread. Callbacks must not
-// call stop() or destroy the MultiEngine.
+// start() and stop(); flush_start() from any thread; live_devices(),
+// live() and error() from any thread, callbacks included. Callbacks must not
+// call stop() or destroy the MultiEngine, and on_frame must not throw (a
+// consumer that does puts the MultiEngine in its error state).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +61,9 @@ struct MultiEngineCallbacks {
   // Device `device` (an index into the devices given) took itself out, or
   // could not start; the others go on. The message names it.
   std::function<void(int device, const std::string& message)> on_warning;
+  // A frame lost with a failed device, at the place in the order where it
+  // would have been handed out; `user` is its InputFrame::user.
+  std::function<void(const std::shared_ptr<void>& user)> on_lost;
   // No device is left: the stream cannot go on.
   std::function<void(const std::string& message)> on_error;
 };
@@ -106,47 +119,84 @@ class MultiEngine {
   const EngineConfig& config() const { return config_; }
 
  private:
+  struct Queued {
+    uint64_t sequence;
+    int64_t submitted_ns;
+    std::shared_ptr<void> user;  // for on_lost
+  };
   struct Lane {
     std::shared_ptr<Device> device;
     std::unique_ptr<Engine> engine;
-    bool live = false;    // started and not failed (under mutex_)
-    bool reaped = false;  // failed, and its engine stopped by the producer (under mutex_)
-    std::deque<uint64_t> sequences;  // submitted to it, not yet delivered (under mutex_)
+    // Under mutex_:
+    bool live = false;             // started and not failed
+    bool reaped = false;           // failed, and its engine stopped by the producer
+    std::deque<Queued> sequences;  // submitted to it, not yet delivered by it
+    int64_t delivered_ns = -1;     // its last delivery
+    double frame_ns = 0.0;         // time per frame, moving average; 0: not measured
   };
 
   // Engine callbacks of lane `i` (its worker, or the producer in submit()).
   void lane_frame(int i, OutputFrame frame);
   void lane_error(int i, const std::string& message);
-  // Under mutex_: takes lane `i` out (its sequences skipped); returns what
+  // Under mutex_: takes lane `i` out (its frames in flight skipped, but for
+  // one whose submit() is under way, which submit() sees to); returns what
   // to report, or empty when it was out already.
   std::string take_out_locked(int i, const std::string& message, bool* last);
   // Outside mutex_: what take_out_locked returned goes to on_warning or,
   // for the last device, on_error.
   void report_out(int i, const std::string& report, bool last);
-  // Under mutex_: hands out every frame that is next in order.
-  void deliver_ready_locked();
-  int choose_lane_locked();
+  // Hands out every frame that is next in order, on this thread unless
+  // another one is at it (it then takes these too). Without mutex_.
+  void deliver_ready();
+  // Under mutex_: the live lane that would have a frame done first
+  // (`best`, -1 when none is live) and the one among those with a free slot
+  // (`free`, -1 when none has one), with what each would take, in ns.
+  struct Choice {
+    int best = -1;
+    double best_ns = 0.0;
+    int free = -1;
+    double free_ns = 0.0;
+  };
+  Choice choose_lane_locked() const;
   // Producer: stops the engines of devices taken out, which hold their
   // frames' references until then.
   void stop_failed();
-  void reap_locked(std::vector<Engine*>* engines);
+  // Drops what waits for an earlier frame once no delivery is under way,
+  // and has the order go on from the next frame submitted.
+  void reset_order();
+  // Sets SlotSignal::wake (flush_start, stop: true; flush_stop: false).
+  void wake_submit(bool wake);
 
   EngineConfig config_;
   MultiEngineCallbacks callbacks_;
   std::vector<Lane> lanes_;
 
-  // Guards the lanes' live flags and sequences, the order below and error_.
-  // on_frame is called under it (that is what keeps frames in order); no
-  // engine call that waits is made under it.
+  // Guards the lanes' state, the order below, error_ and the flags. No
+  // callback and no engine call that waits is made under it.
   mutable std::mutex mutex_;
-  uint64_t next_sequence_ = 0;             // the next frame submitted gets this
-  uint64_t next_out_ = 0;                  // the next frame handed out has this
-  std::map<uint64_t, OutputFrame> ready_;  // finished before an earlier one
-  std::set<uint64_t> skipped_;             // lost with their device
-  std::string error_;                      // set when no device is left
-  int last_lane_ = -1;                     // producer: the last dealt to
+  std::condition_variable idle_;                       // delivering_ fell (drain, flush_stop, stop)
+  uint64_t next_sequence_ = 0;                         // the next frame submitted gets this
+  uint64_t next_out_ = 0;                              // the next frame handed out has this
+  std::map<uint64_t, OutputFrame> ready_;              // done, waiting for its turn
+  std::map<uint64_t, std::shared_ptr<void>> skipped_;  // lost with their device: their users
+  bool delivering_ = false;                            // a thread is in deliver_ready's loop
+  bool flushing_ = false;                              // between flush_start and flush_stop
+  int submitting_lane_ = -1;          // submit() is in this lane's Engine::submit …
+  uint64_t submitting_sequence_ = 0;  // … with this frame
+  std::string error_;                 // set when no device is left
+  int last_lane_ = -1;                // the last dealt to
   bool started_ = false;
   std::atomic<bool> failed_{false};  // a device was taken out
+  // Slots going back to any engine's ring (EngineCallbacks::on_slot_freed),
+  // which submit() waits for when the device it would take has none free.
+  // Shared with the engines' cores, which may outlive the MultiEngine.
+  struct SlotSignal {
+    std::mutex mutex;
+    std::condition_variable freed;
+    uint64_t count = 0;  // slots freed so far
+    bool wake = false;   // flush_start or stop: waiting submit()s return
+  };
+  std::shared_ptr<SlotSignal> slots_ = std::make_shared<SlotSignal>();
 };
 
 }  // namespace cudaoverlap

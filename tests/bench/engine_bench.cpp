@@ -12,6 +12,8 @@
 //                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
 //                     [--register-runs N]
+//   cudaoverlap-bench --devices all|0,1,... [--backend auto|cuda|cpu] [--sizes ...]
+//                     [--frames N] [--warmup N] [--runs N] [--ring N] [--synthetic-us N]
 //
 // The main table, per size (RGBA, pinned input): first what the link moves
 // in the same process and run (pinned copies of a frame: host to device,
@@ -64,6 +66,34 @@
 // synchronize) from pageable, registered and pinned memory; then after how
 // many frames registering once beats staging every frame. Any backend: on
 // the cpu backend the figures are host memcpy and bookkeeping only.
+//
+// --devices runs one stream of frames over several devices (MultiEngine:
+// an engine per device, each frame dealt to the device free first, output
+// in submission order), all in one process. LIST is `all` or CUDA device
+// numbers (`0,1`); on the cpu backend, a count of cpu devices standing in
+// (`2`), so the mode runs without a GPU (its figures then say nothing about
+// a GPU). Per size (RGBA, ring --ring on each device): first each device's
+// pinned copy rates measured alone (H2D, D2H, both at once; made current
+// and its own pinned memory) and its bound in frames/s, as in the main
+// table, then all devices copying both ways at once (is the host's side
+// shared?). Then, for `copy` and `synthetic` (its busy time one frame's
+// upload on the first device), a MultiEngine over each device alone and
+// over all of LIST together, the runs taken in turn over these
+// configurations: frames/s (median (min-max) of --runs runs of --frames
+// after --warmup), % of the configuration's bound (the sum of its devices'
+// bounds alone), speed-up against the best device alone, the process's
+// CPU time per frame, each device's share of the frames
+// (OutputFrame::device()), and the output: in every run every frame's
+// sequence must be the next one and the number it was submitted as; its
+// pixels are compared with its input whole in one more run of each
+// configuration (untimed), and in the timed runs whole on the frames
+// checked_frame() picks, a few rows of every other frame. "checked", or how
+// many frames were wrong, out of order or missing. The input frames of a
+// run come from one pool of pinned memory that the run's first device
+// allocates (on its NUMA node where the host has several), shared by all:
+// the MultiEngine picks a frame's device only when it is submitted. A
+// device lost during a run (on_warning), or all of them (on_error), is
+// printed and fails the program.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -85,6 +115,7 @@
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
+#include "multi_engine.h"
 #include "parallel_copy.h"
 #include "runtime_compiler.h"
 
@@ -118,6 +149,8 @@ struct Options {
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
   // --only KERNEL:FORMAT,...: only these rows of the kernel table.
   std::vector<std::pair<std::string, PixelFormat>> only;
+  // --devices LIST: the multi-device table instead; empty: not asked.
+  std::string devices;
 };
 
 struct Size {
@@ -643,7 +676,10 @@ int usage(const char* why) {
       "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
       "cudaoverlap-bench --staging "
       "[--backend auto|cuda|cpu] "
-      "[--repeats N] [--register-runs N]\n",
+      "[--repeats N] [--register-runs N]\n"
+      "       cudaoverlap-bench --devices all|0,1,... (cpu backend: a count) "
+      "[--backend auto|cuda|cpu] [--sizes ...] [--frames N] [--warmup N] [--runs N] "
+      "[--ring N] [--synthetic-us N]\n",
       why);
   return 2;
 }
@@ -1134,6 +1170,431 @@ bool format_named(const std::string& name, PixelFormat* format) {
   return false;
 }
 
+// ---------------------------------------------------------------------------
+// --devices: one stream of frames over several devices (MultiEngine), each
+// device alone and all of them together.
+
+// A device of --devices and the number it is shown by: its CUDA device
+// number, or on the cpu backend its place in the list.
+struct ListedDevice {
+  int number = 0;
+  std::shared_ptr<Device> device;
+};
+
+// A whole number and nothing else, or -1.
+int parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 6) return -1;
+  for (char c : text)
+    if (c < '0' || c > '9') return -1;
+  return std::atoi(text.c_str());
+}
+
+// The devices LIST names: `all` or CUDA device numbers (`0,1`); on the cpu
+// backend a count of cpu devices standing in (`2`; `all` is two, a list one
+// per entry). Empty with `why` set when LIST is not understood; throws
+// Error when a CUDA device named does not exist, or none does for `all`.
+std::vector<ListedDevice> listed_devices(const std::string& list, bool cuda, std::string* why) {
+  std::vector<ListedDevice> listed;
+  const std::vector<std::string> entries = split_commas(list);
+  if (!cuda) {
+    int count = list == "all" ? 2 : static_cast<int>(entries.size());
+    if (entries.size() == 1 && list != "all") count = parse_count(list);
+    if (count < 1 || count > 16) {
+      *why = "--devices on the cpu backend takes a count of cpu devices from 1 to 16, not " + list;
+      return {};
+    }
+    for (int i = 0; i < count; ++i) listed.push_back({i, make_cpu_device()});
+    return listed;
+  }
+  std::vector<int> numbers;
+  if (list == "all") {
+    const int count = cuda_device_count(why);
+    if (count == 0) throw Error("no CUDA device: " + *why);
+    for (int i = 0; i < count; ++i) numbers.push_back(i);
+  } else {
+    for (const std::string& entry : entries) {
+      const int number = parse_count(entry);
+      if (number < 0) {
+        *why = "--devices takes `all` or CUDA device numbers such as 0,1, not " + list;
+        return {};
+      }
+      if (std::find(numbers.begin(), numbers.end(), number) != numbers.end()) {
+        *why = "--devices names CUDA device " + entry + " twice";
+        return {};
+      }
+      numbers.push_back(number);
+    }
+  }
+  // make_cuda_device says which numbers exist when one does not.
+  for (int number : numbers) listed.push_back({number, make_cuda_device(number)});
+  return listed;
+}
+
+// "0,1": the numbers of `devices`.
+std::string numbers_of(const std::vector<ListedDevice>& devices) {
+  std::string text;
+  for (const ListedDevice& d : devices)
+    text += (text.empty() ? "" : ",") + std::to_string(d.number);
+  return text;
+}
+
+// Both directions at once on every device together (each device's upload
+// and download on two streams, all devices started at the same moment from
+// a thread each), in GB/s summed over the devices: what the host and its
+// links move when every device copies, against the sum of each alone.
+Spread measure_copies_together(const std::vector<ListedDevice>& devices, size_t bytes, int runs) {
+  struct Link {
+    std::unique_ptr<Buffer> host_a, host_b, dev_a, dev_b;
+    std::unique_ptr<Stream> up, down;
+  };
+  const size_t n = devices.size();
+  std::vector<Link> links(n);
+  for (size_t d = 0; d < n; ++d) {
+    Device& dev = *devices[d].device;
+    dev.make_current();
+    Link& link = links[d];
+    link.host_a = dev.alloc_pinned(bytes);
+    link.host_b = dev.alloc_pinned(bytes);
+    link.dev_a = dev.alloc_device(bytes);
+    link.dev_b = dev.alloc_device(bytes);
+    std::memset(link.host_a->data(), 0x3c, bytes);
+    std::memset(link.host_b->data(), 0xc3, bytes);
+    link.up = dev.create_stream();
+    link.down = dev.create_stream();
+  }
+  constexpr int kCopies = 20;
+  auto once = [&] {
+    std::mutex mutex;
+    std::condition_variable changed;
+    size_t ready = 0;
+    bool go = false;
+    std::vector<std::string> errors(n);
+    std::vector<std::chrono::steady_clock::time_point> ends(n);
+    std::vector<std::thread> threads;
+    for (size_t d = 0; d < n; ++d)
+      threads.emplace_back([&, d] {
+        // Ready even when it failed, so that the others are not held.
+        try {
+          devices[d].device->make_current();
+        } catch (const std::exception& e) {
+          errors[d] = devices[d].device->describe() + ": " + e.what();
+        }
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          ++ready;
+          changed.notify_all();
+          changed.wait(lock, [&] { return go; });
+        }
+        if (!errors[d].empty()) return;
+        try {
+          Link& link = links[d];
+          for (int i = 0; i < kCopies; ++i) {
+            link.up->copy_2d(link.dev_a->data(), bytes, link.host_a->data(), bytes, bytes, 1,
+                             CopyKind::kHostToDevice);
+            link.down->copy_2d(link.host_b->data(), bytes, link.dev_b->data(), bytes, bytes, 1,
+                               CopyKind::kDeviceToHost);
+          }
+          link.up->synchronize();
+          link.down->synchronize();
+          ends[d] = std::chrono::steady_clock::now();
+        } catch (const std::exception& e) {
+          errors[d] = devices[d].device->describe() + ": " + e.what();
+        }
+      });
+    std::chrono::steady_clock::time_point start;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return ready == n; });
+      go = true;
+      start = std::chrono::steady_clock::now();
+    }
+    changed.notify_all();
+    for (std::thread& t : threads) t.join();
+    for (const std::string& e : errors)
+      if (!e.empty()) throw Error(e);
+    const auto end = *std::max_element(ends.begin(), ends.end());
+    const double seconds = std::chrono::duration<double>(end - start).count();
+    return 2.0 * kCopies * static_cast<double>(bytes) * static_cast<double>(n) / seconds / 1e9;
+  };
+  once();  // warm-up
+  std::vector<double> rates;
+  for (int r = 0; r < runs; ++r) rates.push_back(once());
+  // Each device's streams and memory freed with it current.
+  for (size_t d = 0; d < n; ++d) {
+    devices[d].device->make_current();
+    links[d] = Link{};
+  }
+  return spread_of(rates);
+}
+
+// How a MultiEngine run compares outputs with inputs. kSampled (the timed
+// runs): whole frames as checked_frame() picks them, of every other frame
+// kSampleRows rows spread over it, so the comparison stays out of the
+// figures; kWhole (a run of its own, untimed): every frame whole.
+enum class Check { kSampled, kWhole };
+constexpr int kSampleRows = 8;
+
+struct MultiResult {
+  double fps = 0;
+  double cpu_us = 0;               // the process's CPU time per timed frame
+  int64_t bad = 0;                 // frames wrong, out of order, or never delivered
+  std::vector<int64_t> by_device;  // timed frames each device computed
+};
+
+// One run of a MultiEngine over `devices`: --warmup frames, then --frames
+// timed, each of `kernel` (every kernel here copies), from one pool of
+// pinned input frames that the first device allocates.
+MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& opt,
+                      const Size& size, const char* kernel, uint32_t synthetic_us, Check check) {
+  const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
+  const int n = static_cast<int>(devices.size());
+  std::vector<std::shared_ptr<Device>> engine_devices;
+  for (const ListedDevice& d : devices) engine_devices.push_back(d.device);
+  // A frame is dealt to a device only when submitted, after it left the
+  // pool: one pool for all, pinned by the first device (portable to every
+  // device under unified addressing), enough for every ring to be full.
+  Device& first = *devices.front().device;
+  first.make_current();
+  InputPool pool(first, layout, opt.ring * n + 2, true);
+  EngineConfig config;
+  config.ring_size = opt.ring;
+  config.input = config.output = layout;
+  KernelParams params;
+  params.synthetic_us = synthetic_us;
+  config.operation = make_operation(kernel, params);
+
+  // What a frame carries through the engine: its input buffer and the
+  // number it was submitted as, which must come back as its sequence.
+  struct Tag {
+    int input;
+    uint64_t submitted;
+  };
+  std::mutex mutex;
+  MultiResult result;
+  result.by_device.assign(static_cast<size_t>(n), 0);
+  uint64_t expected = 0;  // the sequence the next frame out must have
+  int64_t delivered = 0;
+  std::string failure;
+  std::chrono::steady_clock::time_point last;
+  const size_t row_bytes = layout.row_bytes(0);
+  const size_t stride = layout.stride[0];
+  const int rows = layout.rows(0);
+  MultiEngineCallbacks callbacks;
+  callbacks.on_frame = [&](OutputFrame frame) {
+    const uint64_t sequence = frame.sequence();
+    const Tag& tag = *static_cast<const Tag*>(frame.user().get());
+    const uint8_t* out = frame.image().planes[0].data;
+    const uint8_t* in = pool.data(tag.input);
+    bool same = true;
+    if (check == Check::kWhole || checked_frame(sequence, opt.warmup, opt.frames)) {
+      same = std::memcmp(out, in, layout.size) == 0;
+    } else {
+      for (int k = 0; k < kSampleRows && same; ++k) {
+        const size_t y = static_cast<size_t>(k) * static_cast<size_t>(rows - 1) / (kSampleRows - 1);
+        same = std::memcmp(out + y * stride, in + y * stride, row_bytes) == 0;
+      }
+    }
+    const int device = frame.device();
+    const bool numbered = tag.submitted == sequence;
+    frame.release();
+    std::lock_guard<std::mutex> lock(mutex);
+    const bool in_order = sequence == expected;
+    expected = sequence + 1;
+    if (!same || !numbered || !in_order || device < 0 || device >= n) ++result.bad;
+    if (sequence >= static_cast<uint64_t>(opt.warmup) && device >= 0 && device < n)
+      ++result.by_device[static_cast<size_t>(device)];
+    ++delivered;
+    last = std::chrono::steady_clock::now();
+  };
+  // A device lost, or all of them: the figures would not be this
+  // configuration's. Said at once, and the run fails after its frames.
+  auto fail = [&](const std::string& what, const std::string& message) {
+    std::fprintf(stderr, "cudaoverlap-bench: %s: %s\n", what.c_str(), message.c_str());
+    std::lock_guard<std::mutex> lock(mutex);
+    if (failure.empty()) failure = what + ": " + message;
+  };
+  callbacks.on_warning = [&](int device, const std::string& message) {
+    const bool known = device >= 0 && device < n;
+    fail(known
+             ? "device " + std::to_string(devices[static_cast<size_t>(device)].number) + " left out"
+             : std::string("a device left out"),
+         message);
+  };
+  callbacks.on_error = [&](const std::string& message) { fail("no device left", message); };
+  MultiEngine engine(engine_devices, config, callbacks);
+  engine.start();
+
+  uint64_t submitted = 0;
+  auto submit_n = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      InputFrame in = pool.take();
+      const int input = *static_cast<const int*>(in.user.get());
+      in.user = std::make_shared<Tag>(Tag{input, submitted});
+      if (engine.submit(std::move(in)) != Status::kOk)
+        throw Error("a frame could not be submitted: " + engine.error());
+      ++submitted;
+    }
+    if (engine.drain() != Status::kOk) throw Error("draining failed: " + engine.error());
+  };
+  submit_n(opt.warmup);
+  const double cpu_start = process_cpu_us();
+  const auto start = std::chrono::steady_clock::now();
+  submit_n(opt.frames);
+  const double cpu = process_cpu_us() - cpu_start;
+  engine.stop();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!failure.empty())
+    throw Error("a device failed during a run over devices " + numbers_of(devices) + ": " +
+                failure);
+  result.bad += std::max<int64_t>(0, static_cast<int64_t>(submitted) - delivered);
+  result.fps = opt.frames / std::chrono::duration<double>(last - start).count();
+  result.cpu_us = cpu / opt.frames;
+  return result;
+}
+
+// The --devices table.
+int run_devices_table(const std::vector<ListedDevice>& devices, const Options& opt) {
+  const size_t n = devices.size();
+  std::printf("cudaoverlap over several devices (MultiEngine): devices %s\n",
+              numbers_of(devices).c_str());
+  for (const ListedDevice& d : devices)
+    std::printf("  device %d: %s\n", d.number, d.device->describe().c_str());
+  std::printf(
+      "RGBA, ring-size %d on each device; each figure the median (min–max) of %d runs of %d "
+      "frames after %d warm-up\n",
+      opt.ring, opt.runs, opt.frames, opt.warmup);
+  std::printf(
+      "input: one pool of pinned frames per run, allocated by the run's first device (on its "
+      "NUMA node where the host has several) and shared by all: the MultiEngine deals a frame "
+      "only when it is submitted; copy rates: each device its own pinned memory\n");
+  std::printf(
+      "bound: the sum of each device's bound alone (its pinned copies, the slower direction or "
+      "half of both at once; for the synthetic kernel no more than 1/its busy time); speed-up: "
+      "against the best device alone; CPU: the process's user + system time per frame; output: "
+      "every frame's sequence and number checked in every run, its pixels against its input "
+      "(whole in a run of its own, untimed, and every tenth warm-up frame and the last of each "
+      "run; %d rows of every other frame)\n",
+      kSampleRows);
+  bool all_ok = true;
+  for (const std::string& name : opt.sizes) {
+    const Size& size = kSizes.at(name);
+    const double bytes = 4.0 * size.width * size.height;
+    std::vector<CopyRates> links;
+    std::vector<double> bound_fps;
+    for (const ListedDevice& d : devices) {
+      links.push_back(measure_copy_rates(*d.device, static_cast<size_t>(bytes), opt.runs));
+      const CopyRates& link = links.back();
+      bound_fps.push_back(std::min({link.h2d.median, link.d2h.median, link.both.median / 2}) * 1e9 /
+                          bytes);
+    }
+    std::printf("\n%s (%.1f MB a frame): pinned copies of a frame on each device alone\n\n",
+                size.name, bytes / 1e6);
+    std::printf("| device | H2D GB/s | D2H GB/s | both at once GB/s | bound frames/s |\n");
+    std::printf("|---|---:|---:|---:|---:|\n");
+    double both_sum = 0;
+    for (size_t d = 0; d < n; ++d) {
+      std::printf("| device %d | %s | %s | %s | %.0f |\n", devices[d].number,
+                  show(links[d].h2d, "%.1f").c_str(), show(links[d].d2h, "%.1f").c_str(),
+                  show(links[d].both, "%.1f").c_str(), bound_fps[d]);
+      both_sum += links[d].both.median;
+    }
+    if (n > 1) {
+      const Spread together =
+          measure_copies_together(devices, static_cast<size_t>(bytes), opt.runs);
+      std::printf(
+          "\ndevices %s copying at once, both directions on each: %s GB/s in all (%.0f %% of the "
+          "sum of each alone, %.1f)\n",
+          numbers_of(devices).c_str(), show(together, "%.1f").c_str(),
+          100.0 * together.median / both_sum, both_sum);
+    }
+    // The synthetic kernel's busy time: one frame's upload on the first
+    // device (or --synthetic-us), so upload, compute and download match.
+    const uint32_t balanced_us =
+        opt.synthetic_us >= 0 ? static_cast<uint32_t>(opt.synthetic_us)
+                              : static_cast<uint32_t>(bytes / (links.front().h2d.median * 1e3));
+    struct KernelCase {
+      const char* kernel;
+      uint32_t us;
+      std::string label;
+    };
+    const KernelCase kernels[] = {
+        {"copy", 0, "copy"},
+        {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
+    };
+    // The configurations: each device alone, then all together.
+    std::vector<std::vector<ListedDevice>> sets;
+    for (const ListedDevice& d : devices) sets.push_back({d});
+    if (n > 1) sets.push_back(devices);
+    std::printf(
+        "\n| kernel | devices | frames/s | %% of bound | bound frames/s | speed-up vs best alone | "
+        "engine CPU us/frame | frames by device | output |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---|---|\n");
+    for (const KernelCase& k : kernels) {
+      struct SetFigures {
+        std::vector<double> fps, cpu;
+        std::vector<int64_t> by_device;
+        int64_t bad = 0;
+      };
+      std::vector<SetFigures> figures(sets.size());
+      for (size_t s = 0; s < sets.size(); ++s) figures[s].by_device.assign(sets[s].size(), 0);
+      auto add = [](SetFigures& f, const MultiResult& r, bool timed) {
+        if (timed) {
+          f.fps.push_back(r.fps);
+          f.cpu.push_back(r.cpu_us);
+          for (size_t d = 0; d < r.by_device.size(); ++d) f.by_device[d] += r.by_device[d];
+        }
+        f.bad += r.bad;
+      };
+      // Runs taken in turn over the configurations, so a drift in the
+      // machine's state spreads over all of them.
+      for (int r = 0; r < opt.runs; ++r)
+        for (size_t s = 0; s < sets.size(); ++s)
+          add(figures[s], run_multi(sets[s], opt, size, k.kernel, k.us, Check::kSampled), true);
+      for (size_t s = 0; s < sets.size(); ++s)
+        add(figures[s], run_multi(sets[s], opt, size, k.kernel, k.us, Check::kWhole), false);
+      double best_alone = 0;
+      for (size_t s = 0; s < n; ++s)
+        best_alone = std::max(best_alone, spread_of(figures[s].fps).median);
+      for (size_t s = 0; s < sets.size(); ++s) {
+        const SetFigures& f = figures[s];
+        const Spread fps = spread_of(f.fps);
+        // The kernel's own bound on each device: a stage cannot be shorter
+        // than the kernel.
+        double bound = 0;
+        for (const ListedDevice& d : sets[s]) {
+          const size_t i = static_cast<size_t>(
+              std::find_if(devices.begin(), devices.end(),
+                           [&](const ListedDevice& e) { return e.number == d.number; }) -
+              devices.begin());
+          bound += std::min(bound_fps[i], k.us > 0 ? 1e6 / k.us : bound_fps[i]);
+        }
+        int64_t total = 0;
+        for (int64_t c : f.by_device) total += c;
+        std::string shares;
+        for (size_t d = 0; d < sets[s].size(); ++d) {
+          char share[48];
+          std::snprintf(share, sizeof share, "%s%d: %.1f %%", d ? ", " : "", sets[s][d].number,
+                        total > 0 ? 100.0 * f.by_device[d] / total : 0.0);
+          shares += share;
+        }
+        const std::string label = sets[s].size() == 1
+                                      ? "device " + numbers_of(sets[s]) + " alone"
+                                      : "devices " + numbers_of(sets[s]) + " together";
+        const std::string output =
+            f.bad == 0 ? std::string("checked")
+                       : std::to_string(f.bad) + (f.bad == 1 ? " bad frame" : " bad frames");
+        std::printf("| %s | %s | %s | %.1f %% | %.0f | %.2fx | %s | %s | %s |\n", k.label.c_str(),
+                    label.c_str(), show(fps).c_str(), 100.0 * fps.median / bound, bound,
+                    fps.median / best_alone, show(spread_of(f.cpu)).c_str(), shares.c_str(),
+                    output.c_str());
+        std::fflush(stdout);
+        all_ok = all_ok && f.bad == 0;
+      }
+    }
+  }
+  return all_ok ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
   Options opt;
   for (int i = 1; i < argc; ++i) {
@@ -1207,6 +1668,9 @@ int run(int argc, char** argv) {
       opt.live_fps = std::atoi(value.c_str());
     } else if (arg == "--live-frames") {
       opt.live_frames = std::atoi(value.c_str());
+    } else if (arg == "--devices") {
+      opt.devices = value;
+      if (opt.devices.empty()) return usage("--devices takes all or a list such as 0,1");
     } else {
       return usage(("unknown option " + arg).c_str());
     }
@@ -1220,12 +1684,29 @@ int run(int argc, char** argv) {
     return usage("--iterations must be positive and --hbm-gbps not negative");
   if (opt.repeats <= 0 || opt.register_runs <= 0)
     return usage("--repeats and --register-runs must be positive");
+  if (!opt.devices.empty() && (opt.kernels || opt.staging || opt.live))
+    return usage("--devices is a table of its own: not with --kernels, --staging or --live");
   if (opt.kernels) return run_kernel_table(opt);
   for (const auto& s : opt.sizes)
     if (!kSizes.count(s)) return usage(("unknown size " + s).c_str());
 
   std::shared_ptr<Device> device;
   std::string why;
+  if (!opt.devices.empty()) {
+    bool cuda = opt.backend == "cuda";
+    if (opt.backend == "auto") {
+      cuda = cuda_device_count(&why) > 0;
+      if (!cuda)
+        std::fprintf(stderr,
+                     "cudaoverlap-bench: no CUDA device (%s); measuring cpu devices standing in\n",
+                     why.c_str());
+    } else if (opt.backend != "cpu" && opt.backend != "cuda") {
+      return usage(("unknown backend " + opt.backend).c_str());
+    }
+    const std::vector<ListedDevice> listed = listed_devices(opt.devices, cuda, &why);
+    if (listed.empty()) return usage(why.c_str());
+    return run_devices_table(listed, opt);
+  }
   if (opt.backend == "cuda" || (opt.backend == "auto" && cuda_device_count(&why) > 0)) {
     device = make_cuda_device(0);
   } else if (opt.backend == "cpu" || opt.backend == "auto") {
