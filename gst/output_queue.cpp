@@ -27,6 +27,7 @@ void OutputQueue::flush_locked(std::deque<OutputFrame>* dropped_frames,
                                std::deque<GstEvent*>* dropped_events) {
   for (OutputFrame& frame : frames_) dropped_frames->push_back(std::move(frame));
   frames_.clear();
+  lost_.clear();
   std::deque<PendingEvent> kept;
   for (PendingEvent& pending : events_) {
     if (survives_flush(pending.event))
@@ -38,10 +39,17 @@ void OutputQueue::flush_locked(std::deque<OutputFrame>* dropped_frames,
 }
 
 void OutputQueue::push_frame(OutputFrame frame, uint64_t epoch) {
+  push(std::move(frame), epoch, false);
+}
+
+void OutputQueue::push_lost(uint64_t epoch) { push(OutputFrame(), epoch, true); }
+
+void OutputQueue::push(OutputFrame frame, uint64_t epoch, bool lost) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (flow_ == GST_FLOW_OK && epoch == epoch_) {
       frames_.push_back(std::move(frame));
+      lost_.push_back(lost);
       changed_.notify_all();
       return;
     }
@@ -68,15 +76,19 @@ bool OutputQueue::pop(OutputItem* item) {
       busy_ = true;
       return true;
     }
-    if (!frames_.empty() && !frames_.front()) {
-      // A lost frame (push_lost): counted, nothing to push.
+    if (!frames_.empty() && lost_.front()) {
+      // A lost frame (push_lost): counted, nothing to push; wait_empty()
+      // may be waiting for it to go.
       frames_.pop_front();
+      lost_.pop_front();
       ++frames_popped_;
+      changed_.notify_all();
       continue;
     }
     if (!frames_.empty()) {
       item->frame = std::move(frames_.front());
       frames_.pop_front();
+      lost_.pop_front();
       ++frames_popped_;
       busy_ = true;
       return true;
@@ -139,6 +151,7 @@ uint64_t OutputQueue::restart() {
     std::lock_guard<std::mutex> lock(mutex_);
     dropped_frames = std::move(frames_);
     frames_.clear();
+    lost_.clear();
     for (PendingEvent& pending : events_) pending.after_frames = 0;
     frames_popped_ = 0;
     epoch = ++epoch_;
@@ -175,6 +188,7 @@ void OutputQueue::clear() {
     flow_ = GST_FLOW_FLUSHING;
     dropped_frames = std::move(frames_);
     frames_.clear();
+    lost_.clear();
     for (PendingEvent& pending : events_) dropped_events.push_back(pending.event);
     events_.clear();
     changed_.notify_all();

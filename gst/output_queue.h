@@ -47,7 +47,7 @@ class OutputQueue {
   // Engine worker thread: a frame of `epoch` that will never come (lost
   // with a failed device) takes its place in the order all the same, so
   // that the events behind it go out.
-  void push_lost(uint64_t epoch) { push_frame(OutputFrame(), epoch); }
+  void push_lost(uint64_t epoch);
 
   // Streaming thread. Queues `event` to go out after `after_frames` frames
   // of the current epoch, and returns true: the queue owns it. While the flow
@@ -97,6 +97,7 @@ class OutputQueue {
     GstEvent* event;
   };
 
+  void push(OutputFrame frame, uint64_t epoch, bool lost);
   // Called with mutex_ held; moves what is dropped into `dropped` so that
   // frames are released and events unreffed after the lock is let go.
   void flush_locked(std::deque<OutputFrame>* dropped_frames, std::deque<GstEvent*>* dropped_events);
@@ -109,6 +110,7 @@ class OutputQueue {
   std::condition_variable changed_;
   // Guarded by mutex_.
   std::deque<OutputFrame> frames_;
+  std::deque<bool> lost_;  // one per entry of frames_: a push_lost() place, no frame
   std::deque<PendingEvent> events_;
   uint64_t frames_popped_ = 0;  // this epoch
   uint64_t epoch_ = 0;

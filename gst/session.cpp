@@ -445,12 +445,14 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       // Its place in the order still counts for the events behind it.
       const auto* info = static_cast<const FrameInfo*>(user.get());
       queue_.push_lost(info != nullptr ? info->epoch : UINT64_MAX);
+      instruments_.lost();
     };
     callbacks.on_warning = [this](int device, const std::string& message) {
       on_device_warning(device, message);
     };
     callbacks.on_error = [this](const std::string& message) { on_error(message); };
     auto engine = std::make_unique<MultiEngine>(devices_, config, std::move(callbacks));
+    instruments_.engine_starting();
     try {
       engine->start();
     } catch (const Error& e) {

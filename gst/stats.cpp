@@ -44,6 +44,16 @@ void ElementStats::set_devices(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i) devices_[i].name = names[i];
 }
 
+void ElementStats::devices_live() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (DeviceStats& d : devices_) d.live = true;
+}
+
+void ElementStats::frame_lost() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --in_flight_;
+}
+
 void ElementStats::device_failed(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (device >= 0 && static_cast<size_t>(device) < devices_.size())

@@ -51,6 +51,10 @@ class ElementStats {
   void set_devices(const std::vector<std::string>& names);
   // Any thread: a device failed and was left out.
   void device_failed(int device);
+  // Streaming thread, before an engine starts: every device is live again.
+  void devices_live();
+  // Engine worker: a frame submitted was lost with its device.
+  void frame_lost();
   // Streaming thread, FLUSH_STOP: frames in flight were discarded.
   void flushed();
   // Streaming thread, an engine started: the bands each frame is split into.
@@ -173,6 +177,10 @@ class Instruments {
   std::string start(GstElement* element, const std::vector<std::string>& devices = {});
   // Any thread: device `device` failed and was left out (stats).
   void device_failed(int device) { stats_.device_failed(device); }
+  // Streaming thread, before an engine starts (devices live again).
+  void engine_starting() { stats_.devices_live(); }
+  // Engine worker: a frame was lost with a failed device.
+  void lost() { stats_.frame_lost(); }
   // Owner thread, PAUSED->READY (and finalize): stops the messages and
   // closes the trace. Twice is fine.
   void stop();

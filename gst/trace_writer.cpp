@@ -30,7 +30,9 @@ bool device_lane(int lane) { return lane >= 2 && lane <= 5; }
 // another device's lanes come after, kLaneCount apart.
 int lane_tid(int lane, int device) { return device * kLaneCount + lane + 1; }
 // Drawing order: each stage's lanes together, device by device.
-int lane_sort(int lane, int device) { return lane * 64 + device; }
+int lane_sort(int lane, int device, int devices) {
+  return devices == 1 ? lane + 1 : lane * 64 + device + 1;
+}
 
 // JSON string contents: element names are plain, but escape what matters.
 std::string json_escape(const std::string& text) {
@@ -111,7 +113,8 @@ std::string TraceWriter::open(const std::string& path, const std::string& elemen
                    "\"args\":{\"name\":\"%s\"}},\n"
                    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"sort_index\":%d}}",
-                   kPid, lane_tid(i, d), name.c_str(), kPid, lane_tid(i, d), lane_sort(i, d));
+                   kPid, lane_tid(i, d), name.c_str(), kPid, lane_tid(i, d),
+                   lane_sort(i, d, devices_));
     }
   return {};
 }

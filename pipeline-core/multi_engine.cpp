@@ -96,13 +96,13 @@ MultiEngine::Choice MultiEngine::choose_lane_locked() const {
             std::max(frame_ns, static_cast<double>(now - lane.sequences.front().submitted_ns));
     }
     const double cost = static_cast<double>(in_flight + 1) * frame_ns;
+    const bool has_free = lane.engine->free_slots() > 0;
     if (better(cost, in_flight, choice.best, choice.best_ns, best_in_flight)) {
       choice.best = i;
       choice.best_ns = cost;
       best_in_flight = in_flight;
     }
-    if (lane.engine->free_slots() > 0 &&
-        better(cost, in_flight, choice.free, choice.free_ns, free_in_flight)) {
+    if (has_free && better(cost, in_flight, choice.free, choice.free_ns, free_in_flight)) {
       choice.free = i;
       choice.free_ns = cost;
       free_in_flight = in_flight;
@@ -226,8 +226,7 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
       dropped = std::move(frame);
       return;
     }
-    const Queued queued = lane.sequences.front();
-    lane.sequences.pop_front();
+    const Queued& queued = lane.sequences.front();
     // How long the device took for it from when it could start on it.
     const int64_t now = host_now_ns();
     const double took = static_cast<double>(now - std::max(queued.submitted_ns, lane.delivered_ns));
@@ -236,6 +235,7 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
     frame.sequence_ = queued.sequence;
     frame.device_ = i;
     ready_.emplace(queued.sequence, std::move(frame));
+    lane.sequences.pop_front();
   }
   deliver_ready();
 }
@@ -254,16 +254,14 @@ void MultiEngine::deliver_ready() {
         std::shared_ptr<void> user = std::move(lost->second);
         skipped_.erase(lost);
         ++next_out_;
-        if (callbacks_.on_lost) {
-          lock.unlock();
-          try {
-            callbacks_.on_lost(user);
-          } catch (const std::exception& e) {
-            failure = std::string("the consumer of a lost frame failed: ") + e.what();
-          }
-          user.reset();
-          lock.lock();
+        lock.unlock();  // the user's deleter may call into the host app
+        try {
+          if (callbacks_.on_lost) callbacks_.on_lost(user);
+        } catch (const std::exception& e) {
+          failure = std::string("the consumer of a lost frame failed: ") + e.what();
         }
+        user.reset();
+        lock.lock();
         continue;
       }
       if (ready_.empty() || ready_.begin()->first != next_out_) break;
@@ -373,7 +371,9 @@ Status MultiEngine::drain() {
   // their way out on another thread.
   deliver_ready();
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] { return !delivering_ || flushing_ || !error_.empty(); });
+  idle_.wait(lock, [&] {
+    return (!delivering_ && next_out_ == next_sequence_) || flushing_ || !error_.empty();
+  });
   if (!error_.empty()) return Status::kError;
   if (flushing_) return Status::kFlushing;
   return Status::kOk;
@@ -386,8 +386,11 @@ void MultiEngine::flush_start() {
   }
   idle_.notify_all();
   wake_submit(true);
+  // Under the lock: the producer may be stopping a failed device's engine
+  // (stop_failed), which is then marked reaped first.
+  std::lock_guard<std::mutex> lock(mutex_);
   for (Lane& lane : lanes_)
-    if (lane.engine) lane.engine->flush_start();
+    if (lane.engine && !lane.reaped) lane.engine->flush_start();
 }
 
 void MultiEngine::reset_order() {

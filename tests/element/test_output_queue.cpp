@@ -202,6 +202,38 @@ TEST_F(OutputQueueTest, WaitEmptyReturnsOnceTheLastItemWasPushed) {
   EXPECT_TRUE(empty.get());
 }
 
+// A frame lost with a failed device (several devices) still counts for
+// the events behind it, and is never handed out.
+TEST_F(OutputQueueTest, ALostFrameKeepsItsPlaceForTheEventsBehindIt) {
+  const uint64_t epoch = queue_.restart();
+  ASSERT_TRUE(queue_.push_event(marker("after-two"), 2));
+  queue_.push_frame(frame(0), epoch);
+  queue_.push_lost(epoch);
+  queue_.push_frame(frame(2), epoch);
+  EXPECT_EQ(pop_one(), "frame 0");
+  EXPECT_EQ(pop_one(), "event after-two");
+  EXPECT_EQ(pop_one(), "frame 2");
+}
+
+// The last thing queued is a lost frame: a serialized query waiting for
+// the queue to empty returns once the task has passed over it.
+TEST_F(OutputQueueTest, WaitEmptyReturnsWhenTheLastItemWasALostFrame) {
+  const uint64_t epoch = queue_.restart();
+  queue_.push_lost(epoch);
+  auto empty = std::async(std::launch::async, [&] { return queue_.wait_empty(); });
+  std::this_thread::sleep_for(20ms);  // wait_empty() sees the lost frame first
+  auto popper = std::async(std::launch::async, [&] {
+    OutputItem item;
+    return queue_.pop(&item);  // passes over it, then waits
+  });
+  EXPECT_EQ(empty.wait_for(2s), std::future_status::ready)
+      << "wait_empty() was not woken when the lost frame was passed over";
+  queue_.set_flushing();
+  ASSERT_EQ(popper.wait_for(2s), std::future_status::ready);
+  EXPECT_FALSE(popper.get());
+  if (empty.wait_for(2s) == std::future_status::ready) EXPECT_TRUE(empty.get());
+}
+
 TEST_F(OutputQueueTest, ClearReleasesEverythingAndStopsTheQueue) {
   const uint64_t epoch = queue_.restart();
   queue_.push_frame(frame(0), epoch);
