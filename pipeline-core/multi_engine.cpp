@@ -9,6 +9,12 @@
 #include "error.h"
 
 namespace cudaoverlap {
+namespace {
+
+// A device with nothing in flight for this long is measured afresh.
+constexpr int64_t kProbeAfterNs = 20'000'000;
+
+}  // namespace
 
 MultiEngine::MultiEngine(std::vector<std::shared_ptr<Device>> devices, EngineConfig config,
                          MultiEngineCallbacks callbacks)
@@ -89,6 +95,10 @@ MultiEngine::Choice MultiEngine::choose_lane_locked() const {
     if (!lane.live) continue;
     const size_t in_flight = lane.sequences.size();
     double frame_ns = lane.frame_ns;
+    // Idle for a while: measured again, so that a device slow once (a first
+    // frame's module loads, a hiccup) is not left out for good.
+    if (in_flight == 0 && lane.delivered_ns >= 0 && now - lane.delivered_ns > kProbeAfterNs)
+      frame_ns = 0.0;
     if (frame_ns == 0.0) {
       frame_ns = neutral_ns;
       if (in_flight > 0)
@@ -227,10 +237,18 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
       return;
     }
     const Queued& queued = lane.sequences.front();
-    // How long the device took for it from when it could start on it.
+    // How long the device took for it from when it could start on it. A
+    // device's first frame (lazy loads, cold caches) and the first after it
+    // idled are not its pace: they start the measurement afresh.
     const int64_t now = host_now_ns();
-    const double took = static_cast<double>(now - std::max(queued.submitted_ns, lane.delivered_ns));
-    lane.frame_ns = lane.frame_ns == 0.0 ? took : 0.875 * lane.frame_ns + 0.125 * took;
+    const bool fresh = lane.delivered_ns < 0 || now - lane.delivered_ns > kProbeAfterNs;
+    if (fresh) {
+      lane.frame_ns = 0.0;
+    } else {
+      const double took =
+          static_cast<double>(now - std::max(queued.submitted_ns, lane.delivered_ns));
+      lane.frame_ns = lane.frame_ns == 0.0 ? took : 0.875 * lane.frame_ns + 0.125 * took;
+    }
     lane.delivered_ns = now;
     frame.sequence_ = queued.sequence;
     frame.device_ = i;

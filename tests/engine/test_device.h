@@ -52,6 +52,9 @@ struct TestDeviceOptions {
   // cpu backend: each upload copy first keeps its stream busy this long, so
   // that uploads lag behind the kernels that wait for them.
   uint32_t upload_delay_us = 0;
+  // Only this many of the device's first upload copies are delayed so (a
+  // device slow for a while); 0: every one.
+  uint64_t delayed_uploads = 0;
 };
 
 class TestDevice final : public Device {
@@ -176,7 +179,8 @@ class TestDevice final : public Device {
       const FaultStage stage = upload ? FaultStage::kUpload : FaultStage::kDownload;
       if (device_.options_.fault == stage && frame == device_.options_.fault_frame)
         dst_pitch = 0;  // every backend rejects it: a real failure of the real call
-      if (upload && device_.options_.upload_delay_us > 0) {
+      if (upload && device_.options_.upload_delay_us > 0 &&
+          (device_.options_.delayed_uploads == 0 || copy < device_.options_.delayed_uploads)) {
         static const ImageRef nothing{};
         inner_->launch(device_.sleeper_, nothing, nothing, Workspace{});
       }

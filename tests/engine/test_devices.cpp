@@ -541,6 +541,38 @@ TEST(MultiEngineTest, AMuchSlowerDeviceGetsFewerFrames) {
   }
 }
 
+// A device slow only for its first frames (a first frame's lazy loads, a
+// hiccup) is not left out for good: once it idled it is measured afresh and
+// takes its share again.
+TEST(MultiEngineTest, ADeviceSlowOnlyAtFirstTakesItsShareAgain) {
+  Watchdog watchdog;
+  LiveCounter users;
+  {
+    MultiConsumer consumer("copy", 2, 0, 13);
+    auto specs = equal_devices(2, 0, 7);
+    specs[0].test.upload_delay_us = 30000;  // its first two frames' uploads
+    specs[0].test.delayed_uploads = 2;
+    MultiEngine engine(make_devices(specs), make_config(4, "copy"), consumer.callbacks());
+    engine.start();
+    for (int i = 0; i < 8; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    ASSERT_EQ(drain_within(engine), Status::kOk);
+    ASSERT_TRUE(consumer.settle());
+    const auto before = consumer.per_device();
+    // Frames now come one at a time, slower than a device takes.
+    for (int i = 8; i < 48; ++i) {
+      ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    ASSERT_EQ(drain_within(engine), Status::kOk);
+    ASSERT_TRUE(consumer.settle());
+    const auto after = consumer.per_device();
+    EXPECT_GE(after[0] - before[0], 10)
+        << "the device slow at first was left out: " << counts_text(after);
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
 // ---------------------------------------------------------------------------
 // drain
 
