@@ -133,7 +133,9 @@ TEST_F(Devices, AFailingDeviceIsLeftOutWithAWarningAndTheOthersGoOn) {
   for (GstBuffer* out : outputs) {
     const uint64_t index = GST_BUFFER_PTS(out) / GST_MSECOND;
     ASSERT_LT(index, frames);
-    if (GST_CLOCK_TIME_IS_VALID(last)) EXPECT_GT(GST_BUFFER_PTS(out), last) << "out of order";
+    if (GST_CLOCK_TIME_IS_VALID(last)) {
+      EXPECT_GT(GST_BUFFER_PTS(out), last) << "out of order";
+    }
     last = GST_BUFFER_PTS(out);
     EXPECT_EQ(compare_frames(info, inputs[index], out, Kernel::kInvert), "") << "frame " << index;
   }

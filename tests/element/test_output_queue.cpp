@@ -231,7 +231,9 @@ TEST_F(OutputQueueTest, WaitEmptyReturnsWhenTheLastItemWasALostFrame) {
   queue_.set_flushing();
   ASSERT_EQ(popper.wait_for(2s), std::future_status::ready);
   EXPECT_FALSE(popper.get());
-  if (empty.wait_for(2s) == std::future_status::ready) EXPECT_TRUE(empty.get());
+  if (empty.wait_for(2s) == std::future_status::ready) {
+    EXPECT_TRUE(empty.get());
+  }
 }
 
 TEST_F(OutputQueueTest, ClearReleasesEverythingAndStopsTheQueue) {
