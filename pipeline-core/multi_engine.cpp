@@ -72,15 +72,22 @@ void MultiEngine::start() {
 
 MultiEngine::Choice MultiEngine::choose_lane_locked() const {
   const int n = static_cast<int>(lanes_.size());
+  const int64_t now = host_now_ns();
+  // Idle for a while: measured again, so that a device slow once (a first
+  // frame's module loads, a hiccup) is not left out for good; its old time
+  // counts for nothing, not even in the others' average.
+  const auto stale = [&](const Lane& lane) {
+    return lane.sequences.empty() && lane.delivered_ns >= 0 &&
+           now - lane.delivered_ns > kProbeAfterNs;
+  };
   double measured_sum = 0.0;
   int measured = 0;
   for (const Lane& lane : lanes_)
-    if (lane.live && lane.frame_ns > 0.0) {
+    if (lane.live && lane.frame_ns > 0.0 && !stale(lane)) {
       measured_sum += lane.frame_ns;
       ++measured;
     }
   const double neutral_ns = measured > 0 ? measured_sum / measured : 1.0;
-  const int64_t now = host_now_ns();
   Choice choice;
   size_t best_in_flight = 0, free_in_flight = 0;
   const auto better = [](double cost, size_t in_flight, int current, double current_cost,
@@ -94,11 +101,7 @@ MultiEngine::Choice MultiEngine::choose_lane_locked() const {
     const Lane& lane = lanes_[static_cast<size_t>(i)];
     if (!lane.live) continue;
     const size_t in_flight = lane.sequences.size();
-    double frame_ns = lane.frame_ns;
-    // Idle for a while: measured again, so that a device slow once (a first
-    // frame's module loads, a hiccup) is not left out for good.
-    if (in_flight == 0 && lane.delivered_ns >= 0 && now - lane.delivered_ns > kProbeAfterNs)
-      frame_ns = 0.0;
+    double frame_ns = stale(lane) ? 0.0 : lane.frame_ns;
     if (frame_ns == 0.0) {
       frame_ns = neutral_ns;
       if (in_flight > 0)
