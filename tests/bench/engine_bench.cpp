@@ -93,8 +93,16 @@
 // allocates (on its NUMA node where the host has several), shared by all:
 // the MultiEngine picks a frame's device only when it is submitted. A
 // device lost during a run (on_warning), or all of them (on_error), is
-// printed and fails the program.
+// printed and fails the program. A second table per size says where the
+// host's time went in the same runs, per frame: how busy the producer
+// thread was (its CPU time / wall time: near 100 % it bounds the rate),
+// its time in MultiEngine::submit and, within, Engine::submit's enqueuing
+// of the device work and its wait for a slot, its wait for an input frame,
+// how long finished frames were held for an earlier one on another device,
+// and the workers' CPU time.
+#include <dirent.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -1334,12 +1342,60 @@ Spread measure_copies_together(const std::vector<ListedDevice>& devices, size_t 
 enum class Check { kSampled, kWhole };
 constexpr int kSampleRows = 8;
 
+// Where a MultiEngine run's host time went, per timed frame (the
+// --devices table's second table): whether one thread bounds the rate.
+struct HostFigures {
+  double producer_busy = 0;   // the producer thread's CPU time / the run's wall time
+  double workers_cpu_us = 0;  // CPU time of the engines' workers (co-worker), all together
+  double take_us = 0;         // producer waiting for an input frame (the pool: upstream)
+  double submit_us = 0;       // producer in MultiEngine::submit (wall)
+  double slot_us = 0;         // of which in Engine::submit waiting for a slot
+  double enqueue_us = 0;      // of which in Engine::submit enqueuing the device work
+  double held_us = 0;         // a frame done, waiting for an earlier one (delivery order)
+  double held_max_us = 0;
+};
+
 struct MultiResult {
   double fps = 0;
   double cpu_us = 0;               // the process's CPU time per timed frame
   int64_t bad = 0;                 // frames wrong, out of order, or never delivered
   std::vector<int64_t> by_device;  // timed frames each device computed
+  HostFigures host;
 };
+
+// CPU time so far of this process's threads named `name`, in microseconds
+// (the scheduler's own count, /proc/self/task/*/schedstat: ns on a CPU).
+double threads_cpu_us(const std::string& name) {
+  double total = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return 0;
+  while (const dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string dir = std::string("/proc/self/task/") + entry->d_name;
+    char comm[64] = {};
+    if (FILE* f = std::fopen((dir + "/comm").c_str(), "r")) {
+      if (!std::fgets(comm, sizeof comm, f)) comm[0] = 0;
+      std::fclose(f);
+    }
+    comm[std::strcspn(comm, "\n")] = 0;
+    if (name != comm) continue;
+    unsigned long long on_cpu_ns = 0;
+    if (FILE* f = std::fopen((dir + "/schedstat").c_str(), "r")) {
+      if (std::fscanf(f, "%llu", &on_cpu_ns) != 1) on_cpu_ns = 0;
+      std::fclose(f);
+    }
+    total += static_cast<double>(on_cpu_ns) / 1e3;
+  }
+  closedir(tasks);
+  return total;
+}
+
+// CPU time of the calling thread so far, in microseconds.
+double thread_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
 
 // One run of a MultiEngine over `devices`: --warmup frames, then --frames
 // timed, each of `kernel` (every kernel here copies), from one pool of
@@ -1381,6 +1437,7 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   const int rows = layout.rows(0);
   MultiEngineCallbacks callbacks;
   callbacks.on_frame = [&](OutputFrame frame) {
+    const int64_t now = host_now_ns();  // before the check below
     const uint64_t sequence = frame.sequence();
     const Tag& tag = *static_cast<const Tag*>(frame.user().get());
     const uint8_t* out = frame.image().planes[0].data;
@@ -1396,13 +1453,21 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
     }
     const int device = frame.device();
     const bool numbered = tag.submitted == sequence;
+    const FrameTiming timing = frame.timing();
     frame.release();
     std::lock_guard<std::mutex> lock(mutex);
     const bool in_order = sequence == expected;
     expected = sequence + 1;
     if (!same || !numbered || !in_order || device < 0 || device >= n) ++result.bad;
-    if (sequence >= static_cast<uint64_t>(opt.warmup) && device >= 0 && device < n)
+    if (sequence >= static_cast<uint64_t>(opt.warmup) && device >= 0 && device < n) {
       ++result.by_device[static_cast<size_t>(device)];
+      HostFigures& h = result.host;
+      h.slot_us += static_cast<double>(timing.wait_slot.end_ns - timing.wait_slot.start_ns) / 1e3;
+      h.enqueue_us += static_cast<double>(timing.enqueued_ns - timing.wait_slot.end_ns) / 1e3;
+      const double held = static_cast<double>(now - timing.delivered_ns) / 1e3;
+      h.held_us += held;
+      h.held_max_us = std::max(h.held_max_us, held);
+    }
     ++delivered;
     last = std::chrono::steady_clock::now();
   };
@@ -1425,24 +1490,45 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   engine.start();
 
   uint64_t submitted = 0;
+  int64_t take_ns = 0, submit_ns = 0;  // the producer's waits, timed frames only
   auto submit_n = [&](int count) {
     for (int i = 0; i < count; ++i) {
+      const int64_t t0 = host_now_ns();
       InputFrame in = pool.take();
+      const int64_t t1 = host_now_ns();
       const int input = *static_cast<const int*>(in.user.get());
       in.user = std::make_shared<Tag>(Tag{input, submitted});
       if (engine.submit(std::move(in)) != Status::kOk)
         throw Error("a frame could not be submitted: " + engine.error());
+      take_ns += t1 - t0;
+      submit_ns += host_now_ns() - t1;
       ++submitted;
     }
     if (engine.drain() != Status::kOk) throw Error("draining failed: " + engine.error());
   };
   submit_n(opt.warmup);
+  take_ns = submit_ns = 0;
   const double cpu_start = process_cpu_us();
+  const double producer_start = thread_cpu_us();
+  const double workers_start = threads_cpu_us("co-worker");
   const auto start = std::chrono::steady_clock::now();
   submit_n(opt.frames);
   const double cpu = process_cpu_us() - cpu_start;
+  const double producer_cpu = thread_cpu_us() - producer_start;
+  const double workers_cpu = threads_cpu_us("co-worker") - workers_start;
   engine.stop();
   std::lock_guard<std::mutex> lock(mutex);
+  {
+    HostFigures& h = result.host;
+    const double wall_us = std::chrono::duration<double, std::micro>(last - start).count();
+    h.producer_busy = wall_us > 0 ? producer_cpu / wall_us : 0;
+    h.workers_cpu_us = workers_cpu / opt.frames;
+    h.take_us = static_cast<double>(take_ns) / 1e3 / opt.frames;
+    h.submit_us = static_cast<double>(submit_ns) / 1e3 / opt.frames;
+    h.slot_us /= opt.frames;
+    h.enqueue_us /= opt.frames;
+    h.held_us /= opt.frames;
+  }
   if (!failure.empty())
     throw Error("a device failed during a run over devices " + numbers_of(devices) + ": " +
                 failure);
@@ -1529,11 +1615,15 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         "\n| kernel | devices | frames/s | %% of bound | bound frames/s | speed-up vs best alone | "
         "engine CPU us/frame | frames by device | output |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---|---|\n");
+    // Each kernel's host figures, per configuration and run: a table of
+    // their own after the rates.
+    std::vector<std::pair<std::string, std::vector<std::vector<HostFigures>>>> host_by_kernel;
     for (const KernelCase& k : kernels) {
       struct SetFigures {
         std::vector<double> fps, cpu;
         std::vector<int64_t> by_device;
         int64_t bad = 0;
+        std::vector<HostFigures> host;
       };
       std::vector<SetFigures> figures(sets.size());
       for (size_t s = 0; s < sets.size(); ++s) figures[s].by_device.assign(sets[s].size(), 0);
@@ -1541,6 +1631,7 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         if (timed) {
           f.fps.push_back(r.fps);
           f.cpu.push_back(r.cpu_us);
+          f.host.push_back(r.host);
           for (size_t d = 0; d < r.by_device.size(); ++d) f.by_device[d] += r.by_device[d];
         }
         f.bad += r.bad;
@@ -1590,7 +1681,42 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         std::fflush(stdout);
         all_ok = all_ok && f.bad == 0;
       }
+      host_by_kernel.emplace_back(k.label, std::vector<std::vector<HostFigures>>());
+      for (const SetFigures& f : figures) host_by_kernel.back().second.push_back(f.host);
     }
+    // Where the host's time went in the same runs: a producer busy all the
+    // time, or frames held long for their turn, bound the rate before the
+    // devices do.
+    std::printf(
+        "\n%s: host time per frame, median (min–max) over the runs above; producer: the thread "
+        "that takes input frames and submits them (busy: its CPU time / wall time); submit: in "
+        "MultiEngine::submit, of which enqueue: Engine::submit issuing the frame's device work, "
+        "slot: Engine::submit waiting for a free slot; input: waiting for a pool frame; held: "
+        "a frame done, waiting for an earlier one on another device; workers: the engines' "
+        "worker threads' CPU time, all devices together\n\n",
+        size.name);
+    std::printf(
+        "| kernel | devices | producer busy | submit us | enqueue us | slot us | input us | held "
+        "us (max) | workers CPU us |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const auto& [label, by_set] : host_by_kernel)
+      for (size_t s = 0; s < sets.size(); ++s) {
+        const std::vector<HostFigures>& h = by_set[s];
+        auto of = [&](double HostFigures::*field, double scale = 1.0) {
+          std::vector<double> values;
+          for (const HostFigures& one : h) values.push_back(one.*field * scale);
+          return show(spread_of(values), "%.1f");
+        };
+        double held_max = 0;
+        for (const HostFigures& one : h) held_max = std::max(held_max, one.held_max_us);
+        std::printf("| %s | %s | %s %% | %s | %s | %s | %s | %s (%.0f) | %s |\n", label.c_str(),
+                    numbers_of(sets[s]).c_str(), of(&HostFigures::producer_busy, 100.0).c_str(),
+                    of(&HostFigures::submit_us).c_str(), of(&HostFigures::enqueue_us).c_str(),
+                    of(&HostFigures::slot_us).c_str(), of(&HostFigures::take_us).c_str(),
+                    of(&HostFigures::held_us).c_str(), held_max,
+                    of(&HostFigures::workers_cpu_us).c_str());
+      }
+    std::fflush(stdout);
   }
   return all_ok ? 0 : 1;
 }
