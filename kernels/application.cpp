@@ -18,7 +18,7 @@ bool ApplicationOperation::same_as(const Operation& other) const {
 
 void ApplicationOperation::run(const ImageRef& in, const ImageRef& out, CUstream_st* stream) const {
   if (!(*process_)(in, out, stream))
-    throw Error(
+    throw OperationError(
         "the application's process handler did not process the frame (it returned FALSE, or "
         "none is connected)");
 }

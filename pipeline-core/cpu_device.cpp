@@ -32,6 +32,19 @@ namespace {
 std::atomic<size_t> g_live_buffers{0};
 std::atomic<size_t> g_live_registrations{0};
 
+// A stream's first failure, sticky like a CUDA error, and whether it was
+// the operation's own (OperationError) rather than the device's.
+struct Failure {
+  std::string message;
+  bool operations = false;
+
+  bool empty() const { return message.empty(); }
+  [[noreturn]] void raise() const {
+    if (operations) throw OperationError(message);
+    throw Error(message);
+  }
+};
+
 class CpuEvent final : public Event {
  public:
   // Stream side: a new generation begins; returns it.
@@ -44,7 +57,7 @@ class CpuEvent final : public Event {
     return recorded_;
   }
   // Called on the recording stream's thread when the generation is reached.
-  void complete(uint64_t generation, const std::string& error) {
+  void complete(uint64_t generation, const Failure& error) {
     // Taken before the generation is published, so a stream that waits on
     // this event stamps its own later events no earlier than this one.
     const int64_t now = host_now_ns();
@@ -60,19 +73,19 @@ class CpuEvent final : public Event {
     done_.notify_all();
   }
   // Blocks until `generation` completed; returns the failure it carries.
-  std::string wait_for(uint64_t generation) {
+  Failure wait_for(uint64_t generation) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return completed_ >= generation; });
     return error_;
   }
   void synchronize() override {
-    const std::string error = wait_for(recorded());
-    if (!error.empty()) throw Error(error);
+    const Failure error = wait_for(recorded());
+    if (!error.empty()) error.raise();
   }
   bool query() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_ < recorded_) return false;
-    if (!error_.empty()) throw Error(error_);
+    if (!error_.empty()) error_.raise();
     return true;
   }
   // Every cpu event keeps its time: a host clock read is all it costs.
@@ -87,7 +100,7 @@ class CpuEvent final : public Event {
   uint64_t recorded_ = 0;         // guarded by mutex_
   uint64_t completed_ = 0;        // guarded by mutex_
   int64_t completed_at_ns_ = -1;  // guarded by mutex_: when `completed_` was reached
-  std::string error_;             // guarded by mutex_; sticky, like a CUDA error
+  Failure error_;                 // guarded by mutex_; sticky, like a CUDA error
 };
 
 class CpuStream final : public Stream {
@@ -150,7 +163,7 @@ class CpuStream final : public Stream {
     auto& e = static_cast<CpuEvent&>(event);
     const uint64_t generation = e.recorded();
     enqueue_always([this, &e, generation] {
-      const std::string error = e.wait_for(generation);
+      const Failure error = e.wait_for(generation);
       if (!error.empty() && error_.empty()) error_ = error;
     });
   }
@@ -198,8 +211,10 @@ class CpuStream final : public Stream {
       if (!error_.empty() && !op.always) continue;  // a failed stream does nothing more
       try {
         op.fn();
+      } catch (const OperationError& e) {
+        error_ = Failure{e.what(), true};
       } catch (const std::exception& e) {
-        error_ = e.what();
+        error_ = Failure{e.what(), false};
       }
     }
   }
@@ -208,7 +223,7 @@ class CpuStream final : public Stream {
   std::mt19937_64 random_;                                 // stream thread only
   const std::shared_ptr<std::atomic<uint64_t>> launches_;  // the device's, or null
   const uint64_t fail_after_launches_;
-  std::string error_;  // stream thread only: the first failure, sticky
+  Failure error_;  // stream thread only: the first failure, sticky
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Op> queue_;   // guarded by mutex_

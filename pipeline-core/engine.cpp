@@ -154,6 +154,7 @@ class EngineCore {
   bool flushing_ = false;
   bool stopping_ = false;
   std::string error_;
+  bool operation_failed_ = false;  // error_ came from an OperationError
 
   // Written in allocate() before the worker starts, then read-only.
   // Where the bands of a frame start, top to bottom, and the height last
@@ -518,6 +519,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     // Barrier "downloaded": the slot's pinned output is complete only when
     // its D2H copy has finished.
     std::string failure;
+    bool operations = false;  // the failure is an OperationError
     FrameTiming timing = slot.timing;
     timing.worker_wait.start_ns = host_now_ns();
     try {
@@ -527,6 +529,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
         slot.downloaded->synchronize();
     } catch (const Error& e) {
       failure = e.what();
+      operations = dynamic_cast<const OperationError*>(&e) != nullptr;
     }
     timing.worker_wait.end_ns = host_now_ns();
     // Read here, off the producer's path: the events are complete, so no
@@ -538,7 +541,10 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     lock.lock();
     if (!failure.empty()) {
       const bool first = c.error_.empty();
-      if (first) c.error_ = "frame " + std::to_string(slot.sequence) + " failed: " + failure;
+      if (first) {
+        c.error_ = "frame " + std::to_string(slot.sequence) + " failed: " + failure;
+        c.operation_failed_ = operations;
+      }
       c.worker_busy_ = false;
       const std::string message = c.error_;
       lock.unlock();
@@ -801,9 +807,11 @@ Status Engine::submit(InputFrame frame) {
     std::string message;
     {
       std::lock_guard<std::mutex> lock(c.mutex_);
-      if (c.error_.empty())
+      if (c.error_.empty()) {
         c.error_ = std::string(stage_name(stage)) + " of frame " + std::to_string(sequence) +
                    " failed: " + e.what();
+        c.operation_failed_ = dynamic_cast<const OperationError*>(&e) != nullptr;
+      }
       message = c.error_;
       // The slot's work may be half enqueued: it stays out of the ring, and
       // its references are dropped by stop().
@@ -963,6 +971,12 @@ std::string Engine::error() const {
   if (!core_) return {};
   std::lock_guard<std::mutex> lock(core_->mutex_);
   return core_->error_;
+}
+
+bool Engine::operation_failed() const {
+  if (!core_) return false;
+  std::lock_guard<std::mutex> lock(core_->mutex_);
+  return !core_->error_.empty() && core_->operation_failed_;
 }
 
 }  // namespace cudaoverlap

@@ -259,6 +259,10 @@ class Engine {
 
   // Empty unless the engine is in its error state.
   std::string error() const;
+  // In the error state: whether it came from the operation itself
+  // (OperationError, e.g. an application's handler refusing a frame), which
+  // any device would fail the same way, rather than from the device.
+  bool operation_failed() const;
   const EngineConfig& config() const { return config_; }
   Device& device() { return *device_; }
 

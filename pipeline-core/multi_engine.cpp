@@ -196,6 +196,13 @@ Status MultiEngine::submit(InputFrame frame) {
     Lane& lane = lanes_[static_cast<size_t>(i)];
     // A copy: should the device fail, the frame goes to another.
     const Status status = lane.engine->submit(frame);
+    // The operation refused the frame: another device would too.
+    if (status == Status::kError && lane.engine->operation_failed()) {
+      lane_error(i, lane.engine->error());
+      std::lock_guard<std::mutex> lock(mutex_);
+      submitting_lane_ = -1;
+      return Status::kError;
+    }
     std::string report;
     bool last = false;
     {
@@ -338,11 +345,31 @@ std::string MultiEngine::take_out_locked(int i, const std::string& message, bool
 
 void MultiEngine::lane_error(int i, const std::string& message) {
   if (lanes_.size() == 1) {
+    // The operation's own failure (below) leaves the device live.
+    const bool device_failed = !lanes_[0].engine->operation_failed();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      lanes_[0].live = false;
+      if (device_failed) lanes_[0].live = false;
     }
     if (callbacks_.on_error) callbacks_.on_error(message);
+    return;
+  }
+  // The operation's own failure (an application's handler refusing a
+  // frame) is not the device's: every device would fail the same way, so
+  // the stream ends here rather than after one device after another left
+  // with its frames. The device stays live; the error is reported once.
+  if (lanes_[static_cast<size_t>(i)].engine->operation_failed()) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error_.empty()) {
+        error_ = message;
+        first = true;
+      }
+    }
+    idle_.notify_all();  // drain() returns kError
+    wake_submit(true);   // so does a submit() waiting for a slot
+    if (first && callbacks_.on_error) callbacks_.on_error(message);
     return;
   }
   std::string report;

@@ -28,7 +28,11 @@
 // lost, those frames are skipped in the order (never delivered, never
 // waited for), and the others go on; a frame whose submit() failed on it is
 // submitted to another device. When no device is left, on_error reports the
-// last failure and the MultiEngine is in its error state.
+// last failure and the MultiEngine is in its error state. A failure of the
+// operation itself (OperationError: an application's handler refusing a
+// frame) is not the device's, and any other device would fail the same
+// way: on_error reports it at once, the MultiEngine is in its error state,
+// and every device stays live.
 //
 // Threads and calls are the Engine's (engine.h): one producer calls
 // submit(), drain(), flush_stop() and replace_operation(); the owner calls

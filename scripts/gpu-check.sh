@@ -69,6 +69,28 @@ rm -f "$out"/registry.?.bin
 echo "element-tests cuda (rc $rc, 6 shards): $(grep -c '^\[       OK \]' "$out/element-cuda.log") OK," \
   "$(grep -c '^\[  FAILED  \] [A-Z]' "$out/element-cuda.log") FAILED," \
   "$(grep -c '^\[  SKIPPED \] [A-Z]' "$out/element-cuda.log") skipped"
+# With several GPUs, the element suite once more over all of them
+# (devices=all in every case), in shards as above.
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+if [ "$gpus" -ge 2 ]; then
+  rc=0
+  for i in 0 1 2 3 4 5; do
+    CUDAOVERLAP_TEST_BACKEND=cuda CUDAOVERLAP_TEST_DEVICES=all GTEST_TOTAL_SHARDS=6 \
+      GTEST_SHARD_INDEX=$i GST_REGISTRY="$out/registry.$i.bin" .gpu/bin/element-tests \
+      --gtest_filter='-Leaks.*' >"$out/element-cuda-devices.shard$i.log" 2>&1 &
+    pids[i]=$!
+  done
+  for i in 0 1 2 3 4 5; do wait "${pids[i]}" || rc=1; done
+  cat "$out"/element-cuda-devices.shard*.log >"$out/element-cuda-devices.log" &&
+    rm "$out"/element-cuda-devices.shard*.log
+  rm -f "$out"/registry.?.bin
+  echo "element-tests cuda over $gpus GPUs (devices=all; rc $rc, 6 shards):" \
+    "$(grep -c '^\[       OK \]' "$out/element-cuda-devices.log") OK," \
+    "$(grep -c '^\[  FAILED  \] [A-Z]' "$out/element-cuda-devices.log") FAILED," \
+    "$(grep -c '^\[  SKIPPED \] [A-Z]' "$out/element-cuda-devices.log") skipped"
+else
+  echo "element-tests over several GPUs: not run ($gpus GPU on this machine)"
+fi
 # kernel=application from a C application: Thrust and a kernel of its own
 # on the element's stream, every frame checked on the CPU (tests/examples).
 for what in thrust kernel; do

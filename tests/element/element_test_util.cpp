@@ -83,6 +83,16 @@ std::string test_backend() {
   return backend != nullptr && *backend != '\0' ? backend : "cpu";
 }
 
+std::string test_devices() {
+  const char* devices = g_getenv("CUDAOVERLAP_TEST_DEVICES");
+  return devices != nullptr ? devices : "";
+}
+
+std::string backend_properties() {
+  const std::string devices = test_devices();
+  return "backend=" + test_backend() + (devices.empty() ? "" : " devices=" + devices);
+}
+
 bool backend_available() {
   return test_backend() != "cuda" || cudaoverlap::cuda_device_count() > 0;
 }
@@ -94,6 +104,8 @@ GstElement* make_cudaoverlap(const std::vector<std::pair<std::string, std::strin
     return nullptr;
   }
   gst_util_set_object_arg(G_OBJECT(element), "backend", test_backend().c_str());
+  if (!test_devices().empty())
+    gst_util_set_object_arg(G_OBJECT(element), "devices", test_devices().c_str());
   for (const auto& [name, value] : properties)
     gst_util_set_object_arg(G_OBJECT(element), name.c_str(), value.c_str());
   return element;

@@ -4,8 +4,8 @@
 // a failure instead of a hung test run.
 //
 // The backend comes from CUDAOVERLAP_TEST_BACKEND (cpu when unset; cuda or
-// auto on a GPU machine). Tests that need a backend call
-// SKIP_WITHOUT_BACKEND() first.
+// auto on a GPU machine), the devices from CUDAOVERLAP_TEST_DEVICES (one
+// when unset). Tests that need a backend call SKIP_WITHOUT_BACKEND() first.
 #pragma once
 
 #include <gst/check/gstharness.h>
@@ -26,6 +26,13 @@ namespace cudaoverlap_test {
 
 // "cpu", "cuda" or "auto".
 std::string test_backend();
+// CUDAOVERLAP_TEST_DEVICES: the element's `devices` under test ("all",
+// "0,1"; on the cpu backend as many stand-ins as listed, `all` two), so
+// every suite runs over several devices too; empty when unset: one device.
+std::string test_devices();
+// "backend=B" and, when test_devices() is set, " devices=D": the element
+// under test in a launch line.
+std::string backend_properties();
 // False when the backend under test is cuda and no CUDA device exists.
 bool backend_available();
 

@@ -55,7 +55,7 @@ void stop_while_running(const std::string& description, bool seek) {
 }
 
 void run_pipelines() {
-  const std::string backend = " backend=" + test_backend();
+  const std::string backend = " " + backend_properties();
   run_to_eos(
       "videotestsrc num-buffers=20 ! video/x-raw,format=I420,width=65,height=47 ! "
       "cudaoverlap kernel=invert ring-size=3" +

@@ -77,7 +77,7 @@ GstMessageType run_pipeline(const std::string& description, std::string* error =
   return seen;
 }
 
-std::string backend_property() { return " backend=" + test_backend() + " "; }
+std::string backend_property() { return " " + backend_properties() + " "; }
 
 // A test name for a video-direction value ("ul-lr" -> "ul_lr").
 std::string direction_name(const char* direction) {

@@ -24,9 +24,9 @@ using namespace std::chrono_literals;
 class AppPipeline {
  public:
   AppPipeline(const GstVideoInfo& info, const std::string& element_properties) {
-    const std::string description =
-        "appsrc name=src format=time ! cudaoverlap name=overlap backend=" + test_backend() + " " +
-        element_properties + " ! appsink name=sink sync=false";
+    const std::string description = "appsrc name=src format=time ! cudaoverlap name=overlap " +
+                                    backend_properties() + " " + element_properties +
+                                    " ! appsink name=sink sync=false";
     GError* error = nullptr;
     pipeline_ = gst_parse_launch(description.c_str(), &error);
     if (error != nullptr) {
@@ -271,7 +271,7 @@ TEST(Pipelines, KernelsOnBandsEqualWholeFrames) {
     // without its halo shows.
     const std::string source =
         std::string("videotestsrc num-buffers=3 pattern=colors ! video/x-raw,format=") + c.in +
-        ",width=642,height=478 ! cudaoverlap backend=" + test_backend() + " kernel=" + c.kernel;
+        ",width=642,height=478 ! cudaoverlap " + backend_properties() + " kernel=" + c.kernel;
     const std::string sink =
         std::string(" ! video/x-raw,format=") + c.out + " ! appsink name=sink sync=false";
     const std::vector<GstBuffer*> whole = run_launch_line(source + " bands=1" + sink);
@@ -304,7 +304,7 @@ TEST_P(LaunchLine, RunsToEosWithEveryFrameInverted) {
       " ! video/x-raw,format=NV12,width=64,height=48,framerate=" + (live ? "120" : "30") + "/1 ! ";
   const std::vector<GstBuffer*> inputs = run_launch_line(source + "appsink name=sink sync=false");
   const std::vector<GstBuffer*> outputs =
-      run_launch_line(source + "cudaoverlap kernel=invert backend=" + test_backend() +
+      run_launch_line(source + "cudaoverlap kernel=invert " + backend_properties() +
                       " ! appsink name=sink sync=false");
   ASSERT_EQ(inputs.size(), 30u);
   ASSERT_EQ(outputs.size(), inputs.size());
@@ -332,8 +332,8 @@ TEST(Pipelines, PlayingToNullWhileFramesFlowNeverDeadlocks) {
     SCOPED_TRACE(round);
     const int ring = round % 3 == 0 ? 1 : round % 3 == 1 ? 3 : 8;
     const std::string description =
-        "videotestsrc ! video/x-raw,format=RGBA,width=160,height=120 ! cudaoverlap backend=" +
-        test_backend() + " ring-size=" + std::to_string(ring) +
+        "videotestsrc ! video/x-raw,format=RGBA,width=160,height=120 ! cudaoverlap " +
+        backend_properties() + " ring-size=" + std::to_string(ring) +
         (round % 2 ? " ! queue max-size-buffers=2" : "") + " ! fakesink sync=false";
     GstElement* pipeline = gst_parse_launch(description.c_str(), nullptr);
     ASSERT_NE(pipeline, nullptr);

@@ -78,7 +78,7 @@ GstElement* launch(const std::string& description) {
   return pipeline;
 }
 
-std::string element_description() { return "cudaoverlap backend=" + test_backend(); }
+std::string element_description() { return "cudaoverlap " + backend_properties(); }
 
 // ---------------------------------------------------------------------------
 // States

@@ -114,7 +114,7 @@ class StatsPipeline {
 std::string source(int frames, int fps, const std::string& extra = "") {
   return "videotestsrc num-buffers=" + std::to_string(frames) + " " + extra +
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) +
-         "/1 ! cudaoverlap name=overlap backend=" + test_backend() + " ";
+         "/1 ! cudaoverlap name=overlap " + backend_properties() + " ";
 }
 
 // The same, with upstream writing into its own memory: identity drops the
@@ -124,8 +124,8 @@ std::string source_unpinned(int frames, int fps) {
   return "videotestsrc num-buffers=" + std::to_string(frames) +
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) +
          "/1 ! identity drop-allocation=true ! cudaoverlap name=overlap "
-         "pin-upstream-memory=false backend=" +
-         test_backend() + " ";
+         "pin-upstream-memory=false " +
+         backend_properties() + " ";
 }
 
 guint64 u64(const GstStructure* s, const char* field) {
@@ -157,8 +157,8 @@ TEST(Stats, SayHowManyBandsRun) {
         std::string("videotestsrc num-buffers=2 pattern=black is-live=") +
         (c.live ? "true" : "false") + " ! video/x-raw,format=" + c.format +
         ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
-        ",framerate=30/1 ! cudaoverlap name=overlap bands=" + c.bands_property +
-        " backend=" + test_backend() + " ! fakesink sync=false";
+        ",framerate=30/1 ! cudaoverlap name=overlap bands=" + c.bands_property + " " +
+        backend_properties() + " ! fakesink sync=false";
     SCOPED_TRACE(description);
     StatsPipeline pipeline(description);
     ASSERT_EQ(pipeline.run(), "");
@@ -223,7 +223,7 @@ TEST(Stats, ABufferPushedAgainAndAgainIsStagedAtMostOnce) {
   const std::string still =
       "videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! ";
   const std::string element =
-      "imagefreeze num-buffers=25 ! cudaoverlap name=overlap backend=" + test_backend();
+      "imagefreeze num-buffers=25 ! cudaoverlap name=overlap " + backend_properties();
   const struct {
     std::string description;
     guint64 staged;
@@ -264,8 +264,8 @@ TEST(Stats, MessagesKeepComingWhileNoFrameFlows) {
   SKIP_WITHOUT_BACKEND();
   GstElement* pipeline = gst_parse_launch(
       ("appsrc name=src format=time caps=video/x-raw,format=RGBA,width=16,height=8,framerate=30/1 "
-       "! cudaoverlap name=overlap stats-interval=20 backend=" +
-       test_backend() + " ! fakesink")
+       "! cudaoverlap name=overlap stats-interval=20 " +
+       backend_properties() + " ! fakesink")
           .c_str(),
       nullptr);
   ASSERT_NE(pipeline, nullptr);

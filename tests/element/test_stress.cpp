@@ -62,8 +62,8 @@ TEST(Stress, RandomFlushingSeeksNeverDeadlockAndTheLastSegmentIsComplete) {
         "videotestsrc name=src pattern=snow ! video/x-raw,format=RGBA,width=64,height=48,"
         "framerate=100/1 ! tee name=t t. ! queue ! appsink name=ref sync=false async=false t. ! "
         "queue ! "
-        "cudaoverlap kernel=invert backend=" +
-        test_backend() + " ring-size=" + std::to_string(ring) +
+        "cudaoverlap kernel=invert " +
+        backend_properties() + " ring-size=" + std::to_string(ring) +
         " ! appsink name=out sync=false async=false";
     GstElement* pipeline = gst_parse_launch(description.c_str(), nullptr);
     ASSERT_NE(pipeline, nullptr);

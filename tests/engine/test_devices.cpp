@@ -16,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "../../kernels/application.h"
 #include "engine_test_util.h"
 #include "multi_engine.h"
 
@@ -974,6 +975,63 @@ TEST_P(MultiDevicesTest, WhenEveryDeviceFailsTheErrorIsReportedAndSticks) {
     }
     EXPECT_EQ(users.live.load(), 0);
   }
+}
+
+// An application's handler that refuses a frame fails the operation, not
+// the device: every device would refuse the same, so the stream ends with
+// one error at once, no device is left out, and no frame is lost quietly
+// with a device (before: with several devices each refusal took one device
+// out with a warning and its frames with it, and only the last one's was an
+// error).
+TEST_P(MultiDevicesTest, AnOperationsOwnFailureEndsTheStreamAndLeavesNoDeviceOut) {
+  const int n = GetParam();
+  Watchdog watchdog;
+  LiveCounter users;
+  {
+    MultiConsumer consumer("copy", n, 10, 41);
+    constexpr int kRefused = 6;  // the handler's call that says no
+    std::atomic<int> calls{0};
+    auto process = std::make_shared<const ApplicationProcess>(
+        [&calls](const ImageRef& in, const ImageRef& out, CUstream_st*) {
+          if (calls.fetch_add(1) == kRefused) return false;
+          for (int p = 0; p < format_info(in.format).n_planes; ++p)
+            for (int y = 0; y < static_cast<int>(plane_rows(in.format, p, in.height)); ++y)
+              std::memcpy(out.planes[p].data + static_cast<size_t>(y) * out.planes[p].stride,
+                          in.planes[p].data + static_cast<size_t>(y) * in.planes[p].stride,
+                          plane_row_bytes(in.format, p, in.width));
+          return true;
+        });
+    EngineConfig config = make_config(3, "copy");
+    config.operation = std::make_shared<ApplicationOperation>(process);
+    MultiEngine engine(make_devices(equal_devices(n, 80, 70)), config, consumer.callbacks());
+    engine.start();
+    Status status = Status::kOk;
+    uint64_t submitted = 0;
+    watchdog.stage("submitting until the handler refused");
+    for (; submitted < 2000 && status == Status::kOk; ++submitted)
+      status = submit_frame(engine, submitted, users, &consumer);
+    if (status == Status::kOk) status = drain_within(engine);
+    EXPECT_EQ(status, Status::kError) << status_name(status) << " after " << submitted;
+    ASSERT_TRUE(consumer.wait_for_error()) << "no on_error";
+    const auto errors = consumer.errors();
+    ASSERT_EQ(errors.size(), 1u) << "on_error once";
+    EXPECT_NE(errors[0].find("did not process the frame"), std::string::npos) << errors[0];
+    EXPECT_NE(engine.error().find("did not process the frame"), std::string::npos)
+        << engine.error();
+    EXPECT_EQ(consumer.warnings(), std::vector<std::string>{}) << "no device left out";
+    EXPECT_EQ(engine.live_devices(), n);
+    // The handler was not asked again and again, device after device.
+    EXPECT_LE(calls.load(), kRefused + 1 + 3 * n);
+    // The error state sticks.
+    EXPECT_EQ(submit_frame(engine, 5000, users), Status::kError);
+    EXPECT_EQ(drain_within(engine), Status::kError);
+    ASSERT_TRUE(consumer.settle());
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+    EXPECT_EQ(consumer.errors().size(), 1u) << "on_error once";
+    watchdog.stage("stopping");
+    engine.stop();
+  }
+  EXPECT_EQ(users.live.load(), 0);
 }
 
 // ---------------------------------------------------------------------------
