@@ -6,7 +6,8 @@
 # with --csv FILE also writes the rows for scripts/bench-plot.py.
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
-#                              [--pcie-gbps 55] [--csv FILE] [--only copy|convert|yuy2|blur]
+#                              [--pcie-gbps 55] [--csv FILE]
+#                              [--only copy|convert|yuy2|blur|devices]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
 # scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
@@ -33,6 +34,8 @@
 #   yuy2    YUY2 -> RGBA (a USB camera's format): cudaoverlap kernel=convert
 #           from the pinned pool and mode=serial, videoconvert n-threads=<cores>
 #   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
+#   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
+#           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
 frames=600
 repeats=3
@@ -48,7 +51,7 @@ while [ $# -gt 0 ]; do
     --pcie-gbps) pcie=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench-pipelines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,6 +64,7 @@ gst-inspect-1.0 cudaoverlap >/dev/null 2>&1 || {
   exit 2
 }
 cores=$(nproc)
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 warm=60
 [ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct,cpu_us_per_frame" >"$csv"
 
@@ -189,6 +193,25 @@ for size in "${size_list[@]}"; do
       "$src ! $freeze ! cudaoverlap kernel=convert mode=serial ! $out ! $sink"
     measure yuy2 "$size" "videoconvert n-threads=$cores" $yuy2 $rgba \
       "$src ! $freeze ! videoconvert n-threads=$cores dither=none ! $out ! $sink"
+  fi
+
+  # Several GPUs: each device alone, then all of them together in one
+  # element (devices=all; README, "Several GPUs"). The % PCIe column is of
+  # one link; with N devices the bound is N links.
+  if [ "$only" = devices ] || { [ -z "$only" ] && [ "$gpus" -ge 2 ]; }; then
+    src=$(still RGBA)
+    if [ "$gpus" -lt 2 ]; then
+      echo "devices  $size several GPUs: not run ($gpus GPU on this machine)"
+    else
+      for ((d = 0; d < gpus; d++)); do
+        measure devices "$size" "cudaoverlap device-id=$d, pinned pool" $rgba $rgba \
+          "$src ! $freeze ! cudaoverlap device-id=$d ! $sink"
+      done
+      measure devices "$size" "cudaoverlap devices=all ($gpus GPUs), pinned pool" $rgba $rgba \
+        "$src ! $freeze ! cudaoverlap devices=all ! $sink"
+      measure devices "$size" "cudaoverlap devices=all ring-size=8, pinned pool" $rgba $rgba \
+        "$src ! $freeze ! cudaoverlap devices=all ring-size=8 ! $sink"
+    fi
   fi
 
   if [ -z "$only" ] || [ "$only" = blur ]; then
