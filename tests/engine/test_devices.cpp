@@ -934,6 +934,28 @@ INSTANTIATE_TEST_SUITE_P(Devices, MultiFaultTest, ::testing::ValuesIn(fault_case
 
 // Every device fails (the only one, with one): on_error once, then submit()
 // and drain() say kError; nothing hangs.
+// Submits frames until one is refused (at most 2000), then drains: the
+// stream must end in the error state, with on_error called.
+void submit_until_error(MultiEngine& engine, MultiConsumer& consumer, LiveCounter& users) {
+  Status status = Status::kOk;
+  uint64_t submitted = 0;
+  for (; submitted < 2000 && status == Status::kOk; ++submitted)
+    status = submit_frame(engine, submitted, users, &consumer);
+  if (status == Status::kOk) status = drain_within(engine);
+  EXPECT_EQ(status, Status::kError) << status_name(status) << " after " << submitted;
+  ASSERT_TRUE(consumer.wait_for_error()) << "no on_error";
+}
+
+// The error state sticks, the frames delivered before it were intact, and
+// on_error was called once.
+void expect_error_sticks(MultiEngine& engine, MultiConsumer& consumer, LiveCounter& users) {
+  EXPECT_EQ(submit_frame(engine, 5000, users), Status::kError);
+  EXPECT_EQ(drain_within(engine), Status::kError);
+  ASSERT_TRUE(consumer.settle());
+  EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+  EXPECT_EQ(consumer.errors().size(), 1u) << "on_error once";
+}
+
 TEST_P(MultiDevicesTest, WhenEveryDeviceFailsTheErrorIsReportedAndSticks) {
   const int n = GetParam();
   for (FaultStage stage : {FaultStage::kCompute, FaultStage::kUpload}) {
@@ -949,14 +971,8 @@ TEST_P(MultiDevicesTest, WhenEveryDeviceFailsTheErrorIsReportedAndSticks) {
       }
       MultiEngine engine(make_devices(specs), make_config(3, "invert"), consumer.callbacks());
       engine.start();
-      Status status = Status::kOk;
-      uint64_t submitted = 0;
       watchdog.stage("submitting until every device failed");
-      for (; submitted < 2000 && status == Status::kOk; ++submitted)
-        status = submit_frame(engine, submitted, users, &consumer);
-      if (status == Status::kOk) status = drain_within(engine);
-      EXPECT_EQ(status, Status::kError) << status_name(status) << " after " << submitted;
-      ASSERT_TRUE(consumer.wait_for_error()) << "no on_error";
+      ASSERT_NO_FATAL_FAILURE(submit_until_error(engine, consumer, users));
       const auto errors = consumer.errors();
       EXPECT_EQ(errors.size(), 1u) << "on_error once";
       EXPECT_FALSE(engine.error().empty());
@@ -964,12 +980,7 @@ TEST_P(MultiDevicesTest, WhenEveryDeviceFailsTheErrorIsReportedAndSticks) {
       const auto warnings = consumer.warnings();
       // A warning for each device but the last, whose failure is the error.
       EXPECT_EQ(warnings.size(), static_cast<size_t>(n - 1)) << ::testing::PrintToString(warnings);
-      // The error state sticks.
-      EXPECT_EQ(submit_frame(engine, 5000, users), Status::kError);
-      EXPECT_EQ(drain_within(engine), Status::kError);
-      ASSERT_TRUE(consumer.settle());
-      EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
-      EXPECT_EQ(consumer.errors().size(), 1u) << "on_error once";
+      ASSERT_NO_FATAL_FAILURE(expect_error_sticks(engine, consumer, users));
       watchdog.stage("stopping");
       engine.stop();
     }
@@ -1005,14 +1016,8 @@ TEST_P(MultiDevicesTest, AnOperationsOwnFailureEndsTheStreamAndLeavesNoDeviceOut
     config.operation = std::make_shared<ApplicationOperation>(process);
     MultiEngine engine(make_devices(equal_devices(n, 80, 70)), config, consumer.callbacks());
     engine.start();
-    Status status = Status::kOk;
-    uint64_t submitted = 0;
     watchdog.stage("submitting until the handler refused");
-    for (; submitted < 2000 && status == Status::kOk; ++submitted)
-      status = submit_frame(engine, submitted, users, &consumer);
-    if (status == Status::kOk) status = drain_within(engine);
-    EXPECT_EQ(status, Status::kError) << status_name(status) << " after " << submitted;
-    ASSERT_TRUE(consumer.wait_for_error()) << "no on_error";
+    ASSERT_NO_FATAL_FAILURE(submit_until_error(engine, consumer, users));
     const auto errors = consumer.errors();
     ASSERT_EQ(errors.size(), 1u) << "on_error once";
     EXPECT_NE(errors[0].find("did not process the frame"), std::string::npos) << errors[0];
@@ -1022,12 +1027,7 @@ TEST_P(MultiDevicesTest, AnOperationsOwnFailureEndsTheStreamAndLeavesNoDeviceOut
     EXPECT_EQ(engine.live_devices(), n);
     // The handler was not asked again and again, device after device.
     EXPECT_LE(calls.load(), kRefused + 1 + 3 * n);
-    // The error state sticks.
-    EXPECT_EQ(submit_frame(engine, 5000, users), Status::kError);
-    EXPECT_EQ(drain_within(engine), Status::kError);
-    ASSERT_TRUE(consumer.settle());
-    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
-    EXPECT_EQ(consumer.errors().size(), 1u) << "on_error once";
+    ASSERT_NO_FATAL_FAILURE(expect_error_sticks(engine, consumer, users));
     watchdog.stage("stopping");
     engine.stop();
   }
