@@ -812,6 +812,9 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
    * events order that work after the frame's upload and before its
    * download. It must not synchronise or allocate per frame; it is called
    * from the streaming thread (cuda) or the cpu backend's compute thread.
+   * With several devices (`devices`) the device of the frame is current,
+   * and on the cpu backend the stand-ins' compute threads call it at the
+   * same time: what it shares must be thread-safe.
    *
    * Returns: TRUE when the frame was processed; FALSE fails it (an error).
    */

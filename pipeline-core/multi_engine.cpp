@@ -306,7 +306,9 @@ void MultiEngine::deliver_ready() {
       frame.release();  // one the consumer did not take
       lock.lock();
     }
-    if (!failure.empty() && error_.empty()) error_ = failure;
+    // Reported once, by whoever put the MultiEngine in its error state.
+    if (!error_.empty()) failure.clear();
+    if (!failure.empty()) error_ = failure;
     delivering_ = false;
   }
   idle_.notify_all();
@@ -318,6 +320,12 @@ std::string MultiEngine::take_out_locked(int i, const std::string& message, bool
   *last = false;
   if (!lane.live) return {};
   lane.live = false;
+  if (!error_.empty()) {
+    // The stream ended already (on_error): nothing more to report; stop()
+    // drops what was in flight on it.
+    failed_.store(true, std::memory_order_release);
+    return {};
+  }
   // Its frames in flight will never come out; the one submit() is giving
   // it now goes to another device instead (submit() sees to that).
   size_t lost = 0;
@@ -359,17 +367,18 @@ void MultiEngine::lane_error(int i, const std::string& message) {
   // the stream ends here rather than after one device after another left
   // with its frames. The device stays live; the error is reported once.
   if (lanes_[static_cast<size_t>(i)].engine->operation_failed()) {
+    const std::string text = lanes_[static_cast<size_t>(i)].device->describe() + ": " + message;
     bool first = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (error_.empty()) {
-        error_ = message;
+        error_ = text;
         first = true;
       }
     }
     idle_.notify_all();  // drain() returns kError
     wake_submit(true);   // so does a submit() waiting for a slot
-    if (first && callbacks_.on_error) callbacks_.on_error(message);
+    if (first && callbacks_.on_error) callbacks_.on_error(text);
     return;
   }
   std::string report;

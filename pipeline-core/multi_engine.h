@@ -68,7 +68,8 @@ struct MultiEngineCallbacks {
   // A frame lost with a failed device, at the place in the order where it
   // would have been handed out; `user` is its InputFrame::user.
   std::function<void(const std::shared_ptr<void>& user)> on_lost;
-  // No device is left: the stream cannot go on.
+  // The stream cannot go on: no device is left, the operation itself
+  // failed, or the consumer threw. Called once.
   std::function<void(const std::string& message)> on_error;
 };
 
@@ -87,8 +88,8 @@ class MultiEngine {
   // first one's Error (with one device: its Error as it was). Owner; once.
   void start();
 
-  // Engine::submit on the device chosen as above. kError only when no
-  // device is left. Producer thread.
+  // Engine::submit on the device chosen as above. kError only in the error
+  // state (no device left, or the operation failed). Producer thread.
   Status submit(InputFrame frame);
 
   // Engine::replace_operation on every live device: checked on the first
@@ -96,7 +97,7 @@ class MultiEngine {
   void replace_operation(std::shared_ptr<const Operation> operation);
 
   // Blocks until every submitted frame was handed to on_frame or lost with
-  // its device. kFlushing, or kError when no device is left. Producer.
+  // its device. kFlushing, or kError in the error state. Producer.
   Status drain();
 
   void flush_start();  // any thread
@@ -118,7 +119,7 @@ class MultiEngine {
   // Bands each frame is split into (the first live engine's; every engine
   // has the same config).
   int bands() const;
-  // Empty unless no device is left.
+  // Empty unless in the error state (see on_error).
   std::string error() const;
   const EngineConfig& config() const { return config_; }
 
@@ -187,7 +188,7 @@ class MultiEngine {
   bool flushing_ = false;                              // between flush_start and flush_stop
   int submitting_lane_ = -1;          // submit() is in this lane's Engine::submit …
   uint64_t submitting_sequence_ = 0;  // … with this frame
-  std::string error_;                 // set when no device is left
+  std::string error_;                 // the error state: why the stream cannot go on
   int last_lane_ = -1;                // the last dealt to
   bool started_ = false;
   std::atomic<bool> failed_{false};  // a device was taken out

@@ -64,7 +64,9 @@ gst-inspect-1.0 cudaoverlap >/dev/null 2>&1 || {
   exit 2
 }
 cores=$(nproc)
-gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c '^[0-9]')
+# CUDA numbers only the GPUs CUDA_VISIBLE_DEVICES lets it see.
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
 warm=60
 [ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct,cpu_us_per_frame" >"$csv"
 
@@ -102,7 +104,7 @@ measure() {
     short=$(run_once "${pipeline//@N@/$warm}")
     long=$(run_once "${pipeline//@N@/$((warm + frames))}")
     if [ "$short" = fail ] || [ "$long" = fail ] || [ -z "$short" ] || [ -z "$long" ]; then
-      printf "%-8s %-10s %-44s %s\n" "$workload" "$size" "$name" \
+      printf "%-8s %-10s %-50s %s\n" "$workload" "$size" "$name" \
         "failed: $(grep -m1 -i error /tmp/bench-pipelines.log | cut -c1-100)"
       return
     fi
@@ -118,14 +120,14 @@ measure() {
     -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
       gin = fps * i / 1e9; gout = fps * o / 1e9
       big = (i > o ? i : o); pct = 100 * fps * big / (bound * 1e9)
-      printf "%-8s %-10s %-44s %9.0f %8.1f %8.1f %7.0f%% %9.0f\n", w, z, c, fps, gin, gout, pct, cpu
+      printf "%-8s %-10s %-50s %9.0f %8.1f %8.1f %7.0f%% %9.0f\n", w, z, c, fps, gin, gout, pct, cpu
       if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f,%.1f\n", w, z, c, fps, gin, gout, pct, cpu >> csv
     }'
 }
 
 echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), median of" \
   "$repeats, sync=false; PCIe bound $pcie GB/s each way; $cores CPU cores"
-printf "%-8s %-10s %-44s %9s %8s %8s %8s %9s\n" workload size case "frames/s" "in GB/s" \
+printf "%-8s %-10s %-50s %9s %8s %8s %8s %9s\n" workload size case "frames/s" "in GB/s" \
   "out GB/s" "% PCIe" "CPU us/fr"
 IFS=, read -r -a size_list <<<"$sizes"
 for size in "${size_list[@]}"; do

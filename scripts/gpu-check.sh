@@ -71,7 +71,9 @@ echo "element-tests cuda (rc $rc, 6 shards): $(grep -c '^\[       OK \]' "$out/e
   "$(grep -c '^\[  SKIPPED \] [A-Z]' "$out/element-cuda.log") skipped"
 # With several GPUs, the element suite once more over all of them
 # (devices=all in every case), in shards as above.
-gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c '^[0-9]')
+# CUDA numbers only the GPUs CUDA_VISIBLE_DEVICES lets it see.
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
 if [ "$gpus" -ge 2 ]; then
   rc=0
   for i in 0 1 2 3 4 5; do

@@ -96,8 +96,9 @@
 // printed and fails the program. A second table per size says where the
 // host's time went in the same runs, per frame: how busy the producer
 // thread was (its CPU time / wall time: near 100 % it bounds the rate),
-// its time in MultiEngine::submit and, within, Engine::submit's enqueuing
-// of the device work and its wait for a slot, its wait for an input frame,
+// its time in MultiEngine::submit and, within, the MultiEngine's dealing
+// (choosing a device, waiting for one's slot), Engine::submit's wait for a
+// slot and its enqueuing of the device work, its wait for an input frame,
 // how long finished frames were held for an earlier one on another device,
 // and the workers' CPU time.
 #include <dirent.h>
@@ -1349,8 +1350,11 @@ struct HostFigures {
   double workers_cpu_us = 0;  // CPU time of the engines' workers (co-worker), all together
   double take_us = 0;         // producer waiting for an input frame (the pool: upstream)
   double submit_us = 0;       // producer in MultiEngine::submit (wall)
-  double slot_us = 0;         // of which in Engine::submit waiting for a slot
-  double enqueue_us = 0;      // of which in Engine::submit enqueuing the device work
+  double engine_us = 0;       // of which in Engine::submit
+  double dealing_us = 0;      // of which in MultiEngine's own part: choosing a device, and
+                              // waiting for one's slot
+  double slot_us = 0;         // of which, in Engine::submit, waiting for a slot
+  double enqueue_us = 0;      // and, in Engine::submit, enqueuing the device work
   double held_us = 0;         // a frame done, waiting for an earlier one (delivery order)
   double held_max_us = 0;
 };
@@ -1464,6 +1468,7 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
       HostFigures& h = result.host;
       h.slot_us += static_cast<double>(timing.wait_slot.end_ns - timing.wait_slot.start_ns) / 1e3;
       h.enqueue_us += static_cast<double>(timing.enqueued_ns - timing.wait_slot.end_ns) / 1e3;
+      h.engine_us += static_cast<double>(timing.enqueued_ns - timing.wait_slot.start_ns) / 1e3;
       const double held = static_cast<double>(now - timing.delivered_ns) / 1e3;
       h.held_us += held;
       h.held_max_us = std::max(h.held_max_us, held);
@@ -1526,6 +1531,8 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
     h.take_us = static_cast<double>(take_ns) / 1e3 / opt.frames;
     h.submit_us = static_cast<double>(submit_ns) / 1e3 / opt.frames;
     h.slot_us /= opt.frames;
+    h.engine_us /= opt.frames;
+    h.dealing_us = h.submit_us - h.engine_us;
     h.enqueue_us /= opt.frames;
     h.held_us /= opt.frames;
   }
@@ -1690,15 +1697,16 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
     std::printf(
         "\n%s: host time per frame, median (min–max) over the runs above; producer: the thread "
         "that takes input frames and submits them (busy: its CPU time / wall time); submit: in "
-        "MultiEngine::submit, of which enqueue: Engine::submit issuing the frame's device work, "
-        "slot: Engine::submit waiting for a free slot; input: waiting for a pool frame; held: "
-        "a frame done, waiting for an earlier one on another device; workers: the engines' "
-        "worker threads' CPU time, all devices together\n\n",
+        "MultiEngine::submit, of which dealing: choosing a device and waiting for one's slot, "
+        "slot: Engine::submit waiting for a free slot, enqueue: Engine::submit issuing the "
+        "frame's device work; input: waiting for a pool frame; held: a frame done, waiting for "
+        "an earlier one on another device; workers: the engines' worker threads' CPU time, all "
+        "devices together\n\n",
         size.name);
     std::printf(
-        "| kernel | devices | producer busy | submit us | enqueue us | slot us | input us | held "
-        "us (max) | workers CPU us |\n");
-    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        "| kernel | devices | producer busy | submit us | dealing us | slot us | enqueue us | "
+        "input us | held us (max) | workers CPU us |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& [label, by_set] : host_by_kernel)
       for (size_t s = 0; s < sets.size(); ++s) {
         const std::vector<HostFigures>& h = by_set[s];
@@ -1709,11 +1717,12 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         };
         double held_max = 0;
         for (const HostFigures& one : h) held_max = std::max(held_max, one.held_max_us);
-        std::printf("| %s | %s | %s %% | %s | %s | %s | %s | %s (%.0f) | %s |\n", label.c_str(),
-                    numbers_of(sets[s]).c_str(), of(&HostFigures::producer_busy, 100.0).c_str(),
-                    of(&HostFigures::submit_us).c_str(), of(&HostFigures::enqueue_us).c_str(),
-                    of(&HostFigures::slot_us).c_str(), of(&HostFigures::take_us).c_str(),
-                    of(&HostFigures::held_us).c_str(), held_max,
+        std::printf("| %s | %s | %s %% | %s | %s | %s | %s | %s | %s (%.0f) | %s |\n",
+                    label.c_str(), numbers_of(sets[s]).c_str(),
+                    of(&HostFigures::producer_busy, 100.0).c_str(),
+                    of(&HostFigures::submit_us).c_str(), of(&HostFigures::dealing_us).c_str(),
+                    of(&HostFigures::slot_us).c_str(), of(&HostFigures::enqueue_us).c_str(),
+                    of(&HostFigures::take_us).c_str(), of(&HostFigures::held_us).c_str(), held_max,
                     of(&HostFigures::workers_cpu_us).c_str());
       }
     std::fflush(stdout);

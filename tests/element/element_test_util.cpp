@@ -90,7 +90,7 @@ std::string test_devices() {
 
 std::string backend_properties() {
   const std::string devices = test_devices();
-  return "backend=" + test_backend() + (devices.empty() ? "" : " devices=" + devices);
+  return "backend=" + test_backend() + (devices.empty() ? "" : " devices=\"" + devices + "\"");
 }
 
 bool backend_available() {

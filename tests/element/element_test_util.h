@@ -26,9 +26,10 @@ namespace cudaoverlap_test {
 
 // "cpu", "cuda" or "auto".
 std::string test_backend();
-// CUDAOVERLAP_TEST_DEVICES: the element's `devices` under test ("all",
-// "0,1"; on the cpu backend as many stand-ins as listed, `all` two), so
-// every suite runs over several devices too; empty when unset: one device.
+// CUDAOVERLAP_TEST_DEVICES: the element's `devices` under test ("0,1", or
+// "all" on a GPU machine; on the cpu backend as many stand-ins as numbers
+// listed, and `all` is one), so every suite runs over several devices too;
+// empty when unset: one device.
 std::string test_devices();
 // "backend=B" and, when test_devices() is set, " devices=D": the element
 // under test in a launch line.

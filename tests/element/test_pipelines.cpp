@@ -6,6 +6,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -689,18 +690,20 @@ TEST(CustomKernel, ASourceChangedWhilePlayingIsSwappedInBetweenTwoFrames) {
 
 // A process handler on host planes (the cpu backend): 255 - v on every
 // byte of the picture, as Kernel::kInvert computes on 8-bit formats without
-// alpha. Counts its calls and checks what it is given.
+// alpha. Counts its calls and checks what it is given; atomics, as over
+// several devices (CUDAOVERLAP_TEST_DEVICES) it is called from each
+// device's compute thread at once.
 struct ProcessHandler {
-  int calls = 0;
-  bool stream_was_null = true;
-  bool geometry_ok = true;
+  std::atomic<int> calls{0};
+  std::atomic<bool> stream_was_null{true};
+  std::atomic<bool> geometry_ok{true};
   static gboolean invert(GstElement*, const CudaOverlapImage* in, const CudaOverlapImage* out,
                          gpointer stream, gpointer user_data) {
     auto* self = static_cast<ProcessHandler*>(user_data);
     ++self->calls;
-    self->stream_was_null = self->stream_was_null && stream == nullptr;
-    self->geometry_ok = self->geometry_ok && in->width == out->width && in->height == out->height &&
-                        in->format == out->format;
+    if (stream != nullptr) self->stream_was_null = false;
+    if (in->width != out->width || in->height != out->height || in->format != out->format)
+      self->geometry_ok = false;
     for (int p = 0; p < in->n_planes; ++p)
       for (int y = 0; y < in->rows[p]; ++y)
         for (size_t x = 0; x < in->row_bytes[p]; ++x)
@@ -734,7 +737,7 @@ TEST(ApplicationKernel, AProcessHandlerOnTheCpuBackendGetsHostPlanesAndItsOutput
           << gst_video_format_to_string(format) << " frame " << i;
       gst_sample_unref(sample);
     }
-    EXPECT_EQ(handler.calls, 8);
+    EXPECT_EQ(handler.calls.load(), 8);
     EXPECT_TRUE(handler.stream_was_null);
     EXPECT_TRUE(handler.geometry_ok);
     EXPECT_EQ(pipeline.error(), "");
