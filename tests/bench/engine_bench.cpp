@@ -72,7 +72,10 @@
 // in submission order), all in one process. LIST is `all` or CUDA device
 // numbers (`0,1`); on the cpu backend, a count of cpu devices standing in
 // (`2`), so the mode runs without a GPU (its figures then say nothing about
-// a GPU). Per size (RGBA, ring --ring on each device): first each device's
+// a GPU; --stand-in-link-us N makes each stand-in's upload of a frame wait
+// N us on its stream, a link that costs the host nothing, so the dealing's
+// own scaling shows: `--backend cpu --devices 2 --stand-in-link-us 400
+// --sizes 240p`). Per size (RGBA, ring --ring on each device): first each device's
 // pinned copy rates measured alone (H2D, D2H, both at once; made current
 // and its own pinned memory) and its bound in frames/s, as in the main
 // table, then all devices copying both ways at once (is the host's side
@@ -120,6 +123,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../engine/test_device.h"
 #include "../kernels/custom_sources.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
@@ -160,14 +164,19 @@ struct Options {
   std::vector<std::pair<std::string, PixelFormat>> only;
   // --devices LIST: the multi-device table instead; empty: not asked.
   std::string devices;
+  // --stand-in-link-us N (cpu backend, --devices): each stand-in's uploads
+  // keep its upload stream busy N us first, as a link of that speed would.
+  int stand_in_link_us = 0;
 };
 
 struct Size {
   const char* name;
   int width, height;
 };
-const std::map<std::string, Size> kSizes = {
-    {"720p", {"720p", 1280, 720}}, {"1080p", {"1080p", 1920, 1080}}, {"4k", {"4K", 3840, 2160}}};
+const std::map<std::string, Size> kSizes = {{"240p", {"240p", 320, 240}},
+                                            {"720p", {"720p", 1280, 720}},
+                                            {"1080p", {"1080p", 1920, 1080}},
+                                            {"4k", {"4K", 3840, 2160}}};
 
 struct Result {
   double fps = 0;
@@ -688,7 +697,7 @@ int usage(const char* why) {
       "[--repeats N] [--register-runs N]\n"
       "       cudaoverlap-bench --devices all|0,1,... (cpu backend: a count) "
       "[--backend auto|cuda|cpu] [--sizes ...] [--frames N] [--warmup N] [--runs N] "
-      "[--ring N] [--synthetic-us N]\n",
+      "[--ring N] [--synthetic-us N] [--stand-in-link-us N (cpu)]\n",
       why);
   return 2;
 }
@@ -1202,7 +1211,8 @@ int parse_count(const std::string& text) {
 // backend a count of cpu devices standing in (`2`; `all` is two, a list one
 // per entry). Empty with `why` set when LIST is not understood; throws
 // Error when a CUDA device named does not exist, or none does for `all`.
-std::vector<ListedDevice> listed_devices(const std::string& list, bool cuda, std::string* why) {
+std::vector<ListedDevice> listed_devices(const std::string& list, bool cuda, int link_us,
+                                         std::string* why) {
   std::vector<ListedDevice> listed;
   const std::vector<std::string> entries = split_commas(list);
   if (!cuda) {
@@ -1212,7 +1222,19 @@ std::vector<ListedDevice> listed_devices(const std::string& list, bool cuda, std
       *why = "--devices on the cpu backend takes a count of cpu devices from 1 to 16, not " + list;
       return {};
     }
-    for (int i = 0; i < count; ++i) listed.push_back({i, make_cpu_device()});
+    for (int i = 0; i < count; ++i) {
+      CpuDeviceOptions options;
+      options.stand_in = count > 1 ? i : -1;
+      std::shared_ptr<Device> device = make_cpu_device(options);
+      if (link_us > 0) {
+        // The frame's upload waits for a sleep on its stream: a link of
+        // link_us a frame that costs the host nothing.
+        test::TestDeviceOptions link;
+        link.upload_delay_us = static_cast<uint32_t>(link_us);
+        device = std::make_shared<test::TestDevice>(std::move(device), link);
+      }
+      listed.push_back({i, std::move(device)});
+    }
     return listed;
   }
   std::vector<int> numbers;
@@ -1765,6 +1787,8 @@ int run(int argc, char** argv) {
       opt.warmup = std::atoi(value.c_str());
     } else if (arg == "--ring") {
       opt.ring = std::atoi(value.c_str());
+    } else if (arg == "--stand-in-link-us") {
+      opt.stand_in_link_us = std::atoi(value.c_str());
     } else if (arg == "--synthetic-us") {
       opt.synthetic_us = std::atoi(value.c_str());
     } else if (arg == "--iterations") {
@@ -1838,7 +1862,10 @@ int run(int argc, char** argv) {
     } else if (opt.backend != "cpu" && opt.backend != "cuda") {
       return usage(("unknown backend " + opt.backend).c_str());
     }
-    const std::vector<ListedDevice> listed = listed_devices(opt.devices, cuda, &why);
+    if (opt.stand_in_link_us > 0 && cuda)
+      return usage("--stand-in-link-us is for the cpu backend's stand-ins");
+    const std::vector<ListedDevice> listed =
+        listed_devices(opt.devices, cuda, opt.stand_in_link_us, &why);
     if (listed.empty()) return usage(why.c_str());
     return run_devices_table(listed, opt);
   }
