@@ -196,7 +196,10 @@ Status MultiEngine::submit(InputFrame frame) {
     Lane& lane = lanes_[static_cast<size_t>(i)];
     // A copy: should the device fail, the frame goes to another.
     const Status status = lane.engine->submit(frame);
-    // The operation refused the frame: another device would too.
+    // The operation refused the frame: another device would too. The
+    // engine's on_error may not have reached lane_error yet (a worker
+    // reports after releasing its lock); lane_error is idempotent and
+    // sets error() before submit() returns.
     if (status == Status::kError && lane.engine->operation_failed()) {
       lane_error(i, lane.engine->error());
       std::lock_guard<std::mutex> lock(mutex_);
