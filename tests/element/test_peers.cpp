@@ -158,10 +158,11 @@ void expect_flowing(GstHarness* h, const GstVideoInfo& info, const char* when) {
 }
 
 // Downstream keeps the first frame and answers EOS to the second, late:
-// by then upstream has a third frame in flight and a fourth waiting for a
-// slot (ring 2: one slot held downstream, one in flight). The task pauses,
-// so the frame in flight must still be dropped, or the fourth waits for
-// its slot forever.
+// by then upstream has filled every slot and waits for one (ring 2 on one
+// device: one slot held downstream, a third frame in flight and a fourth
+// waiting; with several devices, ring 2 each, more frames go in first).
+// The task pauses, so the frames in flight must still be dropped, or the
+// waiting one waits for its slot forever.
 TEST_F(PeerHarness, DownstreamEosWhileUpstreamWaitsForASlotDoesNotHang) {
   start({{"ring-size", "2"}});
   const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 16);
@@ -191,7 +192,9 @@ TEST_F(PeerHarness, DownstreamEosWhileUpstreamWaitsForASlotDoesNotHang) {
       &downstream, nullptr);
   std::vector<GstFlowReturn> flows;
   run_or_die("pushing while downstream answers EOS", 20s, [&] {
-    for (uint64_t i = 0; i < 6; ++i) {
+    // Enough frames to fill the slots of as many devices as a test runs
+    // over (CUDAOVERLAP_TEST_DEVICES) and wait: the loop ends at the EOS.
+    for (uint64_t i = 0; i < 64; ++i) {
       flows.push_back(gst_harness_push(h_, make_frame(info, 3, i)));
       if (flows.back() != GST_FLOW_OK) break;
     }
