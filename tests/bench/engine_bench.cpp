@@ -79,13 +79,15 @@
 // pinned copy rates measured alone (H2D, D2H, both at once; made current
 // and its own pinned memory) and its bound in frames/s, as in the main
 // table, then all devices copying both ways at once (is the host's side
-// shared?). Then, for `copy` and `synthetic` (its busy time one frame's
-// upload on the first device), a MultiEngine over each device alone and
-// over all of LIST together, the runs taken in turn over these
-// configurations: frames/s (median (min-max) of --runs runs of --frames
-// after --warmup), % of the configuration's bound (the sum of its devices'
-// bounds alone), speed-up against the best device alone, the process's
-// CPU time per frame, each device's share of the frames
+// shared?), and (cuda) the same copies, each device alone and all at once,
+// from host memory in 2 MB pages (anonymous, MADV_HUGEPAGE, registered:
+// do the host's page translations cap the links?). Then, for `copy` and `synthetic` (its busy time
+// one frame's upload on the first device), a MultiEngine over each device alone and over all of
+// LIST together, the runs taken in turn over these configurations: frames/s (median (min-max) of
+// --runs runs of --frames after --warmup), % of the configuration's bound (the sum of its devices'
+// bounds alone), % of what plain copies moved both ways at once on the
+// same devices (one device: its own rate; several: theirs together), speed-up against the best
+// device alone, the process's CPU time per frame, each device's share of the frames
 // (OutputFrame::device()), and the output: in every run every frame's
 // sequence must be the next one and the number it was submitted as; its
 // pixels are compared with its input whole in one more run of each
@@ -105,6 +107,7 @@
 // how long finished frames were held for an earlier one on another device,
 // and the workers' CPU time.
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -1269,29 +1272,98 @@ std::string numbers_of(const std::vector<ListedDevice>& devices) {
   return text;
 }
 
+// Where the copy probes' host memory comes from: the device's own pinned
+// memory (Device::alloc_pinned, as the engine's), or anonymous memory the
+// kernel is asked to back with 2 MB pages (transparent huge pages,
+// MADV_HUGEPAGE), then registered with the device. Fewer, larger pages
+// mean fewer translations for the DMA to look up where an IOMMU sits
+// between the links and memory: whether that is what caps several links
+// copying at once shows in the difference.
+enum class HostPages { kPinned, kHuge };
+
+// Host memory for a copy probe, as HostPages says.
+class ProbeMemory {
+ public:
+  ProbeMemory(Device& device, size_t bytes, HostPages pages) {
+    if (pages == HostPages::kPinned) {
+      pinned_ = device.alloc_pinned(bytes);
+      data_ = pinned_->data();
+      return;
+    }
+    constexpr size_t kHuge = size_t{2} << 20;
+    mapped_ = (bytes + kHuge - 1) / kHuge * kHuge + kHuge;  // room to align
+    map_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map_ == MAP_FAILED) throw Error("mmap of " + std::to_string(mapped_) + " bytes failed");
+    const uintptr_t at = reinterpret_cast<uintptr_t>(map_);
+    data_ = reinterpret_cast<uint8_t*>((at + kHuge - 1) / kHuge * kHuge);
+    const size_t usable = (bytes + kHuge - 1) / kHuge * kHuge;
+    (void)madvise(data_, usable, MADV_HUGEPAGE);  // a kernel without it: small pages
+    std::memset(data_, 0, usable);                // faulted in before pinning
+    registration_ = device.register_host(data_, usable);
+  }
+  ~ProbeMemory() {
+    registration_.reset();  // unpinned before unmapped
+    if (map_) munmap(map_, mapped_);
+  }
+  ProbeMemory(const ProbeMemory&) = delete;
+  ProbeMemory& operator=(const ProbeMemory&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  std::unique_ptr<Buffer> pinned_;
+  void* map_ = nullptr;
+  size_t mapped_ = 0;
+  std::unique_ptr<HostRegistration> registration_;
+  uint8_t* data_ = nullptr;
+};
+
+// How much of this process's anonymous memory the kernel backs with huge
+// pages now (AnonHugePages of /proc/self/smaps_rollup), in bytes; -1 when
+// it does not say.
+int64_t anon_huge_bytes() {
+  std::FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "AnonHugePages: %lld kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
 // Both directions at once on every device together (each device's upload
 // and download on two streams, all devices started at the same moment from
 // a thread each), in GB/s summed over the devices: what the host and its
 // links move when every device copies, against the sum of each alone.
-Spread measure_copies_together(const std::vector<ListedDevice>& devices, size_t bytes, int runs) {
+// `huge_bytes`, when given, gets how many bytes of the probe's host memory
+// the kernel backed with huge pages.
+Spread measure_copies_together(const std::vector<ListedDevice>& devices, size_t bytes, int runs,
+                               HostPages pages = HostPages::kPinned,
+                               int64_t* huge_bytes = nullptr) {
   struct Link {
-    std::unique_ptr<Buffer> host_a, host_b, dev_a, dev_b;
+    std::unique_ptr<ProbeMemory> host_a, host_b;
+    std::unique_ptr<Buffer> dev_a, dev_b;
     std::unique_ptr<Stream> up, down;
   };
   const size_t n = devices.size();
   std::vector<Link> links(n);
+  const int64_t huge_before = anon_huge_bytes();
   for (size_t d = 0; d < n; ++d) {
     Device& dev = *devices[d].device;
     dev.make_current();
     Link& link = links[d];
-    link.host_a = dev.alloc_pinned(bytes);
-    link.host_b = dev.alloc_pinned(bytes);
+    link.host_a = std::make_unique<ProbeMemory>(dev, bytes, pages);
+    link.host_b = std::make_unique<ProbeMemory>(dev, bytes, pages);
     link.dev_a = dev.alloc_device(bytes);
     link.dev_b = dev.alloc_device(bytes);
     std::memset(link.host_a->data(), 0x3c, bytes);
     std::memset(link.host_b->data(), 0xc3, bytes);
     link.up = dev.create_stream();
     link.down = dev.create_stream();
+  }
+  if (huge_bytes) {
+    const int64_t huge_after = anon_huge_bytes();
+    *huge_bytes = huge_before < 0 || huge_after < 0 ? -1 : huge_after - huge_before;
   }
   constexpr int kCopies = 20;
   auto once = [&] {
@@ -1613,14 +1685,56 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
                   show(links[d].both, "%.1f").c_str(), bound_fps[d]);
       both_sum += links[d].both.median;
     }
+    // What plain copies move with every device copying at once: the rate
+    // the engine over all of them is compared with.
+    double together_gbps = both_sum;
     if (n > 1) {
       const Spread together =
           measure_copies_together(devices, static_cast<size_t>(bytes), opt.runs);
+      together_gbps = together.median;
       std::printf(
           "\ndevices %s copying at once, both directions on each: %s GB/s in all (%.0f %% of the "
           "sum of each alone, %.1f)\n",
           numbers_of(devices).c_str(), show(together, "%.1f").c_str(),
           100.0 * together.median / both_sum, both_sum);
+    }
+    // The same copies from host memory in 2 MB pages: does the size of the
+    // host's pages (translations on the DMA's way, where an IOMMU is)
+    // change what one link, or all at once, move?
+    if (devices.front().device->cuda_device() >= 0) {
+      std::string alone;
+      double huge_sum = 0;
+      for (size_t d = 0; d < n; ++d) {
+        const Spread one = measure_copies_together({devices[d]}, static_cast<size_t>(bytes),
+                                                   opt.runs, HostPages::kHuge);
+        huge_sum += one.median;
+        alone += (d ? ", device " : "device ") + std::to_string(devices[d].number) + " " +
+                 show(one, "%.1f");
+      }
+      int64_t huge_bytes = -1;
+      std::string all;
+      if (n > 1) {
+        const Spread together = measure_copies_together(devices, static_cast<size_t>(bytes),
+                                                        opt.runs, HostPages::kHuge, &huge_bytes);
+        char text[160];
+        std::snprintf(text, sizeof text, "; all at once %s GB/s (%.0f %% of the sum of each alone)",
+                      show(together, "%.1f").c_str(), 100.0 * together.median / huge_sum);
+        all = text;
+      } else {
+        (void)measure_copies_together(devices, static_cast<size_t>(bytes), 1, HostPages::kHuge,
+                                      &huge_bytes);
+      }
+      // The probe's host memory: two buffers a device, each in whole 2 MB.
+      const double huge = static_cast<double>(size_t{2} << 20);
+      const double probe_bytes = 2.0 * static_cast<double>(n) * std::ceil(bytes / huge) * huge;
+      char share[32] = "unknown";
+      if (huge_bytes >= 0)
+        std::snprintf(share, sizeof share, "%.0f %%",
+                      100.0 * static_cast<double>(huge_bytes) / probe_bytes);
+      std::printf(
+          "from 2 MB pages (anonymous memory, MADV_HUGEPAGE, registered), both directions at "
+          "once, GB/s: %s%s; in huge pages: %s of the probe's memory\n",
+          alone.c_str(), all.c_str(), share);
     }
     // The synthetic kernel's busy time: one frame's upload on the first
     // device (or --synthetic-us), so upload, compute and download match.
@@ -1641,9 +1755,9 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
     for (const ListedDevice& d : devices) sets.push_back({d});
     if (n > 1) sets.push_back(devices);
     std::printf(
-        "\n| kernel | devices | frames/s | %% of bound | bound frames/s | speed-up vs best alone | "
-        "engine CPU us/frame | frames by device | output |\n");
-    std::printf("|---|---|---:|---:|---:|---:|---:|---|---|\n");
+        "\n| kernel | devices | frames/s | %% of bound | bound frames/s | %% of copies at once | "
+        "speed-up vs best alone | engine CPU us/frame | frames by device | output |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
     // Each kernel's host figures, per configuration and run: a table of
     // their own after the rates.
     std::vector<std::pair<std::string, std::vector<std::vector<HostFigures>>>> host_by_kernel;
@@ -1688,6 +1802,15 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
               devices.begin());
           bound += std::min(bound_fps[i], k.us > 0 ? 1e6 / k.us : bound_fps[i]);
         }
+        // What the run moved (each frame up and down) against what plain
+        // copies moved both ways at once on the same devices: on one device
+        // its own rate, on all of them their rate together.
+        double copies_gbps = together_gbps;
+        if (sets[s].size() == 1) {
+          for (size_t d = 0; d < n; ++d)
+            if (devices[d].number == sets[s].front().number) copies_gbps = links[d].both.median;
+        }
+        const double moved_gbps = fps.median * 2.0 * bytes / 1e9;
         int64_t total = 0;
         for (int64_t c : f.by_device) total += c;
         std::string shares;
@@ -1703,10 +1826,10 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         const std::string output =
             f.bad == 0 ? std::string("checked")
                        : std::to_string(f.bad) + (f.bad == 1 ? " bad frame" : " bad frames");
-        std::printf("| %s | %s | %s | %.1f %% | %.0f | %.2fx | %s | %s | %s |\n", k.label.c_str(),
-                    label.c_str(), show(fps).c_str(), 100.0 * fps.median / bound, bound,
-                    fps.median / best_alone, show(spread_of(f.cpu)).c_str(), shares.c_str(),
-                    output.c_str());
+        std::printf("| %s | %s | %s | %.1f %% | %.0f | %.1f %% | %.2fx | %s | %s | %s |\n",
+                    k.label.c_str(), label.c_str(), show(fps).c_str(), 100.0 * fps.median / bound,
+                    bound, 100.0 * moved_gbps / copies_gbps, fps.median / best_alone,
+                    show(spread_of(f.cpu)).c_str(), shares.c_str(), output.c_str());
         std::fflush(stdout);
         all_ok = all_ok && f.bad == 0;
       }
