@@ -261,6 +261,8 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
       const double took =
           static_cast<double>(now - std::max(queued.submitted_ns, lane.delivered_ns));
       lane.frame_ns = lane.frame_ns == 0.0 ? took : 0.875 * lane.frame_ns + 0.125 * took;
+      lane.figures.measured_ns += took;
+      ++lane.figures.measured;
     }
     lane.delivered_ns = now;
     frame.sequence_ = queued.sequence;
@@ -268,10 +270,10 @@ void MultiEngine::lane_frame(int i, OutputFrame frame) {
     ready_.emplace(queued.sequence, std::move(frame));
     lane.sequences.pop_front();
   }
-  deliver_ready();
+  deliver_ready(i);
 }
 
-void MultiEngine::deliver_ready() {
+void MultiEngine::deliver_ready(int by) {
   std::string failure;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -300,14 +302,22 @@ void MultiEngine::deliver_ready() {
       ready_.erase(ready_.begin());
       ++next_out_;
       const uint64_t sequence = frame.sequence();
+      const bool other = by >= 0 && frame.device() != by;  // another lane's frame
       lock.unlock();
+      const int64_t handing_from = other ? host_now_ns() : 0;
       try {
         if (callbacks_.on_frame) callbacks_.on_frame(std::move(frame));
       } catch (const std::exception& e) {
         failure = "the consumer of frame " + std::to_string(sequence) + " failed: " + e.what();
       }
       frame.release();  // one the consumer did not take
+      const int64_t handing_ns = other ? host_now_ns() - handing_from : 0;
       lock.lock();
+      if (other) {
+        LaneFigures& figures = lanes_[static_cast<size_t>(by)].figures;
+        ++figures.handed_for_others;
+        figures.handing_ns += handing_ns;
+      }
     }
     // Reported once, by whoever put the MultiEngine in its error state.
     if (!error_.empty()) failure.clear();
@@ -528,6 +538,11 @@ std::string MultiEngine::error() const {
   if (lanes_.size() == 1) return lanes_[0].engine ? lanes_[0].engine->error() : std::string();
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
+}
+
+MultiEngine::LaneFigures MultiEngine::lane_figures(int i) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lanes_[static_cast<size_t>(i)].figures;
 }
 
 }  // namespace cudaoverlap

@@ -121,6 +121,19 @@ class MultiEngine {
   int bands() const;
   // Empty unless in the error state (see on_error).
   std::string error() const;
+  // What the dealing saw of device i so far, for benchmarks and
+  // diagnostics: the times per frame it measured (see Dealing above; their
+  // sum and count: a mean over any stretch is the difference of two
+  // readings), and the frames of other devices that its worker handed out
+  // (it found the next frame in order ready and went on with those that
+  // waited behind it), with the time that took. Any thread.
+  struct LaneFigures {
+    double measured_ns = 0.0;  // sum of the times per frame measured
+    int64_t measured = 0;      // how many
+    int64_t handed_for_others = 0;
+    int64_t handing_ns = 0;  // in on_frame for those
+  };
+  LaneFigures lane_figures(int i) const;
   const EngineConfig& config() const { return config_; }
 
  private:
@@ -138,6 +151,7 @@ class MultiEngine {
     std::deque<Queued> sequences;  // submitted to it, not yet delivered by it
     int64_t delivered_ns = -1;     // its last delivery
     double frame_ns = 0.0;         // time per frame, moving average; 0: not measured
+    LaneFigures figures;
   };
 
   // Engine callbacks of lane `i` (its worker, or the producer in submit()).
@@ -151,8 +165,9 @@ class MultiEngine {
   // for the last device, on_error.
   void report_out(int i, const std::string& report, bool last);
   // Hands out every frame that is next in order, on this thread unless
-  // another one is at it (it then takes these too). Without mutex_.
-  void deliver_ready();
+  // another one is at it (it then takes these too); `by`: the lane whose
+  // worker this is, -1 for another thread. Without mutex_.
+  void deliver_ready(int by = -1);
   // Under mutex_: the live lane that would have a frame done first
   // (`best`, -1 when none is live) and the one among those with a free slot
   // (`free`, -1 when none has one), with what each would take, in ns.

@@ -1459,6 +1459,10 @@ struct MultiResult {
   int64_t bad = 0;                 // frames wrong, out of order, or never delivered
   std::vector<int64_t> by_device;  // timed frames each device computed
   HostFigures host;
+  // Per device, over the timed frames (MultiEngine::lane_figures): the
+  // dealing's mean time per frame (us), the frames of other devices its
+  // worker handed out (per timed frame of the run), and us per such frame.
+  std::vector<double> dealt_us, handed_share, handing_us;
 };
 
 // CPU time so far of this process's threads named `name`, in microseconds
@@ -1607,6 +1611,8 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   };
   submit_n(opt.warmup);
   take_ns = submit_ns = 0;
+  std::vector<MultiEngine::LaneFigures> lanes_before;
+  for (int d = 0; d < n; ++d) lanes_before.push_back(engine.lane_figures(d));
   const double cpu_start = process_cpu_us();
   const double producer_start = thread_cpu_us();
   const double workers_start = threads_cpu_us("co-worker");
@@ -1615,6 +1621,20 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   const double cpu = process_cpu_us() - cpu_start;
   const double producer_cpu = thread_cpu_us() - producer_start;
   const double workers_cpu = threads_cpu_us("co-worker") - workers_start;
+  for (int d = 0; d < n; ++d) {
+    const MultiEngine::LaneFigures after = engine.lane_figures(d);
+    const MultiEngine::LaneFigures& before = lanes_before[static_cast<size_t>(d)];
+    const int64_t measured = after.measured - before.measured;
+    const int64_t handed = after.handed_for_others - before.handed_for_others;
+    result.dealt_us.push_back(measured > 0 ? (after.measured_ns - before.measured_ns) / 1e3 /
+                                                 static_cast<double>(measured)
+                                           : 0.0);
+    result.handed_share.push_back(static_cast<double>(handed) / opt.frames);
+    result.handing_us.push_back(handed > 0
+                                    ? static_cast<double>(after.handing_ns - before.handing_ns) /
+                                          1e3 / static_cast<double>(handed)
+                                    : 0.0);
+  }
   engine.stop();
   std::lock_guard<std::mutex> lock(mutex);
   {
@@ -1761,12 +1781,15 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
     // Each kernel's host figures, per configuration and run: a table of
     // their own after the rates.
     std::vector<std::pair<std::string, std::vector<std::vector<HostFigures>>>> host_by_kernel;
+    std::vector<std::string> dealing_rows;  // the devices' dealing figures, per kernel
     for (const KernelCase& k : kernels) {
       struct SetFigures {
         std::vector<double> fps, cpu;
         std::vector<int64_t> by_device;
         int64_t bad = 0;
         std::vector<HostFigures> host;
+        // Per device of the set, one figure a run (MultiResult's).
+        std::vector<std::vector<double>> dealt_us, handed_share, handing_us;
       };
       std::vector<SetFigures> figures(sets.size());
       for (size_t s = 0; s < sets.size(); ++s) figures[s].by_device.assign(sets[s].size(), 0);
@@ -1776,6 +1799,14 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
           f.cpu.push_back(r.cpu_us);
           f.host.push_back(r.host);
           for (size_t d = 0; d < r.by_device.size(); ++d) f.by_device[d] += r.by_device[d];
+          f.dealt_us.resize(r.dealt_us.size());
+          f.handed_share.resize(r.dealt_us.size());
+          f.handing_us.resize(r.dealt_us.size());
+          for (size_t d = 0; d < r.dealt_us.size(); ++d) {
+            f.dealt_us[d].push_back(r.dealt_us[d]);
+            f.handed_share[d].push_back(100.0 * r.handed_share[d]);
+            f.handing_us[d].push_back(r.handing_us[d]);
+          }
         }
         f.bad += r.bad;
       };
@@ -1835,6 +1866,19 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
       }
       host_by_kernel.emplace_back(k.label, std::vector<std::vector<HostFigures>>());
       for (const SetFigures& f : figures) host_by_kernel.back().second.push_back(f.host);
+      if (n > 1) {
+        const SetFigures& all = figures.back();
+        std::string rows;
+        for (size_t d = 0; d < n; ++d) {
+          char row[256];
+          std::snprintf(row, sizeof row, "| %s | %d | %s | %s %% | %s |\n", k.label.c_str(),
+                        devices[d].number, show(spread_of(all.dealt_us[d]), "%.1f").c_str(),
+                        show(spread_of(all.handed_share[d]), "%.1f").c_str(),
+                        show(spread_of(all.handing_us[d]), "%.1f").c_str());
+          rows += row;
+        }
+        dealing_rows.push_back(rows);
+      }
     }
     // Where the host's time went in the same runs: a producer busy all the
     // time, or frames held long for their turn, bound the rate before the
@@ -1870,6 +1914,21 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
                     of(&HostFigures::take_us).c_str(), of(&HostFigures::held_us).c_str(), held_max,
                     of(&HostFigures::workers_cpu_us).c_str());
       }
+    // What the dealing saw of each device in the runs over all of them: a
+    // device whose measured time is above the others' gets fewer frames;
+    // its worker handing out the others' frames (the next in order was its
+    // own) is time it does not look for its own.
+    if (n > 1) {
+      std::printf(
+          "\n%s, devices %s together: per device, median (min–max) over the runs above; dealt "
+          "us: the time per frame the dealing measured for it (MultiEngine::lane_figures); "
+          "hands out: frames of other devices its worker handed out, %% of all frames; us each: "
+          "the time that took per frame (the consumer's on_frame)\n\n",
+          size.name, numbers_of(devices).c_str());
+      std::printf("| kernel | device | dealt us | hands out | us each |\n");
+      std::printf("|---|---:|---:|---:|---:|\n");
+      for (const std::string& rows : dealing_rows) std::printf("%s", rows.c_str());
+    }
     std::fflush(stdout);
   }
   return all_ok ? 0 : 1;
