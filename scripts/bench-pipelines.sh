@@ -2,7 +2,7 @@
 # Throughput of cudaoverlap in real gst-launch-1.0 pipelines, next to
 # GStreamer's own CUDA path (nvcodec's cudaupload ! cudadownload) and the
 # CPU's videoconvert. Prints a table: frames/s, GB/s each way, % of the PCIe
-# bound, and the host CPU time (user + system, the whole process) per frame;
+# bound, and the host CPU time (every thread of the process) per frame;
 # with --csv FILE also writes the rows for scripts/bench-plot.py.
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
@@ -72,31 +72,83 @@ warm=60
 
 have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
 
+# Samples process PID's threads until it ends, every 2 ms: a line "TIME TID
+# NS" per thread, NS its CPU time so far in nanoseconds, the scheduler's own
+# count (/proc/PID/task/TID/schedstat), not the clock ticks of user +
+# system time, so that a few hundred frames' worth is exact. A thread that
+# ended keeps its last line, so what it did still counts. Shell builtins
+# only: the sampler's own cost stays small.
+sample_threads() {
+  local pid=$1 f t rest
+  exec 8<> <(:)  # never readable: read -t on it sleeps without a fork
+  while [ -d /proc/"$pid"/task ]; do
+    for f in /proc/"$pid"/task/*/schedstat; do
+      read -r t rest 2>/dev/null <"$f" || continue
+      f=${f%/schedstat}
+      echo "$EPOCHREALTIME ${f##*/} $t"
+    done
+    read -r -t 0.002 -u 8 rest
+  done
+}
+
 # "WALL CPU" of one gst-launch-1.0 run of DESCRIPTION: WALL the seconds from
 # PLAYING to EOS, as gst-launch-1.0 reports it ("Execution ended after"):
 # plugin loading and the preroll (device and pool set-up) are not in it;
-# CPU the process's user + system seconds, everything included. "fail" when
-# the run does not end with EOS.
+# CPU the process's threads' CPU time over the same stretch, from when
+# gst-launch-1.0 says it sets the pipeline to PLAYING to when it says it got
+# the EOS (each thread's last sample before each moment; the engine's
+# threads end before the EOS is printed): start-up (CUDA's initialisation,
+# pinning the ring and the pool, which varies by more than hundreds of
+# frames cost) and shutdown stay out. "fail" when the run does not end with
+# EOS.
 run_once() {
-  local cpu
+  local fifo pid sampler line t_playing= t_eos= samples
+  fifo=$(mktemp -u)
+  samples=$(mktemp)
+  mkfifo "$fifo"
   # shellcheck disable=SC2086
-  if ! cpu=$( { TIMEFORMAT='%U %S'; time gst-launch-1.0 $1 >/tmp/bench-pipelines.log 2>&1; } 2>&1); then
+  gst-launch-1.0 $1 >"$fifo" 2>&1 &
+  pid=$!
+  sample_threads "$pid" >"$samples" &
+  sampler=$!
+  exec 9<"$fifo"
+  rm -f "$fifo"
+  : >/tmp/bench-pipelines.log
+  while IFS= read -r line <&9; do
+    case $line in
+      "Setting pipeline to PLAYING"*) t_playing=$EPOCHREALTIME ;;
+      "Got EOS from element"*) t_eos=$EPOCHREALTIME ;;
+    esac
+    printf "%s\n" "$line" >>/tmp/bench-pipelines.log
+  done
+  exec 9<&-
+  local ok=1
+  wait "$pid" || ok=0
+  wait "$sampler"
+  if [ $ok = 0 ] || [ -z "$t_playing" ] || [ -z "$t_eos" ]; then
+    rm -f "$samples"
     echo fail
     return
   fi
-  local wall
+  local wall cpu
   wall=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\).*/\1 \2 \3/p' \
     /tmp/bench-pipelines.log | awk '{printf "%.6f", $1 * 3600 + $2 * 60 + $3}')
+  cpu=$(awk -v a="$t_playing" -v b="$t_eos" '
+    $1 <= a { at_a[$2] = $3 }
+    $1 <= b { at_b[$2] = $3 }
+    END { for (t in at_b) sb += at_b[t]; for (t in at_a) sa += at_a[t]; printf "%.6f", (sb - sa) / 1e9 }' \
+    "$samples")
+  rm -f "$samples"
   [ -n "$wall" ] || { echo fail; return; }
-  echo "$wall $(echo "$cpu" | tail -1 | awk '{printf "%.6f", $1 + $2}')"
+  echo "$wall $cpu"
 }
 
 # measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
 # Frames/s over N frames: the difference of a run of warm + N frames and one
 # of warm frames, which takes out what the first frames cost; the median of
 # `repeats` such pairs. Host CPU per frame the same way: the difference of
-# the two runs' process CPU time over N, so that start-up (CUDA's
-# initialisation, pinning the ring and the pool) stays out.
+# the two runs' CPU time from PLAYING to EOS over N, so that what the first
+# frames cost cancels out too.
 measure() {
   local workload=$1 size=$2 name=$3 in_bytes=$4 out_bytes=$5 pipeline=$6
   local short long rates=() cpus=() r
