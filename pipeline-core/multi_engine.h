@@ -126,7 +126,8 @@ class MultiEngine {
   // sum and count: a mean over any stretch is the difference of two
   // readings), and the frames of other devices that its worker handed out
   // (it found the next frame in order ready and went on with those that
-  // waited behind it), with the time that took. Any thread.
+  // waited behind it), with the time that took. With one device, where
+  // nothing is dealt, all zero. Any thread.
   struct LaneFigures {
     double measured_ns = 0.0;  // sum of the times per frame measured
     int64_t measured = 0;      // how many

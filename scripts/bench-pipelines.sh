@@ -55,6 +55,10 @@ while [ $# -gt 0 ]; do
     *) echo "bench-pipelines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[ -n "${EPOCHREALTIME:-}" ] || {
+  echo "bench-pipelines: needs bash 5 or later (EPOCHREALTIME)" >&2
+  exit 2
+}
 command -v gst-launch-1.0 >/dev/null || {
   echo "bench-pipelines: no gst-launch-1.0; source scripts/env.sh or .gpu/gst/env.sh" >&2
   exit 2
@@ -96,33 +100,44 @@ sample_threads() {
 # plugin loading and the preroll (device and pool set-up) are not in it;
 # CPU the process's threads' CPU time over the same stretch, from when
 # gst-launch-1.0 says it sets the pipeline to PLAYING to when it says it got
-# the EOS (each thread's last sample before each moment; the engine's
-# threads end before the EOS is printed): start-up (CUDA's initialisation,
-# pinning the ring and the pool, which varies by more than hundreds of
-# frames cost) and shutdown stay out. "fail" when the run does not end with
-# EOS.
+# the EOS (each thread's last sample before each moment, so that threads
+# that end before the EOS is printed, as some do, still count): start-up
+# (CUDA's initialisation, pinning the ring and the pool, which varies by
+# more than hundreds of frames cost) and shutdown stay out. gst-launch-1.0
+# runs in the C locale, whose messages these are. "fail" when the run does
+# not end with EOS, or prints nothing for `run_limit` seconds (it is then
+# killed).
+run_limit=600
 run_once() {
   local fifo pid sampler line t_playing= t_eos= samples
   fifo=$(mktemp -u)
   samples=$(mktemp)
   mkfifo "$fifo"
   # shellcheck disable=SC2086
-  gst-launch-1.0 $1 >"$fifo" 2>&1 &
+  LC_ALL=C gst-launch-1.0 $1 >"$fifo" 2>&1 &
   pid=$!
   sample_threads "$pid" >"$samples" &
   sampler=$!
   exec 9<"$fifo"
   rm -f "$fifo"
   : >/tmp/bench-pipelines.log
-  while IFS= read -r line <&9; do
+  local ok=1 status
+  while :; do
+    IFS= read -r -t "$run_limit" line <&9
+    status=$?
+    [ $status -eq 0 ] || break
     case $line in
       "Setting pipeline to PLAYING"*) t_playing=$EPOCHREALTIME ;;
       "Got EOS from element"*) t_eos=$EPOCHREALTIME ;;
     esac
     printf "%s\n" "$line" >>/tmp/bench-pipelines.log
   done
+  if [ $status -gt 128 ]; then  # silent for run_limit seconds: stuck
+    echo "bench-pipelines: no output for ${run_limit} s, stopped" >>/tmp/bench-pipelines.log
+    kill "$pid" 2>/dev/null
+    ok=0
+  fi
   exec 9<&-
-  local ok=1
   wait "$pid" || ok=0
   wait "$sampler"
   if [ $ok = 0 ] || [ -z "$t_playing" ] || [ -z "$t_eos" ]; then

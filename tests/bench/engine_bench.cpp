@@ -1299,7 +1299,12 @@ class ProbeMemory {
     const size_t usable = (bytes + kHuge - 1) / kHuge * kHuge;
     (void)madvise(data_, usable, MADV_HUGEPAGE);  // a kernel without it: small pages
     std::memset(data_, 0, usable);                // faulted in before pinning
-    registration_ = device.register_host(data_, usable);
+    try {
+      registration_ = device.register_host(data_, usable);
+    } catch (...) {
+      munmap(map_, mapped_);  // the destructor does not run for a throwing constructor
+      throw;
+    }
   }
   ~ProbeMemory() {
     registration_.reset();  // unpinned before unmapped
@@ -1677,7 +1682,10 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
   std::printf(
       "bound: the sum of each device's bound alone (its pinned copies, the slower direction or "
       "half of both at once; for the synthetic kernel no more than 1/its busy time); speed-up: "
-      "against the best device alone; CPU: the process's user + system time per frame; output: "
+      "against the best device alone; %% of copies at once: what the run moved (each frame up "
+      "and down) against plain copies both ways at once on the same devices (one device: its "
+      "own rate; several: all of them together); CPU: the process's user + system time per "
+      "frame; output: "
       "every frame's sequence and number checked in every run, its pixels against its input "
       "(whole in a run of its own, untimed, and every tenth warm-up frame and the last of each "
       "run; %d rows of every other frame)\n",
@@ -1721,40 +1729,48 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
     // The same copies from host memory in 2 MB pages: does the size of the
     // host's pages (translations on the DMA's way, where an IOMMU is)
     // change what one link, or all at once, move?
+    // Not placed on the device's NUMA node (the pinned memory above is,
+    // where the host has several): on such a host the two differ in that
+    // too. A probe that cannot be made says so and the tables go on.
     if (devices.front().device->cuda_device() >= 0) {
-      std::string alone;
-      double huge_sum = 0;
-      for (size_t d = 0; d < n; ++d) {
-        const Spread one = measure_copies_together({devices[d]}, static_cast<size_t>(bytes),
-                                                   opt.runs, HostPages::kHuge);
-        huge_sum += one.median;
-        alone += (d ? ", device " : "device ") + std::to_string(devices[d].number) + " " +
-                 show(one, "%.1f");
+      try {
+        std::string alone;
+        double huge_sum = 0;
+        for (size_t d = 0; d < n; ++d) {
+          const Spread one = measure_copies_together({devices[d]}, static_cast<size_t>(bytes),
+                                                     opt.runs, HostPages::kHuge);
+          huge_sum += one.median;
+          alone += (d ? ", device " : "device ") + std::to_string(devices[d].number) + " " +
+                   show(one, "%.1f");
+        }
+        int64_t huge_bytes = -1;
+        std::string all;
+        if (n > 1) {
+          const Spread together = measure_copies_together(devices, static_cast<size_t>(bytes),
+                                                          opt.runs, HostPages::kHuge, &huge_bytes);
+          char text[160];
+          std::snprintf(text, sizeof text,
+                        "; all at once %s GB/s (%.0f %% of the sum of each alone)",
+                        show(together, "%.1f").c_str(), 100.0 * together.median / huge_sum);
+          all = text;
+        } else {
+          (void)measure_copies_together(devices, static_cast<size_t>(bytes), 1, HostPages::kHuge,
+                                        &huge_bytes);
+        }
+        // The probe's host memory: two buffers a device, each in whole 2 MB.
+        const double huge = static_cast<double>(size_t{2} << 20);
+        const double probe_bytes = 2.0 * static_cast<double>(n) * std::ceil(bytes / huge) * huge;
+        char share[32] = "unknown";
+        if (huge_bytes >= 0)
+          std::snprintf(share, sizeof share, "%.0f %%",
+                        100.0 * static_cast<double>(huge_bytes) / probe_bytes);
+        std::printf(
+            "from 2 MB pages (anonymous memory, MADV_HUGEPAGE, registered), both directions at "
+            "once, GB/s: %s%s; in huge pages: %s of the probe's memory\n",
+            alone.c_str(), all.c_str(), share);
+      } catch (const Error& e) {
+        std::printf("from 2 MB pages: not measured (%s)\n", e.what());
       }
-      int64_t huge_bytes = -1;
-      std::string all;
-      if (n > 1) {
-        const Spread together = measure_copies_together(devices, static_cast<size_t>(bytes),
-                                                        opt.runs, HostPages::kHuge, &huge_bytes);
-        char text[160];
-        std::snprintf(text, sizeof text, "; all at once %s GB/s (%.0f %% of the sum of each alone)",
-                      show(together, "%.1f").c_str(), 100.0 * together.median / huge_sum);
-        all = text;
-      } else {
-        (void)measure_copies_together(devices, static_cast<size_t>(bytes), 1, HostPages::kHuge,
-                                      &huge_bytes);
-      }
-      // The probe's host memory: two buffers a device, each in whole 2 MB.
-      const double huge = static_cast<double>(size_t{2} << 20);
-      const double probe_bytes = 2.0 * static_cast<double>(n) * std::ceil(bytes / huge) * huge;
-      char share[32] = "unknown";
-      if (huge_bytes >= 0)
-        std::snprintf(share, sizeof share, "%.0f %%",
-                      100.0 * static_cast<double>(huge_bytes) / probe_bytes);
-      std::printf(
-          "from 2 MB pages (anonymous memory, MADV_HUGEPAGE, registered), both directions at "
-          "once, GB/s: %s%s; in huge pages: %s of the probe's memory\n",
-          alone.c_str(), all.c_str(), share);
     }
     // The synthetic kernel's busy time: one frame's upload on the first
     // device (or --synthetic-us), so upload, compute and download match.
