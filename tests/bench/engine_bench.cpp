@@ -1736,28 +1736,27 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
       try {
         std::string alone;
         double huge_sum = 0;
+        int64_t huge_bytes = 0;  // of the probes alone, together; -1: unknown
         for (size_t d = 0; d < n; ++d) {
+          int64_t one_huge = -1;
           const Spread one = measure_copies_together({devices[d]}, static_cast<size_t>(bytes),
-                                                     opt.runs, HostPages::kHuge);
+                                                     opt.runs, HostPages::kHuge, &one_huge);
           huge_sum += one.median;
+          huge_bytes = huge_bytes < 0 || one_huge < 0 ? -1 : huge_bytes + one_huge;
           alone += (d ? ", device " : "device ") + std::to_string(devices[d].number) + " " +
                    show(one, "%.1f");
         }
-        int64_t huge_bytes = -1;
         std::string all;
         if (n > 1) {
           const Spread together = measure_copies_together(devices, static_cast<size_t>(bytes),
-                                                          opt.runs, HostPages::kHuge, &huge_bytes);
+                                                          opt.runs, HostPages::kHuge);
           char text[160];
           std::snprintf(text, sizeof text,
                         "; all at once %s GB/s (%.0f %% of the sum of each alone)",
                         show(together, "%.1f").c_str(), 100.0 * together.median / huge_sum);
           all = text;
-        } else {
-          (void)measure_copies_together(devices, static_cast<size_t>(bytes), 1, HostPages::kHuge,
-                                        &huge_bytes);
         }
-        // The probe's host memory: two buffers a device, each in whole 2 MB.
+        // The probes' host memory: two buffers a device, each in whole 2 MB.
         const double huge = static_cast<double>(size_t{2} << 20);
         const double probe_bytes = 2.0 * static_cast<double>(n) * std::ceil(bytes / huge) * huge;
         char share[32] = "unknown";
@@ -1841,22 +1840,19 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
         const Spread fps = spread_of(f.fps);
         // The kernel's own bound on each device: a stage cannot be shorter
         // than the kernel.
-        double bound = 0;
+        double bound = 0, alone_gbps = 0;
         for (const ListedDevice& d : sets[s]) {
           const size_t i = static_cast<size_t>(
               std::find_if(devices.begin(), devices.end(),
                            [&](const ListedDevice& e) { return e.number == d.number; }) -
               devices.begin());
           bound += std::min(bound_fps[i], k.us > 0 ? 1e6 / k.us : bound_fps[i]);
+          alone_gbps = links[i].both.median;
         }
         // What the run moved (each frame up and down) against what plain
         // copies moved both ways at once on the same devices: on one device
         // its own rate, on all of them their rate together.
-        double copies_gbps = together_gbps;
-        if (sets[s].size() == 1) {
-          for (size_t d = 0; d < n; ++d)
-            if (devices[d].number == sets[s].front().number) copies_gbps = links[d].both.median;
-        }
+        const double copies_gbps = sets[s].size() == 1 ? alone_gbps : together_gbps;
         const double moved_gbps = fps.median * 2.0 * bytes / 1e9;
         int64_t total = 0;
         for (int64_t c : f.by_device) total += c;
