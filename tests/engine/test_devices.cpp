@@ -847,13 +847,14 @@ TEST_P(MultiFaultTest, TheStreamGoesOnWithoutAFailedDevice) {
   const FaultCase& c = GetParam();
   constexpr int kRing = 3;
   constexpr int kFrames = 150;
+  constexpr uint64_t kFaultFrame = 5;  // in the failing device's own order
   Watchdog watchdog;
   LiveCounter users;
   {
     MultiConsumer consumer("invert", c.devices, 30, 29);
     auto specs = equal_devices(c.devices, 100, 50 + static_cast<int>(c.stage));
     specs[c.failing].test.fault = c.stage;
-    specs[c.failing].test.fault_frame = 5;  // in that device's own order
+    specs[c.failing].test.fault_frame = kFaultFrame;
     MultiEngine engine(make_devices(specs), make_config(kRing, "invert"), consumer.callbacks());
     engine.start();
     watchdog.stage("submitting");
@@ -892,9 +893,15 @@ TEST_P(MultiFaultTest, TheStreamGoesOnWithoutAFailedDevice) {
       EXPECT_EQ(stated_lost(warnings[0]), static_cast<int>(lost.size()))
           << "lost: " << ::testing::PrintToString(lost) << "; " << warnings[0];
     }
-    if (c.stage == FaultStage::kCompute) {
-      EXPECT_GE(lost.size(), 1u) << "the frame whose kernel failed cannot have been delivered";
-    }
+    // The frame that failed, and every later one on that device, never
+    // comes out of it: it hands out at most the frames before. (The frame
+    // itself may come out of another device: when the failure shows while
+    // its own submit() is still under way, submit() gives it to another
+    // device, and nothing is lost. Under ThreadSanitizer that happened.)
+    size_t from_failing = 0;
+    for (const Delivery& d : deliveries) from_failing += d.device == c.failing ? 1 : 0;
+    EXPECT_LE(from_failing, kFaultFrame)
+        << "the frame whose " << c.name << " failed cannot have been delivered by its device";
     // After the warning, the failed device computes nothing more.
     for (const Delivery& d : deliveries) {
       if (d.id >= before_warning) {
