@@ -8,6 +8,7 @@
 //                     [--ring N] [--rings 2,3,4,6] [--sizes 1080p,4k]
 //                     [--synthetic-us N] [--no-pageable]
 //   cudaoverlap-bench --live [--live-fps 60] [--live-frames 300] [--sizes ...]
+//   cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N]
 //   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
 //                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
@@ -112,6 +113,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -119,6 +121,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -134,6 +137,10 @@
 #include "multi_engine.h"
 #include "parallel_copy.h"
 #include "runtime_compiler.h"
+
+#ifdef CUDAOVERLAP_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace cudaoverlap {
 namespace {
@@ -158,6 +165,7 @@ struct Options {
   int runs = 5;            // repeats of each throughput figure (median, min, max)
   std::vector<int> rings = {2, 3, 4, 6};  // the ring table's sizes
   bool live = false;                      // --live: paced frames, latency and host cost
+  bool calls = false;                     // --calls: the host time of each CUDA call of a frame
   int live_fps = 60;
   int live_frames = 300;
   // --pairs FROM:TO,...: only convert between these (format names as
@@ -693,6 +701,7 @@ int usage(const char* why) {
       "[--frames N] [--warmup N] [--runs N] [--ring N] [--rings 2,3,4,6] "
       "[--sizes 720p,1080p,4k] [--synthetic-us N] [--no-pageable]\n"
       "       cudaoverlap-bench --live [--live-fps N] [--live-frames N] [--sizes ...]\n"
+      "       cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N]\n"
       "       cudaoverlap-bench --kernels [--iterations N] "
       "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
       "cudaoverlap-bench --staging "
@@ -1946,6 +1955,273 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
   return all_ok ? 0 : 1;
 }
 
+// --calls: what each CUDA call of a frame costs the thread that makes it,
+// the enqueueing alone, for the engine's sequence of calls and for shorter
+// ones the engine could make instead. One thread enqueues RGBA frames from a
+// pool of pinned input frames into a ring of --ring slots, waiting (outside
+// the timing) for a slot's last download before it is used again, so the GPU
+// stays busy and every call is made while earlier frames run, as in the
+// engine. Each call is timed on the steady clock: these calls do not block,
+// so wall time is the thread's time, but for a preemption now and then,
+// which the median per frame leaves out. The thread waits for a slot in one
+// of three ways: spinning in cudaEventSynchronize (its caches stay warm);
+// sleeping 50 us between looks (cudaEventQuery), as the engine's threads
+// sleep between frames, so its calls are made by a thread just woken, and
+// the looks at an event not yet done are timed too; or spinning while
+// another thread looks at the newest frame's event every 20 us, as the
+// engine's worker does, its calls taking the same driver locks. Sequences:
+// - engine: cudaSetDevice, then the 2D H2D copy, record "uploaded", the
+//   compute stream waits for it, the kernel, record "computed", the
+//   download stream waits for it, the 2D D2H copy, record "downloaded";
+// - the same without cudaSetDevice (the thread's device is already the
+//   engine's);
+// - a stream per slot: 1D copies (the frame's rows are contiguous on both
+//   sides at these widths) and the kernel in stream order on the slot's own
+//   stream, no events between stages, then record "downloaded".
+#ifdef CUDAOVERLAP_HAVE_CUDA
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string(what) + " failed: " + cudaGetErrorString(status));
+}
+
+// How the measuring thread waits for a slot's last download.
+enum class SlotWait { kSpin, kSleep, kSpinWithLooker };
+
+const char* wait_label(SlotWait how) {
+  switch (how) {
+    case SlotWait::kSpin:
+      return "spins";
+    case SlotWait::kSleep:
+      return "sleeps (50 µs at a time)";
+    case SlotWait::kSpinWithLooker:
+      return "spins, another thread looking";
+  }
+  return "";
+}
+
+int run_calls_table(const Options& opt) {
+  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  const int ring = opt.ring;
+  std::printf(
+      "host time of a frame's CUDA calls on %s (CUDA device 0), ring %d, %d frames after "
+      "%d warm-up; µs a frame, the median of the frames, and the mean of each call\n",
+      prop.name, ring, opt.frames, opt.warmup);
+  const auto op = make_operation("copy", KernelParams{});
+  bool all_ok = true;
+  for (const std::string& name : opt.sizes) {
+    const Size& size = kSizes.at(name);
+    const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height);
+    const FrameLayout device_layout =
+        FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height, 256, 256);
+    const size_t row = layout.row_bytes(0), rows = layout.rows(0);
+    const bool contiguous = layout.stride[0] == row && device_layout.stride[0] == row;
+    std::shared_ptr<Device> device = make_cuda_device(0);
+    InputPool pool(*device, layout, ring + 2, true);
+    std::vector<const uint8_t*> inputs;
+    for (int i = 0; i < ring + 2; ++i) inputs.push_back(pool.data(i));
+    struct CallSlot {
+      std::unique_ptr<Buffer> device_in, device_out, pinned_out;
+      cudaEvent_t uploaded = nullptr, computed = nullptr, downloaded = nullptr;
+      cudaStream_t stream = nullptr;  // the per-slot sequences'
+      int input = -1;
+    };
+    std::vector<CallSlot> slots(ring);
+    cudaStream_t up, compute, down;
+    for (cudaStream_t* s : {&up, &compute, &down})
+      check_cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (CallSlot& slot : slots) {
+      slot.device_in = device->alloc_device(device_layout.size);
+      slot.device_out = device->alloc_device(device_layout.size);
+      slot.pinned_out = device->alloc_pinned(layout.size);
+      for (cudaEvent_t* e : {&slot.uploaded, &slot.computed, &slot.downloaded})
+        check_cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
+      check_cuda(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
+    }
+    auto in_image = [&](CallSlot& slot) { return device_layout.at(slot.device_in->data()); };
+    auto out_image = [&](CallSlot& slot) { return device_layout.at(slot.device_out->data()); };
+    // The sequences; each enqueues frame `input` into `slot`, timing each
+    // call into `t` (one steady-clock read after each call).
+    using Clock = std::chrono::steady_clock;
+    struct Sequence {
+      const char* name;
+      std::vector<const char*> calls;
+      bool per_slot;
+      std::function<void(CallSlot&, const uint8_t*, Clock::time_point*)> enqueue;
+    };
+    auto copy_up = [&](bool two_d, CallSlot& slot, const uint8_t* input, cudaStream_t s) {
+      if (two_d)
+        return cudaMemcpy2DAsync(slot.device_in->data(), device_layout.stride[0], input,
+                                 layout.stride[0], row, rows, cudaMemcpyHostToDevice, s);
+      return cudaMemcpyAsync(slot.device_in->data(), input, layout.size, cudaMemcpyHostToDevice, s);
+    };
+    auto copy_down = [&](bool two_d, CallSlot& slot, cudaStream_t s) {
+      if (two_d)
+        return cudaMemcpy2DAsync(slot.pinned_out->data(), layout.stride[0], slot.device_out->data(),
+                                 device_layout.stride[0], row, rows, cudaMemcpyDeviceToHost, s);
+      return cudaMemcpyAsync(slot.pinned_out->data(), slot.device_out->data(), layout.size,
+                             cudaMemcpyDeviceToHost, s);
+    };
+    auto three_streams = [&](bool set_device, bool two_d) {
+      return [&, set_device, two_d](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
+        int i = 0;
+        t[i++] = Clock::now();
+        if (set_device) {
+          check_cuda(cudaSetDevice(0), "cudaSetDevice");
+          t[i++] = Clock::now();
+        }
+        check_cuda(copy_up(two_d, slot, input, up), "upload");
+        t[i++] = Clock::now();
+        check_cuda(cudaEventRecord(slot.uploaded, up), "cudaEventRecord");
+        t[i++] = Clock::now();
+        check_cuda(cudaStreamWaitEvent(compute, slot.uploaded, 0), "cudaStreamWaitEvent");
+        t[i++] = Clock::now();
+        op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{}, compute);
+        t[i++] = Clock::now();
+        check_cuda(cudaEventRecord(slot.computed, compute), "cudaEventRecord");
+        t[i++] = Clock::now();
+        check_cuda(cudaStreamWaitEvent(down, slot.computed, 0), "cudaStreamWaitEvent");
+        t[i++] = Clock::now();
+        check_cuda(copy_down(two_d, slot, down), "download");
+        t[i++] = Clock::now();
+        check_cuda(cudaEventRecord(slot.downloaded, down), "cudaEventRecord");
+        t[i++] = Clock::now();
+      };
+    };
+    std::vector<Sequence> sequences;
+    sequences.push_back(
+        {"engine: three streams, events between stages",
+         {"set device", "H2D 2D", "record", "wait", "kernel", "record", "wait", "D2H 2D", "record"},
+         false,
+         three_streams(true, true)});
+    sequences.push_back(
+        {"… without cudaSetDevice",
+         {"H2D 2D", "record", "wait", "kernel", "record", "wait", "D2H 2D", "record"},
+         false,
+         three_streams(false, true)});
+    if (contiguous) {
+      sequences.push_back(
+          {"a stream per slot, 1D copies",
+           {"H2D", "kernel", "D2H", "record"},
+           true,
+           [&](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
+             t[0] = Clock::now();
+             check_cuda(copy_up(false, slot, input, slot.stream), "upload");
+             t[1] = Clock::now();
+             op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{}, slot.stream);
+             t[2] = Clock::now();
+             check_cuda(copy_down(false, slot, slot.stream), "download");
+             t[3] = Clock::now();
+             check_cuda(cudaEventRecord(slot.downloaded, slot.stream), "cudaEventRecord");
+             t[4] = Clock::now();
+           }});
+    }
+    std::printf("\n%s (%.1f MB a frame)\n\n", size.name, layout.size / 1e6);
+    std::printf(
+        "| calls | the thread between frames | µs a frame | each call, mean µs | a look "
+        "at an event not done, µs | frames/s | output |\n|---|---|---:|---|---:|---:|---|\n");
+    for (const Sequence& seq : sequences) {
+      for (SlotWait how : {SlotWait::kSpin, SlotWait::kSleep, SlotWait::kSpinWithLooker}) {
+        const bool looker = how == SlotWait::kSpinWithLooker;
+        const int n_calls = static_cast<int>(seq.calls.size());
+        std::vector<double> call_sum(n_calls, 0.0), per_frame;
+        double look_sum = 0;  // kSleep: its looks at an event not yet done
+        int64_t looks = 0;
+        std::atomic<cudaEvent_t> newest{nullptr};
+        std::atomic<bool> stop{false};
+        std::thread looking;
+        if (looker)
+          looking = std::thread([&] {
+            (void)cudaSetDevice(0);
+            while (!stop.load()) {
+              cudaEvent_t e = newest.load();
+              if (e && cudaEventQuery(e) == cudaErrorNotReady) (void)cudaGetLastError();
+              std::this_thread::sleep_for(std::chrono::microseconds(20));
+            }
+          });
+        for (CallSlot& slot : slots) slot.input = -1;
+        bool ok = true;
+        Clock::time_point start;
+        const int total = opt.warmup + opt.frames;
+        for (int f = 0; f < total; ++f) {
+          if (f == opt.warmup) start = Clock::now();
+          CallSlot& slot = slots[f % ring];
+          if (slot.input >= 0) {
+            if (how == SlotWait::kSleep) {
+              for (;;) {
+                const Clock::time_point before = Clock::now();
+                const cudaError_t status = cudaEventQuery(slot.downloaded);
+                if (status == cudaSuccess) break;
+                if (status != cudaErrorNotReady) check_cuda(status, "cudaEventQuery");
+                (void)cudaGetLastError();
+                if (f >= opt.warmup) {
+                  look_sum +=
+                      std::chrono::duration<double, std::micro>(Clock::now() - before).count();
+                  ++looks;
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+              }
+            } else {
+              check_cuda(cudaEventSynchronize(slot.downloaded), "cudaEventSynchronize");
+            }
+            if ((f - ring) % 97 == 0)
+              ok = ok && std::memcmp(slot.pinned_out->data(), inputs[slot.input], layout.size) == 0;
+          }
+          slot.input = f % (ring + 2);
+          Clock::time_point t[12];
+          seq.enqueue(slot, inputs[slot.input], t);
+          newest.store(slot.downloaded);
+          if (f >= opt.warmup) {
+            for (int c = 0; c < n_calls; ++c)
+              call_sum[c] += std::chrono::duration<double, std::micro>(t[c + 1] - t[c]).count();
+            per_frame.push_back(
+                std::chrono::duration<double, std::micro>(t[n_calls] - t[0]).count());
+          }
+        }
+        for (int k = 0; k < ring; ++k) {
+          CallSlot& slot = slots[(total + k) % ring];
+          if (slot.input < 0) continue;
+          check_cuda(cudaEventSynchronize(slot.downloaded), "cudaEventSynchronize");
+          ok = ok && std::memcmp(slot.pinned_out->data(), inputs[slot.input], layout.size) == 0;
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        stop.store(true);
+        if (looking.joinable()) looking.join();
+        std::string each;
+        for (int c = 0; c < n_calls; ++c) {
+          char part[64];
+          std::snprintf(part, sizeof part, "%s%s %.1f", c ? ", " : "", seq.calls[c],
+                        call_sum[c] / opt.frames);
+          each += part;
+        }
+        std::sort(per_frame.begin(), per_frame.end());
+        char look[32] = "";
+        if (looks > 0) std::snprintf(look, sizeof look, "%.1f", look_sum / looks);
+        std::printf("| %s | %s | %.1f | %s | %s | %.0f | %s |\n", seq.name, wait_label(how),
+                    per_frame[per_frame.size() / 2], each.c_str(), look, opt.frames / seconds,
+                    ok ? "checked" : "WRONG");
+        std::fflush(stdout);
+        all_ok = all_ok && ok;
+      }
+    }
+    for (CallSlot& slot : slots) {
+      for (cudaEvent_t e : {slot.uploaded, slot.computed, slot.downloaded})
+        (void)cudaEventDestroy(e);
+      (void)cudaStreamDestroy(slot.stream);
+    }
+    for (cudaStream_t s : {up, compute, down}) (void)cudaStreamDestroy(s);
+  }
+  return all_ok ? 0 : 1;
+}
+#else
+int run_calls_table(const Options&) {
+  std::fprintf(stderr, "cudaoverlap-bench: --calls needs a build with CUDA\n");
+  return 2;
+}
+#endif
+
 int run(int argc, char** argv) {
   Options opt;
   for (int i = 1; i < argc; ++i) {
@@ -1961,6 +2237,10 @@ int run(int argc, char** argv) {
     }
     if (arg == "--live") {
       opt.live = true;
+      continue;
+    }
+    if (arg == "--calls") {
+      opt.calls = true;
       continue;
     }
     if (arg == "--no-pageable") {
@@ -2042,6 +2322,15 @@ int run(int argc, char** argv) {
   if (opt.kernels) return run_kernel_table(opt);
   for (const auto& s : opt.sizes)
     if (!kSizes.count(s)) return usage(("unknown size " + s).c_str());
+  if (opt.calls) {
+    if (opt.ring < 1 || opt.ring > 16) return usage("--ring takes 1 to 16");
+    std::string no_cuda;
+    if (cuda_device_count(&no_cuda) == 0) {
+      std::fprintf(stderr, "cudaoverlap-bench: --calls measures CUDA calls: %s\n", no_cuda.c_str());
+      return 2;
+    }
+    return run_calls_table(opt);
+  }
 
   std::shared_ptr<Device> device;
   std::string why;
