@@ -1,6 +1,7 @@
 // See output_queue.h.
 #include "output_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace cudaoverlap {
@@ -67,14 +68,38 @@ bool OutputQueue::push_event(GstEvent* event, uint64_t after_frames) {
 }
 
 bool OutputQueue::pop(OutputItem* item) {
+  uint64_t ticket = 0;
   std::unique_lock<std::mutex> lock(mutex_);
+  return next_locked(lock, item, false, &ticket) == Next::kItem;
+}
+
+OutputQueue::Next OutputQueue::pop_or_pull(OutputItem* item, uint64_t* ticket) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return next_locked(lock, item, true, ticket);
+}
+
+void OutputQueue::note_submitted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++noted_;
+  }
+  changed_.notify_all();
+}
+
+void OutputQueue::pulled_nothing(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fetched_ = std::max(fetched_, ticket);
+}
+
+OutputQueue::Next OutputQueue::next_locked(std::unique_lock<std::mutex>& lock, OutputItem* item,
+                                           bool pull, uint64_t* ticket) {
   for (;;) {
-    if (flow_ != GST_FLOW_OK) return false;
+    if (flow_ != GST_FLOW_OK) return Next::kStopped;
     if (!events_.empty() && events_.front().after_frames <= frames_popped_) {
       item->event = events_.front().event;
       events_.pop_front();
       busy_ = true;
-      return true;
+      return Next::kItem;
     }
     if (!frames_.empty() && lost_.front()) {
       // A lost frame (push_lost): counted, nothing to push; wait_empty()
@@ -91,7 +116,11 @@ bool OutputQueue::pop(OutputItem* item) {
       lost_.pop_front();
       ++frames_popped_;
       busy_ = true;
-      return true;
+      return Next::kItem;
+    }
+    if (pull && noted_ > fetched_) {
+      *ticket = noted_;
+      return Next::kPull;
     }
     changed_.wait(lock);
   }

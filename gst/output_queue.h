@@ -58,6 +58,18 @@ class OutputQueue {
   // Src pad task. Blocks until an item is due; false when flushing.
   bool pop(OutputItem* item);
 
+  // With an engine that is pulled (MultiEngine::pulls()): the streaming
+  // thread notes each frame it submitted, and the src pad task, rather than
+  // waiting for the frame to come, fetches it (MultiEngine::deliver(), which
+  // puts it here through push_frame). pop_or_pull() is pop() that also
+  // returns, with kPull, while frames were noted that no fetch has found
+  // missing since: `ticket` then says how far the notes went, for
+  // pulled_nothing(ticket) when the engine had none to hand out.
+  enum class Next { kItem, kPull, kStopped };
+  void note_submitted();                                 // streaming thread
+  Next pop_or_pull(OutputItem* item, uint64_t* ticket);  // src pad task
+  void pulled_nothing(uint64_t ticket);                  // src pad task
+
   // Src pad task, after pushing what pop() gave: `flow` is downstream's
   // answer (OK for events). A non-OK flow becomes the flow state (unless one
   // is set already) and stops the queue. Returns the EOS that was still
@@ -98,6 +110,9 @@ class OutputQueue {
   };
 
   void push(OutputFrame frame, uint64_t epoch, bool lost);
+  // pop() and pop_or_pull(): waits with `lock` held on mutex_.
+  Next next_locked(std::unique_lock<std::mutex>& lock, OutputItem* item, bool pull,
+                   uint64_t* ticket);
   // Called with mutex_ held; moves what is dropped into `dropped` so that
   // frames are released and events unreffed after the lock is let go.
   void flush_locked(std::deque<OutputFrame>* dropped_frames, std::deque<GstEvent*>* dropped_events);
@@ -116,6 +131,10 @@ class OutputQueue {
   uint64_t epoch_ = 0;
   GstFlowReturn flow_ = GST_FLOW_FLUSHING;  // until the first restart()
   bool busy_ = false;                       // the task holds an item it has not pushed yet
+  // Frames noted by note_submitted() (any epoch), and how many of those a
+  // fetch found nothing after: a fetch is due while noted_ > fetched_.
+  uint64_t noted_ = 0;
+  uint64_t fetched_ = 0;
 };
 
 }  // namespace cudaoverlap

@@ -184,7 +184,7 @@ std::string Session::describe_devices() const {
 }
 
 void Session::install_engine(std::unique_ptr<MultiEngine> engine) {
-  std::unique_ptr<MultiEngine> old;
+  std::shared_ptr<MultiEngine> old;
   {
     std::lock_guard<std::mutex> lock(engine_mutex_);
     old = std::move(engine_);
@@ -208,8 +208,25 @@ void Session::install_engine(std::unique_ptr<MultiEngine> engine) {
       swap_out_ = ImageRef{config.output.format, config.output.width, config.output.height, {}};
     }
   }
-  // Joins the worker. Frames already downstream keep their slots alive.
+  // Joins the workers, or waits for the task's deliver() under way, here
+  // rather than wherever the last reference goes (the task holds one while
+  // it pulls). Frames already downstream keep their slots alive.
+  if (old) old->stop();
   old.reset();
+}
+
+void Session::release_unwanted() {
+  // The queue drops what it is handed while the flow is not OK, which
+  // frees each frame's slot; chain() may be waiting for one, and returns
+  // the flow upstream once it has it. Without this nobody would fetch them.
+  if (const std::shared_ptr<MultiEngine> engine = pulled_engine())
+    while (engine->deliver() == Delivery::kFrame) {
+    }
+}
+
+std::shared_ptr<MultiEngine> Session::pulled_engine() {
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  return engine_ && engine_->pulls() ? engine_ : nullptr;
 }
 
 void Session::replace_custom_kernel(CustomKernelParams params) {
@@ -386,6 +403,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   EngineConfig config;
   config.ring_size = settings.ring_size;
   config.mode = settings.mode;
+  // The src pad task fetches each frame when it is done (one device): a
+  // thread fewer to wake per frame than a worker handing it over.
+  config.pull = true;
   // Device stage times: every frame's for `trace-file`, one frame's in
   // kStatsTimingInterval for the means and maxima of `stats`.
   config.timing = true;
@@ -581,6 +601,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     case Status::kOk:
       ++submitted_;
       instruments_.submitted();
+      if (engine_->pulls()) queue_.note_submitted();  // the task fetches it
       return queue_.flow();
     case Status::kFlushing: {
       const GstFlowReturn now = queue_.flow();
@@ -742,11 +763,25 @@ void Session::note_refused_caps(GstCaps* caps) {
 
 void Session::push_next() {
   OutputItem item;
-  if (!queue_.pop(&item)) {
-    GST_DEBUG_OBJECT(element_, "not flowing (%s): pausing the task",
-                     gst_flow_get_name(queue_.flow()));
-    gst_pad_pause_task(srcpad_);
-    return;
+  uint64_t ticket = 0;
+  switch (queue_.pop_or_pull(&item, &ticket)) {
+    case OutputQueue::Next::kStopped:
+      GST_DEBUG_OBJECT(element_, "not flowing (%s): pausing the task",
+                       gst_flow_get_name(queue_.flow()));
+      release_unwanted();
+      gst_pad_pause_task(srcpad_);
+      return;
+    case OutputQueue::Next::kPull: {
+      // A frame submitted and not fetched yet: wait for it here and queue it
+      // (on_frame); the next round pushes it. Nothing in flight (another
+      // engine now, or drain() handed it out): no more fetching until the
+      // next frame is noted.
+      const std::shared_ptr<MultiEngine> engine = pulled_engine();
+      if (!engine || engine->deliver() == Delivery::kNothing) queue_.pulled_nothing(ticket);
+      return;
+    }
+    case OutputQueue::Next::kItem:
+      break;
   }
   GstFlowReturn flow = GST_FLOW_OK;
   if (item.event != nullptr) {
@@ -783,6 +818,7 @@ void Session::push_next() {
   if (flow == GST_FLOW_OK) return;
 
   GST_DEBUG_OBJECT(element_, "downstream returned %s: pausing the task", gst_flow_get_name(flow));
+  release_unwanted();
   if (eos != nullptr && flow != GST_FLOW_FLUSHING) {
     // Upstream already sent EOS, so no chain() will return this flow to it;
     // its EOS, which was waiting behind the frames, still goes downstream.

@@ -4,10 +4,14 @@
 // forwards every pad function here.
 //
 // Data flow: chain() maps each input buffer and submits it to the engine
-// (which blocks while the ring is full: the element's backpressure); the
-// engine's worker hands finished frames, in order, to the OutputQueue; the
-// src pad task (push_next) pops frames and serialized events from it and
-// pushes them. Nothing else pushes buffers.
+// (which blocks while the ring is full: the element's backpressure);
+// finished frames go, in order, to the OutputQueue; the src pad task
+// (push_next) pops frames and serialized events from it and pushes them.
+// Nothing else pushes buffers. Who puts the frames in the queue: with one
+// device, the src pad task itself, which fetches each frame it was told of
+// (MultiEngine::deliver(), EngineConfig::pull) when nothing is due in the
+// queue, and the streaming thread whenever it drains the engine; over
+// several devices, the engines' workers.
 //
 // One flow state: the OutputQueue's (output_queue.h) — OK, FLUSHING, or what
 // downstream last answered. chain() returns it to upstream; a new engine
@@ -21,7 +25,8 @@
 //   (the engine's single producer);
 // - task: the src pad task (push_next);
 // - any: FLUSH_START, upstream events from downstream, queries, the engine's
-//   worker (callbacks).
+//   worker (callbacks; with one device they come on the task, or on the
+//   streaming thread in drain()).
 #pragma once
 
 #include <gst/gst.h>
@@ -138,6 +143,12 @@ class Session {
   gboolean finish_after_flow(GstEvent* event, GstFlowReturn flow);
 
   void install_engine(std::unique_ptr<MultiEngine> engine);
+  // Src pad task: the engine to fetch frames from (MultiEngine::pulls()),
+  // or null.
+  std::shared_ptr<MultiEngine> pulled_engine();
+  // Src pad task, the flow no longer OK: fetches what is in flight, which
+  // the queue drops, so that a chain() waiting for a slot gets one.
+  void release_unwanted();
   // Streaming: a replacement kernel=custom compiled for this engine, if one
   // is ready, goes into it before the next frame.
   void take_replacement_kernel();
@@ -168,7 +179,8 @@ class Session {
   // engine's single producer) uses it without the lock; other threads
   // (flushes) use it under the lock.
   // One engine per device (multi_engine.h), frames in input order.
-  std::unique_ptr<MultiEngine> engine_;
+  // Shared with the src pad task while it fetches frames (pulled_engine()).
+  std::shared_ptr<MultiEngine> engine_;
 
   // Owner thread, in start()/stop(); read by the others in between. device_
   // is the first of devices_: the pinned pool's, upstream pinning's and

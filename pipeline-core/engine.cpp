@@ -481,6 +481,142 @@ class PollingWait {
   int64_t previous_done_ns_ = -1;  // when the last frame waited for completed, as far as known
 };
 
+// Polling pays where waking is slow and polling cheap: a CUDA event. The
+// cpu backend's events wake their waiter at once (a condition variable),
+// and its streams are host threads that a polling waiter would compete
+// with for the cores.
+bool polls(const EngineCore& c) {
+  return c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
+}
+
+#ifdef __linux__
+// Sleeps of HostWait::kPoll end within a microsecond of their time, not the
+// default 50 later. Per thread, once.
+void tighten_timer_slack() {
+  thread_local bool tightened = false;
+  if (tightened) return;
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  tightened = true;
+}
+#else
+void tighten_timer_slack() {}
+#endif
+
+// The worker's part for the frame at the front of in_flight_: waits for its
+// download and hands it to on_frame, or puts the engine in its error state.
+// Called with `lock` held on c.mutex_, in_flight_ not empty and worker_busy_
+// false; returns with the lock held and worker_busy_ false again. On the
+// worker thread, or (EngineConfig::pull) in deliver() and drain(): one
+// thread at a time, the one that set worker_busy_, which alone uses
+// `polling`. True when the frame went to on_frame.
+bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
+                   PollingWait& polling, std::unique_lock<std::mutex>& lock) {
+  EngineCore& c = *core;
+  const int index = c.in_flight_.front();
+  Slot& slot = c.slots_[index];
+  c.worker_busy_ = true;
+  lock.unlock();
+
+  // Barrier "downloaded": the slot's pinned output is complete only when
+  // its D2H copy has finished.
+  std::string failure;
+  bool operations = false;  // the failure is an OperationError
+  FrameTiming timing = slot.timing;
+  timing.worker_wait.start_ns = host_now_ns();
+  try {
+    if (polls(c))
+      polling.wait(*slot.downloaded, timing.enqueued_ns);
+    else
+      slot.downloaded->synchronize();
+  } catch (const Error& e) {
+    failure = e.what();
+    operations = dynamic_cast<const OperationError*>(&e) != nullptr;
+  }
+  timing.worker_wait.end_ns = host_now_ns();
+  // Read here, off the producer's path: the events are complete, so no
+  // call below waits for the device. The slot is still in flight, so its
+  // events and timing are not rewritten meanwhile.
+  timing.delivered_ns = timing.worker_wait.end_ns;
+  if (failure.empty() && slot.timed) read_device_times(slot, &timing);
+
+  lock.lock();
+  if (!failure.empty()) {
+    const bool first = c.error_.empty();
+    if (first) {
+      c.error_ = "frame " + std::to_string(slot.sequence) + " failed: " + failure;
+      c.operation_failed_ = operations;
+    }
+    c.worker_busy_ = false;
+    const std::string message = c.error_;
+    lock.unlock();
+    c.notify_everyone();
+    if (first && callbacks.on_error) callbacks.on_error(message);
+    lock.lock();
+    return false;
+  }
+  if (c.flushing_ || c.stopping_) {
+    // flush_stop()/stop() drop what is in flight, this slot included.
+    c.worker_busy_ = false;
+    c.idle_.notify_all();
+    return false;
+  }
+  c.in_flight_.pop_front();
+  // The consumer may release the frame at once, and the slot be reused by
+  // the next submit(): nothing of the slot is read after the callback.
+  const uint64_t sequence = slot.sequence;
+  std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
+  OutputFrame frame(core, index, sequence, c.config_.output.at(slot.pinned_out->data()),
+                    std::move(slot.user), timing);
+  lock.unlock();
+
+  keep_alive.reset();  // its upload is long done; the producer may reuse it
+  std::string consumer_failure;
+  try {
+    if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
+  } catch (const std::exception& e) {
+    // A consumer must not throw; if it does, the engine stops cleanly
+    // instead of letting the exception end the process.
+    consumer_failure =
+        std::string("the consumer of frame ") + std::to_string(sequence) + " failed: " + e.what();
+  }
+  frame.release();  // a consumer that did not take the frame frees it here
+
+  lock.lock();
+  c.worker_busy_ = false;
+  const bool first = !consumer_failure.empty() && c.error_.empty();
+  if (first) c.error_ = consumer_failure;
+  // Not slot_freed_: a slot is freed by its release(), which notifies.
+  if (first)
+    c.notify_everyone();
+  else
+    c.idle_.notify_all();
+  if (first && callbacks.on_error) {
+    lock.unlock();
+    callbacks.on_error(consumer_failure);
+    lock.lock();
+  }
+  return true;
+}
+
+// Makes the engine's device current on a thread that hands frames out; a
+// failure puts the engine in its error state (reported once). False then.
+bool make_current_for_delivery(EngineCore& c, const EngineCallbacks& callbacks) {
+  try {
+    c.device_->make_current();
+    return true;
+  } catch (const Error& e) {
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex_);
+      first = c.error_.empty();
+      if (first) c.error_ = e.what();
+    }
+    c.notify_everyone();
+    if (first && callbacks.on_error) callbacks.on_error(e.what());
+    return false;
+  }
+}
+
 // The worker thread's loop. Free function over the core so that the thread
 // never touches the Engine object itself.
 void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks) {
@@ -491,19 +627,12 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
     std::lock_guard<std::mutex> lock(c.mutex_);
     c.error_ = e.what();
   }
-  // Polling pays where waking is slow and polling cheap: a CUDA event.
-  // The cpu backend's events wake their waiter at once (a condition
-  // variable), and its streams are host threads that a polling worker
-  // would compete with for the cores.
-  const bool poll = c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
 #ifdef __linux__
   // Named for top -H and profilers (it would otherwise bear the name of the
   // thread that started the engine, e.g. upstream's streaming thread).
   prctl(PR_SET_NAME, "co-worker", 0UL, 0UL, 0UL);
-  // Sleeps of HostWait::kPoll end within a microsecond of their time, not
-  // the default 50 later.
-  if (poll) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 #endif
+  if (polls(c)) tighten_timer_slack();
   PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
   for (;;) {
@@ -511,96 +640,21 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
       return c.stopping_ || (!c.in_flight_.empty() && !c.flushing_ && c.error_.empty());
     });
     if (c.stopping_) return;
-    const int index = c.in_flight_.front();
-    Slot& slot = c.slots_[index];
-    c.worker_busy_ = true;
-    lock.unlock();
-
-    // Barrier "downloaded": the slot's pinned output is complete only when
-    // its D2H copy has finished.
-    std::string failure;
-    bool operations = false;  // the failure is an OperationError
-    FrameTiming timing = slot.timing;
-    timing.worker_wait.start_ns = host_now_ns();
-    try {
-      if (poll)
-        polling.wait(*slot.downloaded, timing.enqueued_ns);
-      else
-        slot.downloaded->synchronize();
-    } catch (const Error& e) {
-      failure = e.what();
-      operations = dynamic_cast<const OperationError*>(&e) != nullptr;
-    }
-    timing.worker_wait.end_ns = host_now_ns();
-    // Read here, off the producer's path: the events are complete, so no
-    // call below waits for the device. The slot is still in flight, so its
-    // events and timing are not rewritten meanwhile.
-    timing.delivered_ns = timing.worker_wait.end_ns;
-    if (failure.empty() && slot.timed) read_device_times(slot, &timing);
-
-    lock.lock();
-    if (!failure.empty()) {
-      const bool first = c.error_.empty();
-      if (first) {
-        c.error_ = "frame " + std::to_string(slot.sequence) + " failed: " + failure;
-        c.operation_failed_ = operations;
-      }
-      c.worker_busy_ = false;
-      const std::string message = c.error_;
-      lock.unlock();
-      c.notify_everyone();
-      if (first && callbacks.on_error) callbacks.on_error(message);
-      lock.lock();
-      continue;
-    }
-    if (c.flushing_ || c.stopping_) {
-      // flush_stop()/stop() drop what is in flight, this slot included.
-      c.worker_busy_ = false;
-      c.idle_.notify_all();
-      continue;
-    }
-    c.in_flight_.pop_front();
-    // The consumer may release the frame at once, and the slot be reused by
-    // the next submit(): nothing of the slot is read after the callback.
-    const uint64_t sequence = slot.sequence;
-    std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
-    OutputFrame frame(core, index, sequence, c.config_.output.at(slot.pinned_out->data()),
-                      std::move(slot.user), timing);
-    lock.unlock();
-
-    keep_alive.reset();  // its upload is long done; the producer may reuse it
-    std::string consumer_failure;
-    try {
-      if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
-    } catch (const std::exception& e) {
-      // A consumer must not throw; if it does, the engine stops cleanly
-      // instead of letting the exception end the process.
-      consumer_failure =
-          std::string("the consumer of frame ") + std::to_string(sequence) + " failed: " + e.what();
-    }
-    frame.release();  // a consumer that did not take the frame frees it here
-
-    lock.lock();
-    c.worker_busy_ = false;
-    const bool first = !consumer_failure.empty() && c.error_.empty();
-    if (first) c.error_ = consumer_failure;
-    // Not slot_freed_: a slot is freed by its release(), which notifies.
-    if (first)
-      c.notify_everyone();
-    else
-      c.idle_.notify_all();
-    if (first && callbacks.on_error) {
-      lock.unlock();
-      callbacks.on_error(consumer_failure);
-      lock.lock();
-    }
+    deliver_front(core, callbacks, polling, lock);
   }
 }
 
 }  // namespace
 
 struct EngineThreads {
-  std::thread worker;
+  std::thread worker;  // none with EngineConfig::pull
+  // EngineConfig::pull: the core deliver() works on, from start() to stop()
+  // (deliver() may run on the consumer's thread while the owner stops the
+  // engine), under pull_mutex (a leaf); and the polling state of whichever
+  // thread hands a frame out (worker_busy_ says which).
+  std::mutex pull_mutex;
+  std::shared_ptr<EngineCore> pull_core;
+  PollingWait pull_polling;
   // The staging copy's threads, made in start() and joined in stop(); used
   // by the producer thread only, inside submit().
   std::unique_ptr<ParallelCopy> staging;
@@ -617,7 +671,7 @@ bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
          timing_interval == o.timing_interval && staging_threads == o.staging_threads &&
-         host_wait == o.host_wait && bands == o.bands;
+         host_wait == o.host_wait && bands == o.bands && pull == o.pull;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -663,7 +717,12 @@ void Engine::start() {
   core->on_slot_freed_ = threads_->callbacks.on_slot_freed;
   core_ = core;
   note_operation_bands();
-  threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
+  if (config_.pull) {
+    std::lock_guard<std::mutex> lock(threads_->pull_mutex);
+    threads_->pull_core = core_;
+  } else {
+    threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
+  }
 }
 
 Status Engine::submit(InputFrame frame) {
@@ -867,6 +926,26 @@ int Engine::bands() const { return core_ ? static_cast<int>(core_->band_rows_.si
 Status Engine::drain() {
   if (!core_) return Status::kOk;
   EngineCore& c = *core_;
+  if (config_.pull) {
+    // Hands out, on this thread, whatever no deliver() is handing out.
+    bool current = false;
+    std::unique_lock<std::mutex> lock(c.mutex_);
+    for (;;) {
+      c.idle_.wait(
+          lock, [&] { return !c.worker_busy_ || c.flushing_ || c.stopping_ || !c.error_.empty(); });
+      if (!c.error_.empty()) return Status::kError;
+      if (c.flushing_ || c.stopping_) return Status::kFlushing;
+      if (c.in_flight_.empty()) return Status::kOk;
+      if (!current) {
+        lock.unlock();
+        current = make_current_for_delivery(c, threads_->callbacks);
+        lock.lock();
+        if (!current) return Status::kError;
+        continue;  // the state may have changed meanwhile
+      }
+      deliver_front(core_, threads_->callbacks, threads_->pull_polling, lock);
+    }
+  }
   std::unique_lock<std::mutex> lock(c.mutex_);
   c.idle_.wait(lock, [&] {
     return (c.in_flight_.empty() && !c.worker_busy_) || c.flushing_ || c.stopping_ ||
@@ -875,6 +954,29 @@ Status Engine::drain() {
   if (!c.error_.empty()) return Status::kError;
   if (c.flushing_ || c.stopping_) return Status::kFlushing;
   return Status::kOk;
+}
+
+Delivery Engine::deliver() {
+  std::shared_ptr<EngineCore> core;
+  {
+    std::lock_guard<std::mutex> lock(threads_->pull_mutex);
+    core = threads_->pull_core;
+  }
+  if (!core) return Delivery::kNothing;  // not pulling, not started, or stopped
+  EngineCore& c = *core;
+  if (!make_current_for_delivery(c, threads_->callbacks)) return Delivery::kNothing;
+  if (polls(c)) tighten_timer_slack();
+  std::unique_lock<std::mutex> lock(c.mutex_);
+  if (c.worker_busy_) {
+    // drain() is handing the next frame out: that is this call's frame.
+    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
+    return Delivery::kFrame;
+  }
+  if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty())
+    return Delivery::kNothing;
+  return deliver_front(core, threads_->callbacks, threads_->pull_polling, lock)
+             ? Delivery::kFrame
+             : Delivery::kNothing;
 }
 
 void Engine::flush_start() {
@@ -938,6 +1040,15 @@ void Engine::stop() {
   }
   c.notify_everyone();
   if (threads_->worker.joinable()) threads_->worker.join();
+  {
+    // A deliver() under way sees stopping_ once its frame's wait is over.
+    std::unique_lock<std::mutex> lock(c.mutex_);
+    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
+  }
+  {
+    std::lock_guard<std::mutex> lock(threads_->pull_mutex);
+    threads_->pull_core.reset();
+  }
   threads_->staging.reset();  // no submit() runs now, so no copy either
 
   for (auto& stream : c.streams_) {

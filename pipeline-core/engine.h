@@ -27,7 +27,9 @@
 // ever run inside submit(), which waits for them.
 // Callbacks run on the worker thread (on_frame, and on_error for failures it
 // finds) or on the producer thread (on_error for failures in submit()); they
-// must not call stop() or destroy the engine.
+// must not call stop() or destroy the engine. With EngineConfig::pull there
+// is no worker: its part runs in deliver() on the consumer's thread, and in
+// drain() on the producer's, one frame at a time.
 #pragma once
 
 #include <cstdint>
@@ -129,6 +131,14 @@ struct EngineConfig {
   // formats' subsampling allows, and at most one per such row; otherwise
   // frames run whole (Engine::bands() says how many there are).
   int bands = 1;
+  // Who hands finished frames out. false: the engine's own worker thread
+  // waits for each frame's download and calls on_frame. true (pull): no
+  // worker; the consumer's thread calls Engine::deliver(), which waits for
+  // the next frame and calls on_frame on that thread (one thread fewer to
+  // wake per frame: the consumer would otherwise be woken by the worker),
+  // and drain() hands out on the producer's thread whatever no deliver()
+  // is handing out meanwhile, so draining never depends on the consumer.
+  bool pull = false;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;
@@ -154,6 +164,12 @@ struct InputFrame {
 
 class EngineCore;
 struct EngineThreads;
+
+// What Engine::deliver() did.
+enum class Delivery {
+  kFrame,    // handed the next frame to on_frame (or waited for drain() to)
+  kNothing,  // handed none out: none in flight, or flushing, stopped or failed
+};
 class MultiEngine;
 
 // A finished frame in a slot's pinned output memory. Move-only; the slot
@@ -231,8 +247,19 @@ class Engine {
   void replace_operation(std::shared_ptr<const Operation> operation);
 
   // Blocks until every submitted frame has been handed to on_frame (not
-  // necessarily released). Returns early with kFlushing or kError. Producer.
+  // necessarily released). Returns early with kFlushing or kError. With
+  // EngineConfig::pull it hands out, on this thread, every frame that no
+  // deliver() is handing out. Producer.
   Status drain();
+
+  // EngineConfig::pull only: waits for the next frame in order to be done
+  // and hands it to on_frame on this thread; kNothing at once when no frame
+  // is in flight (or flushing, stopped, failed; without pull, always). A
+  // frame that drain() is handing out meanwhile is waited for, and then
+  // the next one is not: it returns kFrame. Never waits for a submit().
+  // The consumer thread, one at a time; also after stop(), which waits for
+  // a deliver() under way.
+  Delivery deliver();
 
   // Begins a flush: a blocked submit() returns kFlushing, later ones too, and
   // the worker stops delivering. Any thread.

@@ -48,7 +48,11 @@ void MultiEngine::start() {
         }
         signal->freed.notify_all();
       };
-    lane.engine = std::make_unique<Engine>(lane.device, config_, std::move(callbacks));
+    // Pulling (EngineConfig::pull) is for one device: over several, each
+    // engine's worker hands its frames to the ordering below.
+    EngineConfig config = config_;
+    if (!single) config.pull = false;
+    lane.engine = std::make_unique<Engine>(lane.device, config, std::move(callbacks));
     try {
       lane.engine->start();
     } catch (const Error& e) {
@@ -137,6 +141,12 @@ void MultiEngine::stop_failed() {
   // A failed engine holds its frames' references (upstream's buffers) until
   // stopped; the producer may stop it (engine.h), outside the lock.
   for (Engine* engine : engines) engine->stop();
+}
+
+bool MultiEngine::pulls() const { return lanes_.size() == 1 && config_.pull && lanes_[0].engine; }
+
+Delivery MultiEngine::deliver() {
+  return pulls() ? lanes_[0].engine->deliver() : Delivery::kNothing;
 }
 
 Status MultiEngine::submit(InputFrame frame) {

@@ -21,7 +21,8 @@
 // (holding their slot) until it is out. on_frame is called for one frame at
 // a time, in sequence order, without any lock of the MultiEngine held, from
 // whichever engine's worker found the next frame ready (with one device:
-// that engine's worker, with nothing in between).
+// that engine's worker, with nothing in between; or, with EngineConfig::pull,
+// the thread in deliver() or drain()).
 //
 // A device that fails (an error from its engine, at start() or later) takes
 // itself out: on_warning says so and how many frames in flight on it were
@@ -99,6 +100,14 @@ class MultiEngine {
   // Blocks until every submitted frame was handed to on_frame or lost with
   // its device. kFlushing, or kError in the error state. Producer.
   Status drain();
+
+  // Whether frames are pulled: EngineConfig::pull over one device (over
+  // several, the engines' workers hand frames out and deliver() does
+  // nothing). Fixed from start() on.
+  bool pulls() const;
+  // Engine::deliver() of the one device when pulls(), else kNothing. The
+  // consumer thread, one at a time; also after stop().
+  Delivery deliver();
 
   void flush_start();  // any thread
   void flush_stop();   // producer: in-flight frames are dropped on every device

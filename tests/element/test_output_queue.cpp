@@ -236,6 +236,48 @@ TEST_F(OutputQueueTest, WaitEmptyReturnsWhenTheLastItemWasALostFrame) {
   }
 }
 
+// Pulling (an engine that is fetched from, EngineConfig::pull): a frame
+// noted by the streaming thread makes pop_or_pull() ask for a fetch; what a
+// fetch puts in is popped first; a fetch that found nothing ends the asking
+// until the next note, unless a note came while it ran.
+TEST_F(OutputQueueTest, ANotedFrameIsFetchedAndAFetchThatFoundNothingWaitsForTheNextNote) {
+  queue_.restart();
+  OutputItem item;
+  uint64_t ticket = 0;
+  queue_.note_submitted();
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  EXPECT_EQ(ticket, 1u);
+  queue_.push_frame(frame(0), queue_.epoch());  // what the fetch handed over
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kItem);
+  EXPECT_EQ(item.frame.sequence(), 0u);
+  item = OutputItem{};
+  queue_.done(GST_FLOW_OK);
+  // Nothing says the engine is empty yet: fetch again; it had nothing.
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  queue_.pulled_nothing(ticket);
+  auto next = std::async(std::launch::async, [this] {
+    OutputItem waited;
+    uint64_t noted = 0;
+    const OutputQueue::Next what = queue_.pop_or_pull(&waited, &noted);
+    return std::make_pair(what, noted);
+  });
+  EXPECT_EQ(next.wait_for(100ms), std::future_status::timeout) << "asked for a fetch after none";
+  queue_.note_submitted();
+  ASSERT_EQ(next.wait_for(5s), std::future_status::ready);
+  const auto [what, noted] = next.get();
+  EXPECT_EQ(what, OutputQueue::Next::kPull);
+  EXPECT_EQ(noted, 2u);
+  // A note while that fetch ran (it was handed ticket 2): the fetch finding
+  // nothing does not cancel the later note.
+  queue_.note_submitted();
+  queue_.pulled_nothing(2);
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  EXPECT_EQ(ticket, 3u);
+  queue_.pulled_nothing(ticket);
+  queue_.set_flushing();
+  EXPECT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kStopped);
+}
+
 TEST_F(OutputQueueTest, ClearReleasesEverythingAndStopsTheQueue) {
   const uint64_t epoch = queue_.restart();
   queue_.push_frame(frame(0), epoch);

@@ -1,8 +1,11 @@
 // The engine's life around the frames: flush (start unblocks, stop drops and
 // resumes), drain, stop and destruction with frames in flight, a failure at
 // every stage, and start-up refusals that say what was asked for.
+#include <atomic>
 #include <functional>
 #include <future>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine_test_util.h"
@@ -381,6 +384,7 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
       {"timing", [](EngineConfig* c) { c->timing = true; }},
       {"timing_interval", [](EngineConfig* c) { c->timing_interval = 8; }},
       {"staging_threads", [](EngineConfig* c) { c->staging_threads = 2; }},
+      {"pull", [](EngineConfig* c) { c->pull = true; }},
   };
   for (const auto& change : changes) {
     EngineConfig other = base;
@@ -510,6 +514,156 @@ TEST(StartupTest, AMissingCudaDeviceIsNamed) {
     EXPECT_EQ(std::string(e.what()).rfind("no CUDA device: ", 0), 0u) << e.what();
   }
 }
+
+// EngineConfig::pull: no worker thread; the consumer's thread fetches each
+// frame with deliver(), and drain() hands out on the producer's thread what
+// nobody fetches.
+class PullTest : public ::testing::TestWithParam<BackendKind> {};
+
+EngineConfig pull_config(int ring) {
+  EngineConfig config = make_config(ring);
+  config.pull = true;
+  return config;
+}
+
+// A consumer's callbacks that also note the thread each frame came on.
+struct ThreadNotingCallbacks {
+  std::mutex mutex;
+  std::vector<std::thread::id> threads;
+  EngineCallbacks wrap(EngineCallbacks inner) {
+    auto on_frame = inner.on_frame;
+    inner.on_frame = [this, on_frame](OutputFrame frame) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        threads.push_back(std::this_thread::get_id());
+      }
+      on_frame(std::move(frame));
+    };
+    return inner;
+  }
+  std::vector<std::thread::id> seen() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return threads;
+  }
+};
+
+TEST_P(PullTest, TheConsumerThreadFetchesEveryFrameInOrder) {
+  CO_DEVICE_OR_SKIP(device, GetParam(), 300, 11);
+  constexpr int kFrames = 60;
+  LiveCounter users;
+  {
+    CheckingConsumer consumer("invert", test_layout(), 200);
+    ThreadNotingCallbacks noting;
+    Engine engine(device, pull_config(4), noting.wrap(consumer.callbacks()));
+    engine.start();
+    std::atomic<bool> done{false};
+    std::atomic<int> fetched{0};
+    std::thread::id fetcher_id;
+    std::thread fetcher([&] {
+      fetcher_id = std::this_thread::get_id();
+      while (!done.load()) {
+        if (engine.deliver() == Delivery::kFrame)
+          ++fetched;
+        else
+          std::this_thread::sleep_for(50us);  // nothing in flight yet
+      }
+    });
+    for (int i = 0; i < kFrames; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    // The submits only come back as the fetcher frees slots (ring 4 of 60).
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (consumer.order().size() < kFrames && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    done = true;
+    fetcher.join();
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    consumer.settle();
+    std::vector<uint64_t> expected(kFrames);
+    for (int i = 0; i < kFrames; ++i) expected[i] = i;
+    EXPECT_EQ(consumer.order(), expected);
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+    EXPECT_EQ(fetched.load(), kFrames);
+    // Every frame came on the fetching thread: there is no worker.
+    for (const std::thread::id& id : noting.seen()) EXPECT_EQ(id, fetcher_id);
+    EXPECT_EQ(engine.deliver(), Delivery::kNothing);  // nothing in flight
+    engine.stop();
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+TEST_P(PullTest, DrainHandsOutOnTheProducerWhatNobodyFetches) {
+  CO_DEVICE_OR_SKIP(device, GetParam(), 300, 12);
+  LiveCounter users;
+  {
+    CheckingConsumer consumer("invert", test_layout());
+    ThreadNotingCallbacks noting;
+    Engine engine(device, pull_config(4), noting.wrap(consumer.callbacks()));
+    engine.start();
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    EXPECT_EQ(consumer.order(), (std::vector<uint64_t>{0, 1, 2}));
+    for (const std::thread::id& id : noting.seen()) EXPECT_EQ(id, std::this_thread::get_id());
+    consumer.settle();
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+TEST_P(PullTest, DeliverGivesNothingWithoutPullOrBeforeStart) {
+  CO_DEVICE_OR_SKIP(device, GetParam());
+  LiveCounter users;
+  {
+    CheckingConsumer consumer("invert", test_layout());
+    Engine pulled(device, pull_config(2), consumer.callbacks());
+    EXPECT_EQ(pulled.deliver(), Delivery::kNothing);  // not started
+  }
+  {
+    CheckingConsumer consumer("invert", test_layout());
+    Engine engine(device, make_config(2), consumer.callbacks());
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    EXPECT_EQ(engine.deliver(), Delivery::kNothing);  // the worker hands frames out
+    ASSERT_EQ(engine.drain(), Status::kOk);
+    EXPECT_EQ(consumer.order(), std::vector<uint64_t>{0});
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+// stop() while a deliver() waits for a frame still on the device: stop()
+// waits for it, the frame is dropped undelivered, deliver() returns, and
+// nothing is left behind; a deliver() after stop() gives nothing.
+TEST(PullStopTest, StopWaitsForADeliverUnderWayAndDropsItsFrame) {
+  std::promise<void> open;
+  std::shared_future<void> gate(open.get_future());
+  LiveCounter users;
+  {
+    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
+    EngineConfig config = pull_config(2);
+    config.operation = std::make_shared<GatedOperation>(gate);
+    std::atomic<int> frames{0};
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame) { ++frames; };
+    Engine engine(device, config, callbacks);
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(fetch.wait_for(0ms), std::future_status::timeout) << "deliver() did not wait";
+    auto stopping = std::async(std::launch::async, [&] { engine.stop(); });
+    EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout)
+        << "stop() did not wait for the deliver() under way";
+    open.set_value();
+    ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
+    ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(fetch.get(), Delivery::kNothing);  // dropped by stop()
+    EXPECT_EQ(frames.load(), 0);
+    EXPECT_EQ(engine.deliver(), Delivery::kNothing);
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PullTest,
+                         ::testing::Values(BackendKind::kCpu, BackendKind::kCuda),
+                         [](const auto& info) { return std::string(backend_name(info.param)); });
 
 INSTANTIATE_TEST_SUITE_P(Backends, LifecycleTest,
                          ::testing::Values(BackendKind::kCpu, BackendKind::kCuda),
