@@ -601,7 +601,14 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     case Status::kOk:
       ++submitted_;
       instruments_.submitted();
-      if (engine_->pulls()) queue_.note_submitted();  // the task fetches it
+      if (engine_->pulls()) {
+        queue_.note_submitted();  // the task fetches it
+        // Unless downstream stopped taking frames meanwhile: the task then
+        // fetched what was in flight before this frame (release_unwanted),
+        // and this one would keep its slot and upstream's buffer until the
+        // next flush. Handed out here instead, to the queue, which drops it.
+        if (queue_.flow() != GST_FLOW_OK) (void)engine_->drain();
+      }
       return queue_.flow();
     case Status::kFlushing: {
       const GstFlowReturn now = queue_.flow();

@@ -489,18 +489,39 @@ bool polls(const EngineCore& c) {
   return c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
 }
 
-#ifdef __linux__
 // Sleeps of HostWait::kPoll end within a microsecond of their time, not the
-// default 50 later. Per thread, once.
-void tighten_timer_slack() {
-  thread_local bool tightened = false;
-  if (tightened) return;
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  tightened = true;
-}
+// default 50 later (the thread's timer slack). The worker's for good; a
+// thread that only lends itself (deliver(): the consumer's, e.g. a
+// GStreamer pad task from a pool other elements use too) gets its own back
+// when the TimerSlack goes.
+class TimerSlack {
+ public:
+  explicit TimerSlack(bool tighten) {
+#ifdef __linux__
+    if (!tighten) return;
+    const int previous = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (previous < 0 || previous == kSlackNs) return;
+    if (prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(kSlackNs), 0, 0, 0) == 0)
+      previous_ = previous;
 #else
-void tighten_timer_slack() {}
+    (void)tighten;
 #endif
+  }
+  ~TimerSlack() { restore(); }
+  void keep() { previous_ = -1; }  // the thread keeps the tight slack
+  TimerSlack(const TimerSlack&) = delete;
+  TimerSlack& operator=(const TimerSlack&) = delete;
+
+ private:
+  void restore() {
+#ifdef __linux__
+    if (previous_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(previous_), 0, 0, 0);
+#endif
+    previous_ = -1;
+  }
+  static constexpr int kSlackNs = 1000;
+  int previous_ = -1;
+};
 
 // The worker's part for the frame at the front of in_flight_: waits for its
 // download and hands it to on_frame, or puts the engine in its error state.
@@ -632,7 +653,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
   // thread that started the engine, e.g. upstream's streaming thread).
   prctl(PR_SET_NAME, "co-worker", 0UL, 0UL, 0UL);
 #endif
-  if (polls(c)) tighten_timer_slack();
+  TimerSlack(polls(c)).keep();
   PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
   for (;;) {
@@ -654,6 +675,8 @@ struct EngineThreads {
   // thread hands a frame out (worker_busy_ says which).
   std::mutex pull_mutex;
   std::shared_ptr<EngineCore> pull_core;
+  int pulling = 0;                    // deliver() calls under way, under pull_mutex
+  std::condition_variable pull_done;  // pulling fell
   PollingWait pull_polling;
   // The staging copy's threads, made in start() and joined in stop(); used
   // by the producer thread only, inside submit().
@@ -957,15 +980,28 @@ Status Engine::drain() {
 }
 
 Delivery Engine::deliver() {
+  EngineThreads& t = *threads_;
   std::shared_ptr<EngineCore> core;
   {
-    std::lock_guard<std::mutex> lock(threads_->pull_mutex);
-    core = threads_->pull_core;
+    std::lock_guard<std::mutex> lock(t.pull_mutex);
+    core = t.pull_core;
+    if (!core) return Delivery::kNothing;  // not pulling, not started, or stopped
+    ++t.pulling;
   }
-  if (!core) return Delivery::kNothing;  // not pulling, not started, or stopped
+  // stop() waits for this call to end, whatever it does.
+  struct Pulling {
+    EngineThreads& t;
+    ~Pulling() {
+      {
+        std::lock_guard<std::mutex> lock(t.pull_mutex);
+        --t.pulling;
+      }
+      t.pull_done.notify_all();
+    }
+  } pulling{t};
   EngineCore& c = *core;
-  if (!make_current_for_delivery(c, threads_->callbacks)) return Delivery::kNothing;
-  if (polls(c)) tighten_timer_slack();
+  if (!make_current_for_delivery(c, t.callbacks)) return Delivery::kNothing;
+  const TimerSlack slack(polls(c));
   std::unique_lock<std::mutex> lock(c.mutex_);
   if (c.worker_busy_) {
     // drain() is handing the next frame out: that is this call's frame.
@@ -974,9 +1010,8 @@ Delivery Engine::deliver() {
   }
   if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty())
     return Delivery::kNothing;
-  return deliver_front(core, threads_->callbacks, threads_->pull_polling, lock)
-             ? Delivery::kFrame
-             : Delivery::kNothing;
+  return deliver_front(core, t.callbacks, t.pull_polling, lock) ? Delivery::kFrame
+                                                                : Delivery::kNothing;
 }
 
 void Engine::flush_start() {
@@ -1041,13 +1076,12 @@ void Engine::stop() {
   c.notify_everyone();
   if (threads_->worker.joinable()) threads_->worker.join();
   {
-    // A deliver() under way sees stopping_ once its frame's wait is over.
-    std::unique_lock<std::mutex> lock(c.mutex_);
-    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
-  }
-  {
-    std::lock_guard<std::mutex> lock(threads_->pull_mutex);
+    // deliver() calls under way end (one waiting for a frame sees stopping_
+    // once that frame's device work is done) before anything they use goes;
+    // later ones find no core.
+    std::unique_lock<std::mutex> lock(threads_->pull_mutex);
     threads_->pull_core.reset();
+    threads_->pull_done.wait(lock, [&] { return threads_->pulling == 0; });
   }
   threads_->staging.reset();  // no submit() runs now, so no copy either
 

@@ -568,13 +568,22 @@ TEST_P(PullTest, TheConsumerThreadFetchesEveryFrameInOrder) {
           std::this_thread::sleep_for(50us);  // nothing in flight yet
       }
     });
+    // Joined on every way out of this scope, a failed assertion's included.
+    struct Join {
+      std::atomic<bool>& done;
+      std::thread& thread;
+      ~Join() {
+        done = true;
+        if (thread.joinable()) thread.join();
+      }
+    } join{done, fetcher};
     for (int i = 0; i < kFrames; ++i) ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
     // The submits only come back as the fetcher frees slots (ring 4 of 60).
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (consumer.order().size() < kFrames && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(1ms);
     done = true;
-    fetcher.join();
+    if (fetcher.joinable()) fetcher.join();
     ASSERT_EQ(engine.drain(), Status::kOk);
     consumer.settle();
     std::vector<uint64_t> expected(kFrames);
@@ -628,10 +637,10 @@ TEST_P(PullTest, DeliverGivesNothingWithoutPullOrBeforeStart) {
   EXPECT_EQ(users.live.load(), 0);
 }
 
-// stop() while a deliver() waits for a frame still on the device: stop()
-// waits for it, the frame is dropped undelivered, deliver() returns, and
-// nothing is left behind; a deliver() after stop() gives nothing.
-TEST(PullStopTest, StopWaitsForADeliverUnderWayAndDropsItsFrame) {
+// stop() while a deliver() waits for a frame still on the device: the
+// frame is dropped undelivered, deliver() returns, and nothing is left
+// behind; a deliver() after stop() gives nothing.
+TEST(PullStopTest, StopWithADeliverWaitingForTheDeviceDropsItsFrame) {
   std::promise<void> open;
   std::shared_future<void> gate(open.get_future());
   LiveCounter users;
@@ -657,6 +666,123 @@ TEST(PullStopTest, StopWaitsForADeliverUnderWayAndDropsItsFrame) {
     EXPECT_EQ(fetch.get(), Delivery::kNothing);  // dropped by stop()
     EXPECT_EQ(frames.load(), 0);
     EXPECT_EQ(engine.deliver(), Delivery::kNothing);
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+// stop() while a deliver() is handing a frame out (on_frame running on the
+// consumer's thread): stop() returns only after on_frame did, since what
+// deliver() uses (the callbacks, its polling state) goes with the engine.
+TEST(PullStopTest, StopWaitsForAFrameBeingHandedOut) {
+  std::promise<void> entered, leave;
+  std::shared_future<void> may_leave(leave.get_future());
+  LiveCounter users;
+  {
+    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
+    std::atomic<bool> on_frame_done{false};
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame) {
+      entered.set_value();
+      may_leave.wait();
+      on_frame_done = true;
+    };
+    Engine engine(device, pull_config(2), callbacks);
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
+    auto stopping = std::async(std::launch::async, [&] { engine.stop(); });
+    EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout)
+        << "stop() returned while on_frame was still running";
+    leave.set_value();
+    ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
+    EXPECT_TRUE(on_frame_done.load());
+    ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(fetch.get(), Delivery::kFrame);
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+// A deliver() while drain() is handing the front frame out on the producer
+// waits for it and returns kFrame, without handing out another: each frame
+// goes out once, in order.
+TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
+  std::promise<void> open;
+  std::shared_future<void> gate(open.get_future());
+  LiveCounter users;
+  {
+    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
+    EngineConfig config = pull_config(2);
+    config.operation = std::make_shared<GatedOperation>(gate);
+    std::mutex mutex;
+    std::vector<std::pair<uint64_t, std::thread::id>> out;
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame frame) {
+      std::lock_guard<std::mutex> lock(mutex);
+      out.emplace_back(frame.sequence(), std::this_thread::get_id());
+    };
+    Engine engine(device, config, callbacks);
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    std::thread::id producer;
+    auto draining = std::async(std::launch::async, [&] {
+      producer = std::this_thread::get_id();
+      return engine.drain();
+    });
+    std::this_thread::sleep_for(50ms);  // drain() has taken frame 0 and waits for it
+    auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    EXPECT_EQ(fetch.wait_for(100ms), std::future_status::timeout)
+        << "deliver() returned while drain() was handing the frame out";
+    open.set_value();
+    ASSERT_EQ(draining.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(draining.get(), Status::kOk);
+    ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(fetch.get(), Delivery::kFrame);
+    std::lock_guard<std::mutex> lock(mutex);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].first, 0u);
+    EXPECT_EQ(out[0].second, producer);
+    engine.stop();
+  }
+  EXPECT_EQ(users.live.load(), 0);
+}
+
+// A flush while a deliver() waits for a frame: the frame is dropped,
+// deliver() returns kNothing, and after flush_stop() the next frames are
+// fetched as before.
+TEST(PullStopTest, AFlushDropsTheFrameADeliverWaitsForAndTheStreamGoesOn) {
+  std::promise<void> open;
+  std::shared_future<void> gate(open.get_future());
+  LiveCounter users;
+  {
+    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
+    EngineConfig config = pull_config(2);
+    config.operation = std::make_shared<GatedOperation>(gate);
+    std::mutex mutex;
+    std::vector<uint64_t> out;
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame frame) {
+      std::lock_guard<std::mutex> lock(mutex);
+      out.push_back(*static_cast<const uint64_t*>(frame.user().get()));
+    };
+    Engine engine(device, config, callbacks);
+    engine.start();
+    ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
+    auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    std::this_thread::sleep_for(50ms);
+    engine.flush_start();
+    open.set_value();  // frame 0 finishes on the device, under the flush
+    ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(fetch.get(), Delivery::kNothing);
+    engine.flush_stop();
+    for (uint64_t i = 1; i <= 2; ++i) {
+      ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
+      EXPECT_EQ(engine.deliver(), Delivery::kFrame);
+    }
+    EXPECT_EQ(engine.deliver(), Delivery::kNothing);
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_EQ(out, (std::vector<uint64_t>{1, 2}));
+    engine.stop();
   }
   EXPECT_EQ(users.live.load(), 0);
 }
