@@ -637,34 +637,76 @@ TEST_P(PullTest, DeliverGivesNothingWithoutPullOrBeforeStart) {
   EXPECT_EQ(users.live.load(), 0);
 }
 
+// A pulled engine (ring 2) on the cpu backend whose kernel runs only once
+// open() was called, and which notes each frame handed out: its number and
+// the thread that handed it out. The gate opens at the latest when the
+// helper goes, so that a failed assertion cannot leave the engine's stop()
+// waiting for it.
+class GatedPull {
+ public:
+  GatedPull() : gate_(open_.get_future()) {
+    EngineConfig config = pull_config(2);
+    config.operation = std::make_shared<GatedOperation>(gate_);
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [this](OutputFrame frame) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      out_.emplace_back(*static_cast<const uint64_t*>(frame.user().get()),
+                        std::this_thread::get_id());
+    };
+    engine_ = std::make_unique<Engine>(make_cpu_device(CpuDeviceOptions{}), config, callbacks);
+    engine_->start();
+  }
+  ~GatedPull() {
+    open();
+    engine_.reset();
+  }
+  GatedPull(const GatedPull&) = delete;
+  GatedPull& operator=(const GatedPull&) = delete;
+  Engine& engine() { return *engine_; }
+  void open() {
+    if (!opened_.exchange(true)) open_.set_value();
+  }
+  std::vector<std::pair<uint64_t, std::thread::id>> out() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return out_;
+  }
+  // Declared after a test's futures, it opens the gate before their ends
+  // wait for the calls they run.
+  struct OpenOnExit {
+    GatedPull& gated;
+    ~OpenOnExit() { gated.open(); }
+  };
+
+ private:
+  std::promise<void> open_;
+  std::shared_future<void> gate_;
+  std::atomic<bool> opened_{false};
+  std::mutex mutex_;
+  std::vector<std::pair<uint64_t, std::thread::id>> out_;
+  std::unique_ptr<Engine> engine_;
+};
+
 // stop() while a deliver() waits for a frame still on the device: the
 // frame is dropped undelivered, deliver() returns, and nothing is left
 // behind; a deliver() after stop() gives nothing.
 TEST(PullStopTest, StopWithADeliverWaitingForTheDeviceDropsItsFrame) {
-  std::promise<void> open;
-  std::shared_future<void> gate(open.get_future());
   LiveCounter users;
   {
-    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
-    EngineConfig config = pull_config(2);
-    config.operation = std::make_shared<GatedOperation>(gate);
-    std::atomic<int> frames{0};
-    EngineCallbacks callbacks;
-    callbacks.on_frame = [&](OutputFrame) { ++frames; };
-    Engine engine(device, config, callbacks);
-    engine.start();
+    GatedPull gated;
+    Engine& engine = gated.engine();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
     auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(fetch.wait_for(0ms), std::future_status::timeout) << "deliver() did not wait";
     auto stopping = std::async(std::launch::async, [&] { engine.stop(); });
+    GatedPull::OpenOnExit open_on_exit{gated};
     EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout)
         << "stop() did not wait for the deliver() under way";
-    open.set_value();
+    gated.open();
     ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
     EXPECT_EQ(fetch.get(), Delivery::kNothing);  // dropped by stop()
-    EXPECT_EQ(frames.load(), 0);
+    EXPECT_TRUE(gated.out().empty());
     EXPECT_EQ(engine.deliver(), Delivery::kNothing);
   }
   EXPECT_EQ(users.live.load(), 0);
@@ -690,11 +732,22 @@ TEST(PullStopTest, StopWaitsForAFrameBeingHandedOut) {
     engine.start();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
     auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    // on_frame may leave on any way out of here, a failed assertion's
+    // included: the end of `fetch` waits for it.
+    struct Leave {
+      std::promise<void>& promise;
+      bool set = false;
+      void now() {
+        if (!set) promise.set_value();
+        set = true;
+      }
+      ~Leave() { now(); }
+    } leaving{leave};
     ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
     auto stopping = std::async(std::launch::async, [&] { engine.stop(); });
     EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout)
         << "stop() returned while on_frame was still running";
-    leave.set_value();
+    leaving.now();
     ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
     EXPECT_TRUE(on_frame_done.load());
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
@@ -707,42 +760,33 @@ TEST(PullStopTest, StopWaitsForAFrameBeingHandedOut) {
 // waits for it and returns kFrame, without handing out another: each frame
 // goes out once, in order.
 TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
-  std::promise<void> open;
-  std::shared_future<void> gate(open.get_future());
   LiveCounter users;
   {
-    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
-    EngineConfig config = pull_config(2);
-    config.operation = std::make_shared<GatedOperation>(gate);
-    std::mutex mutex;
-    std::vector<std::pair<uint64_t, std::thread::id>> out;
-    EngineCallbacks callbacks;
-    callbacks.on_frame = [&](OutputFrame frame) {
-      std::lock_guard<std::mutex> lock(mutex);
-      out.emplace_back(frame.sequence(), std::this_thread::get_id());
-    };
-    Engine engine(device, config, callbacks);
-    engine.start();
+    GatedPull gated;
+    Engine& engine = gated.engine();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
     std::thread::id producer;
     auto draining = std::async(std::launch::async, [&] {
       producer = std::this_thread::get_id();
       return engine.drain();
     });
-    std::this_thread::sleep_for(50ms);  // drain() has taken frame 0 and waits for it
+    // drain() takes frame 0 at once and waits for its kernel; a deliver()
+    // that came first would take it itself, and the frame would come on
+    // its thread (the check below).
+    std::this_thread::sleep_for(250ms);
     auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    GatedPull::OpenOnExit open_on_exit{gated};
     EXPECT_EQ(fetch.wait_for(100ms), std::future_status::timeout)
         << "deliver() returned while drain() was handing the frame out";
-    open.set_value();
+    gated.open();
     ASSERT_EQ(draining.wait_for(10s), std::future_status::ready);
     EXPECT_EQ(draining.get(), Status::kOk);
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
     EXPECT_EQ(fetch.get(), Delivery::kFrame);
-    std::lock_guard<std::mutex> lock(mutex);
+    const auto out = gated.out();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].first, 0u);
     EXPECT_EQ(out[0].second, producer);
-    engine.stop();
   }
   EXPECT_EQ(users.live.load(), 0);
 }
@@ -751,27 +795,16 @@ TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
 // deliver() returns kNothing, and after flush_stop() the next frames are
 // fetched as before.
 TEST(PullStopTest, AFlushDropsTheFrameADeliverWaitsForAndTheStreamGoesOn) {
-  std::promise<void> open;
-  std::shared_future<void> gate(open.get_future());
   LiveCounter users;
   {
-    std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
-    EngineConfig config = pull_config(2);
-    config.operation = std::make_shared<GatedOperation>(gate);
-    std::mutex mutex;
-    std::vector<uint64_t> out;
-    EngineCallbacks callbacks;
-    callbacks.on_frame = [&](OutputFrame frame) {
-      std::lock_guard<std::mutex> lock(mutex);
-      out.push_back(*static_cast<const uint64_t*>(frame.user().get()));
-    };
-    Engine engine(device, config, callbacks);
-    engine.start();
+    GatedPull gated;
+    Engine& engine = gated.engine();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
     auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
+    GatedPull::OpenOnExit open_on_exit{gated};
     std::this_thread::sleep_for(50ms);
     engine.flush_start();
-    open.set_value();  // frame 0 finishes on the device, under the flush
+    gated.open();  // frame 0 finishes on the device, under the flush
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
     EXPECT_EQ(fetch.get(), Delivery::kNothing);
     engine.flush_stop();
@@ -780,9 +813,10 @@ TEST(PullStopTest, AFlushDropsTheFrameADeliverWaitsForAndTheStreamGoesOn) {
       EXPECT_EQ(engine.deliver(), Delivery::kFrame);
     }
     EXPECT_EQ(engine.deliver(), Delivery::kNothing);
-    std::lock_guard<std::mutex> lock(mutex);
-    EXPECT_EQ(out, (std::vector<uint64_t>{1, 2}));
-    engine.stop();
+    const auto out = gated.out();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].first, 1u);
+    EXPECT_EQ(out[1].first, 2u);
   }
   EXPECT_EQ(users.live.load(), 0);
 }
