@@ -951,7 +951,7 @@ Status Engine::drain() {
   EngineCore& c = *core_;
   if (config_.pull) {
     // Hands out, on this thread, whatever no deliver() is handing out.
-    bool current = false;
+    if (!make_current_for_delivery(c, threads_->callbacks)) return Status::kError;
     std::unique_lock<std::mutex> lock(c.mutex_);
     for (;;) {
       c.idle_.wait(
@@ -959,13 +959,6 @@ Status Engine::drain() {
       if (!c.error_.empty()) return Status::kError;
       if (c.flushing_ || c.stopping_) return Status::kFlushing;
       if (c.in_flight_.empty()) return Status::kOk;
-      if (!current) {
-        lock.unlock();
-        current = make_current_for_delivery(c, threads_->callbacks);
-        lock.lock();
-        if (!current) return Status::kError;
-        continue;  // the state may have changed meanwhile
-      }
       deliver_front(core_, threads_->callbacks, threads_->pull_polling, lock);
     }
   }
