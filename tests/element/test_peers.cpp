@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +203,50 @@ TEST_F(PeerHarness, DownstreamEosWhileUpstreamWaitsForASlotDoesNotHang) {
   EXPECT_EQ(flows.back(), GST_FLOW_EOS) << "downstream's EOS did not reach upstream";
   gst_pad_remove_probe(h_->sinkpad, probe);
   for (GstBuffer* buffer : downstream.kept) gst_buffer_unref(buffer);
+}
+
+// A frame whose submit() was under way while downstream answered EOS
+// (ring 1: the second frame waits for the first one's slot, which comes
+// back as downstream drops the first and returns EOS) is let go of, rather
+// than kept in flight, with upstream's buffer, until the next flush or stop.
+TEST_F(PeerHarness, AFrameSubmittedAsDownstreamAnswersEosIsLetGoAtOnce) {
+  start({{"ring-size", "1"}});
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 16);
+  gst_harness_set_src_caps(h_, caps_of(info));
+  const gulong probe = gst_pad_add_probe(
+      h_->sinkpad, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad*, GstPadProbeInfo* probe_info, gpointer) {
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(probe_info));
+        GST_PAD_PROBE_INFO_DATA(probe_info) = nullptr;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(probe_info) = GST_FLOW_EOS;
+        return GST_PAD_PROBE_HANDLED;
+      },
+      nullptr, nullptr);
+  std::atomic<bool> second_gone{false};
+  GstFlowReturn first = GST_FLOW_ERROR, second = GST_FLOW_ERROR;
+  run_or_die("pushing while downstream answers EOS", 20s, [&] {
+    first = gst_harness_push(h_, make_frame(info, 3, 0));
+    GstBuffer* buffer = make_frame(info, 3, 1);
+    gst_mini_object_weak_ref(
+        GST_MINI_OBJECT_CAST(buffer),
+        [](gpointer gone, GstMiniObject*) { static_cast<std::atomic<bool>*>(gone)->store(true); },
+        &second_gone);
+    second = gst_harness_push(h_, buffer);
+  });
+  EXPECT_EQ(first, GST_FLOW_OK);
+  // Over several devices (CUDAOVERLAP_TEST_DEVICES) the second frame goes
+  // to another device's free slot without waiting, before downstream
+  // answers.
+  if (test_devices().empty())
+    EXPECT_EQ(second, GST_FLOW_EOS);
+  else
+    EXPECT_TRUE(second == GST_FLOW_EOS || second == GST_FLOW_OK) << gst_flow_get_name(second);
+  // Over several devices an engine's worker drops it a moment later.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!second_gone.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(second_gone.load()) << "the second frame was kept in flight after downstream's EOS";
+  gst_pad_remove_probe(h_->sinkpad, probe);
 }
 
 TEST_F(PeerHarness, AfterDownstreamEosUpstreamsEosStillGoesDown) {
