@@ -140,6 +140,8 @@
 
 #ifdef CUDAOVERLAP_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "cuda_check.h"
 #endif
 
 namespace cudaoverlap {
@@ -1979,10 +1981,6 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
 //   sides at these widths) and the kernel in stream order on the slot's own
 //   stream, no events between stages, then record "downloaded".
 #ifdef CUDAOVERLAP_HAVE_CUDA
-void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw Error(std::string(what) + " failed: " + cudaGetErrorString(status));
-}
 
 // How the measuring thread waits for a slot's last download.
 enum class SlotWait { kSpin, kSleep, kSpinWithLooker };
@@ -2000,9 +1998,9 @@ const char* wait_label(SlotWait how) {
 }
 
 int run_calls_table(const Options& opt) {
-  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  CO_CUDA_CHECK(cudaSetDevice(0));
   cudaDeviceProp prop{};
-  check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  CO_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int ring = opt.ring;
   std::printf(
       "host time of a frame's CUDA calls on %s (CUDA device 0), ring %d, %d frames after "
@@ -2030,15 +2028,14 @@ int run_calls_table(const Options& opt) {
     std::vector<CallSlot> slots(ring);
     cudaStream_t up, compute, down;
     for (cudaStream_t* s : {&up, &compute, &down})
-      check_cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate");
+      CO_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
     for (CallSlot& slot : slots) {
       slot.device_in = device->alloc_device(device_layout.size);
       slot.device_out = device->alloc_device(device_layout.size);
       slot.pinned_out = device->alloc_pinned(layout.size);
       for (cudaEvent_t* e : {&slot.uploaded, &slot.computed, &slot.downloaded})
-        check_cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
-      check_cuda(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking),
-                 "cudaStreamCreate");
+        CO_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+      CO_CUDA_CHECK(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking));
     }
     auto in_image = [&](CallSlot& slot) { return device_layout.at(slot.device_in->data()); };
     auto out_image = [&](CallSlot& slot) { return device_layout.at(slot.device_out->data()); };
@@ -2069,24 +2066,24 @@ int run_calls_table(const Options& opt) {
         int i = 0;
         t[i++] = Clock::now();
         if (set_device) {
-          check_cuda(cudaSetDevice(0), "cudaSetDevice");
+          CO_CUDA_CHECK(cudaSetDevice(0));
           t[i++] = Clock::now();
         }
-        check_cuda(copy_up(two_d, slot, input, up), "upload");
+        CO_CUDA_CHECK(copy_up(two_d, slot, input, up));
         t[i++] = Clock::now();
-        check_cuda(cudaEventRecord(slot.uploaded, up), "cudaEventRecord");
+        CO_CUDA_CHECK(cudaEventRecord(slot.uploaded, up));
         t[i++] = Clock::now();
-        check_cuda(cudaStreamWaitEvent(compute, slot.uploaded, 0), "cudaStreamWaitEvent");
+        CO_CUDA_CHECK(cudaStreamWaitEvent(compute, slot.uploaded, 0));
         t[i++] = Clock::now();
         op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{}, compute);
         t[i++] = Clock::now();
-        check_cuda(cudaEventRecord(slot.computed, compute), "cudaEventRecord");
+        CO_CUDA_CHECK(cudaEventRecord(slot.computed, compute));
         t[i++] = Clock::now();
-        check_cuda(cudaStreamWaitEvent(down, slot.computed, 0), "cudaStreamWaitEvent");
+        CO_CUDA_CHECK(cudaStreamWaitEvent(down, slot.computed, 0));
         t[i++] = Clock::now();
-        check_cuda(copy_down(two_d, slot, down), "download");
+        CO_CUDA_CHECK(copy_down(two_d, slot, down));
         t[i++] = Clock::now();
-        check_cuda(cudaEventRecord(slot.downloaded, down), "cudaEventRecord");
+        CO_CUDA_CHECK(cudaEventRecord(slot.downloaded, down));
         t[i++] = Clock::now();
       };
     };
@@ -2102,21 +2099,21 @@ int run_calls_table(const Options& opt) {
          false,
          three_streams(false, true)});
     if (contiguous) {
-      sequences.push_back(
-          {"a stream per slot, 1D copies",
-           {"H2D", "kernel", "D2H", "record"},
-           true,
-           [&](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
-             t[0] = Clock::now();
-             check_cuda(copy_up(false, slot, input, slot.stream), "upload");
-             t[1] = Clock::now();
-             op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{}, slot.stream);
-             t[2] = Clock::now();
-             check_cuda(copy_down(false, slot, slot.stream), "download");
-             t[3] = Clock::now();
-             check_cuda(cudaEventRecord(slot.downloaded, slot.stream), "cudaEventRecord");
-             t[4] = Clock::now();
-           }});
+      sequences.push_back({"a stream per slot, 1D copies",
+                           {"H2D", "kernel", "D2H", "record"},
+                           true,
+                           [&](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
+                             t[0] = Clock::now();
+                             CO_CUDA_CHECK(copy_up(false, slot, input, slot.stream));
+                             t[1] = Clock::now();
+                             op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{},
+                                              slot.stream);
+                             t[2] = Clock::now();
+                             CO_CUDA_CHECK(copy_down(false, slot, slot.stream));
+                             t[3] = Clock::now();
+                             CO_CUDA_CHECK(cudaEventRecord(slot.downloaded, slot.stream));
+                             t[4] = Clock::now();
+                           }});
     }
     std::printf("\n%s (%.1f MB a frame)\n\n", size.name, layout.size / 1e6);
     std::printf(
@@ -2154,7 +2151,7 @@ int run_calls_table(const Options& opt) {
                 const Clock::time_point before = Clock::now();
                 const cudaError_t status = cudaEventQuery(slot.downloaded);
                 if (status == cudaSuccess) break;
-                if (status != cudaErrorNotReady) check_cuda(status, "cudaEventQuery");
+                if (status != cudaErrorNotReady) CO_CUDA_CHECK(status);
                 (void)cudaGetLastError();
                 if (f >= opt.warmup) {
                   look_sum +=
@@ -2164,7 +2161,7 @@ int run_calls_table(const Options& opt) {
                 std::this_thread::sleep_for(std::chrono::microseconds(50));
               }
             } else {
-              check_cuda(cudaEventSynchronize(slot.downloaded), "cudaEventSynchronize");
+              CO_CUDA_CHECK(cudaEventSynchronize(slot.downloaded));
             }
             if ((f - ring) % 97 == 0)
               ok = ok && std::memcmp(slot.pinned_out->data(), inputs[slot.input], layout.size) == 0;
@@ -2183,7 +2180,7 @@ int run_calls_table(const Options& opt) {
         for (int k = 0; k < ring; ++k) {
           CallSlot& slot = slots[(total + k) % ring];
           if (slot.input < 0) continue;
-          check_cuda(cudaEventSynchronize(slot.downloaded), "cudaEventSynchronize");
+          CO_CUDA_CHECK(cudaEventSynchronize(slot.downloaded));
           ok = ok && std::memcmp(slot.pinned_out->data(), inputs[slot.input], layout.size) == 0;
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
