@@ -13,9 +13,11 @@
 #   scripts/thread-cpu.sh --short 600 6000 gst-launch-1.0 videotestsrc num-buffers=1 ! \
 #     video/x-raw,format=RGBA,width=1920,height=1080 ! \
 #     imagefreeze num-buffers=@FRAMES@ ! cudaoverlap ! fakesink sync=false
-# CPU times come in the kernel's clock ticks (usually 10 ms), and what a
-# thread did after the last reading before it ended is not counted: run a
-# few seconds' worth of frames.
+# CPU times are each thread's own count in nanoseconds
+# (/proc/PID/task/TID/schedstat), where the kernel keeps it; otherwise its
+# user + system clock ticks (usually 10 ms, a tick a frame's worth of noise
+# in short runs). What a thread did after the last reading before it ended
+# is not counted: run a few seconds' worth of frames.
 set -u
 short=0
 if [ "${1:-}" = --short ]; then
@@ -27,6 +29,8 @@ shift
 [ $# -gt 0 ] || { echo "thread-cpu: no command" >&2; exit 2; }
 [ "$short" -lt "$frames" ] || { echo "thread-cpu: --short must be fewer frames" >&2; exit 2; }
 tick=$(getconf CLK_TCK)
+use_ns=0
+[ -r /proc/self/schedstat ] && use_ns=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,6 +44,8 @@ run() {
   while kill -0 "$pid" 2>/dev/null; do
     for t in /proc/"$pid"/task/*; do
       s=$(cat "$t/stat" 2>/dev/null) || continue
+      ns=-1
+      [ "$use_ns" = 1 ] && { read -r ns _ <"$t/schedstat"; } 2>/dev/null
       v=$(awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+0, n+0}' \
         "$t/status" 2>/dev/null) || continue
       name=$( { tr ' ' '_' <"$t/comm"; } 2>/dev/null) || continue
@@ -47,7 +53,7 @@ run() {
       # the first of them, utime the 12th and stime the 13th.
       rest=${s##*) }
       read -r -a f <<<"$rest"
-      echo "${t##*/} $name ${f[11]} ${f[12]} $v"
+      echo "${t##*/} $name ${f[11]} ${f[12]} $v ${ns:--1}"
     done >>"$samples"
     sleep 0.005
   done
@@ -63,7 +69,8 @@ fi
 awk -v frames="$((frames - short))" -v tick="$tick" '
   # The last reading of each thread, summed per name, once per file.
   FNR == 1 { file++ }
-  { key = file " " $1; name[key] = $2; cpu[key] = ($3 + $4) / tick; vol[key] = $5; inv[key] = $6
+  { key = file " " $1; name[key] = $2; vol[key] = $5; inv[key] = $6
+    cpu[key] = $7 >= 0 ? $7 / 1e9 : ($3 + $4) / tick
     sign[key] = file == 1 ? 1 : -1 }
   END {
     for (k in name) {
