@@ -20,6 +20,7 @@
 
 #include "error.h"
 #include "parallel_copy.h"
+#include "polling_wait.h"
 
 namespace cudaoverlap {
 namespace {
@@ -353,133 +354,6 @@ void read_device_times(Slot& slot, FrameTiming* timing) {
   timing->compute = span(*slot.compute_started, *slot.computed.back());
   timing->download = span(*slot.download_started, *slot.downloaded);
 }
-
-// HostWait::kPoll: the worker sleeps until shortly before a frame's download
-// is expected to be done, then polls the event, so that it neither spins
-// through the frame (a core per engine) nor depends on the driver's
-// interrupt-driven wake-up (tens to hundreds of microseconds after an idle
-// spell). Expected when, from what the worker saw before (the last kWindow
-// of each):
-// - a frame that found the pipeline idle (enqueued after the one before it
-//   was done) takes `alone` from being enqueued, the shortest seen: a live
-//   source's case, where a frame's stages vary little;
-// - a frame queued behind another is done `spacing` after it, the median:
-//   the case of a source faster than the device, where consecutive
-//   completions vary more as neighbouring frames share the link, and the
-//   shortest had the worker look too early (some 7 times a frame).
-// How it looks then depends on which:
-// - alone, the frame's latency is what counts and frames are far apart (a
-//   live source): it wakes kAloneMarginNs early, as a sleeping core may
-//   take that long to run it again, and looks without sleeping until the
-//   frame is done (for at most kAloneSpinNs after the expected time): at
-//   most that much CPU time per frame, against a frame period of
-//   milliseconds;
-// - queued, the host time per frame is what counts (the source is faster
-//   than the device, the engine's rate is the device's, and ring slack
-//   absorbs a late look): it wakes at the expected time and sleeps between
-//   looks, so that a frame costs one or two wake-ups (each a context
-//   switch, and a look that takes the driver's locks from the producer).
-// Learning only from waits that found the event not yet done keeps the
-// figures to when the work really completed (give or take one look). With
-// nothing to expect yet, or when the work is late, it keeps looking, each
-// look after twice the wait of the one before, up to kMaxPollNs apart. It
-// never blocks in the driver: an event that a thread may block on
-// (cudaEventBlockingSync) has the driver's own event thread woken for
-// every frame, whoever waits (measured: about a tenth of the process's CPU
-// time flat out), so the engine makes its events as for HostWait::kSpin.
-// Worker thread only.
-class PollingWait {
- public:
-  void wait(Event& done, int64_t enqueued_ns) {
-    if (done.query()) {
-      previous_done_ns_ = -1;  // done some time ago: not a time to learn from
-      return;
-    }
-    const bool alone = previous_done_ns_ < 0 || enqueued_ns >= previous_done_ns_;
-    int64_t expected = -1;
-    if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
-    if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.median();
-    int64_t seen = -1;  // when it was seen done, if that is when it completed
-    const int64_t wake = alone ? expected - kAloneMarginNs : expected;
-    if (expected >= 0 && wake > host_now_ns())
-      std::this_thread::sleep_for(std::chrono::nanoseconds(wake - host_now_ns()));
-    if (expected >= 0 && done.query()) {
-      // Done before the worker woke, by an unknown time. Alone: expect it
-      // a quarter sooner next time, so a figure too high comes down fast.
-      // Queued: one look's interval sooner, so that the median settles
-      // where about half the first looks find the frame done.
-      const int64_t from = alone ? enqueued_ns : previous_done_ns_;
-      seen = alone ? from + (std::max(wake, from) - from) * 3 / 4 : std::max(from, wake - kPollNs);
-    } else {
-      bool is_done = false;
-      if (alone && expected >= 0) {
-        // Looks back to back, a few hundred nanoseconds apart, without
-        // giving up the core.
-        const int64_t until = expected + kAloneSpinNs;
-        while (!(is_done = done.query()) && host_now_ns() < until) {
-          for (int i = 0; i < kSpinPauses; ++i) cpu_relax();
-        }
-      }
-      // Each look waits twice as long as the one before: a few looks when
-      // the expectation was early, fewer and fewer when it was far off.
-      for (int64_t interval = kPollNs; !is_done && !(is_done = done.query());
-           interval = std::min(interval * 2, kMaxPollNs))
-        std::this_thread::sleep_for(std::chrono::nanoseconds(interval));
-      seen = host_now_ns();
-    }
-    if (alone)
-      alone_.add(seen - enqueued_ns);
-    else
-      spacing_.add(seen - previous_done_ns_);
-    previous_done_ns_ = seen;
-  }
-
- private:
-  // Alone: wake this long before the expected time, and look without
-  // sleeping until this long after it.
-  static constexpr int64_t kAloneMarginNs = 100'000;
-  static constexpr int64_t kAloneSpinNs = 200'000;
-  // Then look after kPollNs, twice as long each time, up to kMaxPollNs.
-  static constexpr int64_t kPollNs = 10'000;
-  static constexpr int64_t kMaxPollNs = 250'000;
-  static constexpr int kSpinPauses = 64;  // between looks without sleeping
-
-  static void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
-
-  // The last kWindow figures and their minimum.
-  class Window {
-   public:
-    void add(int64_t value) {
-      values_[next_] = value;
-      next_ = (next_ + 1) % kWindow;
-      count_ = std::min(count_ + 1, kWindow);
-    }
-    int size() const { return count_; }
-    int64_t min() const { return *std::min_element(values_, values_ + count_); }
-    // Half the figures are at or below it.
-    int64_t median() const {
-      int64_t sorted[kWindow];
-      std::copy(values_, values_ + count_, sorted);
-      std::nth_element(sorted, sorted + count_ / 2, sorted + count_);
-      return sorted[count_ / 2];
-    }
-
-   private:
-    static constexpr int kWindow = 32;
-    int64_t values_[kWindow] = {};
-    int next_ = 0;
-    int count_ = 0;
-  };
-  Window alone_;
-  Window spacing_;
-  int64_t previous_done_ns_ = -1;  // when the last frame waited for completed, as far as known
-};
 
 // Polling pays where waking is slow and polling cheap: a CUDA event. The
 // cpu backend's events wake their waiter at once (a condition variable),

@@ -9,6 +9,7 @@
 //                     [--synthetic-us N] [--no-pageable]
 //   cudaoverlap-bench --live [--live-fps 60] [--live-frames 300] [--sizes ...]
 //   cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N]
+//                     [--live-fps N] [--live-frames N]
 //   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
 //                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
@@ -703,7 +704,8 @@ int usage(const char* why) {
       "[--frames N] [--warmup N] [--runs N] [--ring N] [--rings 2,3,4,6] "
       "[--sizes 720p,1080p,4k] [--synthetic-us N] [--no-pageable]\n"
       "       cudaoverlap-bench --live [--live-fps N] [--live-frames N] [--sizes ...]\n"
-      "       cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N]\n"
+      "       cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N] "
+      "[--live-fps N] [--live-frames N]\n"
       "       cudaoverlap-bench --kernels [--iterations N] "
       "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
       "cudaoverlap-bench --staging "
@@ -1971,7 +1973,14 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
 // sleep between frames, so its calls are made by a thread just woken, and
 // the looks at an event not yet done are timed too; or spinning while
 // another thread looks at the newest frame's event every 20 us, as the
-// engine's worker does, its calls taking the same driver locks. Sequences:
+// engine's worker does, its calls taking the same driver locks. Then, as
+// a live source's frames come (--live-fps, --live-frames of them after 10
+// for warm-up), each frame a period after the one before, long done by
+// then, the GPU idle in between: the thread sleeping through the period
+// (as a live pipeline's threads do: what the calls cost a thread whose
+// caches others used meanwhile), or spinning through it (its caches kept,
+// the GPU idling all the same: which of the two makes a live frame's calls
+// dearer). Sequences:
 // - engine: cudaSetDevice, then the 2D H2D copy, record "uploaded", the
 //   compute stream waits for it, the kernel, record "computed", the
 //   download stream waits for it, the 2D D2H copy, record "downloaded";
@@ -1983,7 +1992,7 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
 #ifdef CUDAOVERLAP_HAVE_CUDA
 
 // How the measuring thread waits for a slot's last download.
-enum class SlotWait { kSpin, kSleep, kSpinWithLooker };
+enum class SlotWait { kSpin, kSleep, kSpinWithLooker, kLiveSleep, kLiveSpin };
 
 const char* wait_label(SlotWait how) {
   switch (how) {
@@ -1993,6 +2002,10 @@ const char* wait_label(SlotWait how) {
       return "sleeps (50 µs at a time)";
     case SlotWait::kSpinWithLooker:
       return "spins, another thread looking";
+    case SlotWait::kLiveSleep:
+      return "live: sleeps a frame period";
+    case SlotWait::kLiveSpin:
+      return "live: spins a frame period";
   }
   return "";
 }
@@ -2004,8 +2017,9 @@ int run_calls_table(const Options& opt) {
   const int ring = opt.ring;
   std::printf(
       "host time of a frame's CUDA calls on %s (CUDA device 0), ring %d, %d frames after "
-      "%d warm-up; µs a frame, the median of the frames, and the mean of each call\n",
-      prop.name, ring, opt.frames, opt.warmup);
+      "%d warm-up (live rows: %d frames at %d/s after 10); µs a frame, the median of the "
+      "frames, and the mean of each call\n",
+      prop.name, ring, opt.frames, opt.warmup, opt.live_frames, opt.live_fps);
   const auto op = make_operation("copy", KernelParams{});
   bool all_ok = true;
   for (const std::string& name : opt.sizes) {
@@ -2120,8 +2134,14 @@ int run_calls_table(const Options& opt) {
         "| calls | the thread between frames | µs a frame | each call, mean µs | a look "
         "at an event not done, µs | frames/s | output |\n|---|---|---:|---|---:|---:|---|\n");
     for (const Sequence& seq : sequences) {
-      for (SlotWait how : {SlotWait::kSpin, SlotWait::kSleep, SlotWait::kSpinWithLooker}) {
+      for (SlotWait how : {SlotWait::kSpin, SlotWait::kSleep, SlotWait::kSpinWithLooker,
+                           SlotWait::kLiveSleep, SlotWait::kLiveSpin}) {
         const bool looker = how == SlotWait::kSpinWithLooker;
+        const bool live = how == SlotWait::kLiveSleep || how == SlotWait::kLiveSpin;
+        const int warmup = live ? 10 : opt.warmup;
+        const int frames = live ? opt.live_frames : opt.frames;
+        const auto period = std::chrono::nanoseconds(1'000'000'000LL / std::max(1, opt.live_fps));
+        Clock::time_point next_frame = Clock::now();
         const int n_calls = static_cast<int>(seq.calls.size());
         std::vector<double> call_sum(n_calls, 0.0), per_frame;
         double look_sum = 0;  // kSleep: its looks at an event not yet done
@@ -2141,9 +2161,15 @@ int run_calls_table(const Options& opt) {
         for (CallSlot& slot : slots) slot.input = -1;
         bool ok = true;
         Clock::time_point start;
-        const int total = opt.warmup + opt.frames;
+        const int total = warmup + frames;
         for (int f = 0; f < total; ++f) {
-          if (f == opt.warmup) start = Clock::now();
+          if (live) {
+            next_frame += period;
+            if (how == SlotWait::kLiveSleep) std::this_thread::sleep_until(next_frame);
+            while (Clock::now() < next_frame) {
+            }
+          }
+          if (f == warmup) start = Clock::now();
           CallSlot& slot = slots[f % ring];
           if (slot.input >= 0) {
             if (how == SlotWait::kSleep) {
@@ -2153,7 +2179,7 @@ int run_calls_table(const Options& opt) {
                 if (status == cudaSuccess) break;
                 if (status != cudaErrorNotReady) CO_CUDA_CHECK(status);
                 (void)cudaGetLastError();
-                if (f >= opt.warmup) {
+                if (f >= warmup) {
                   look_sum +=
                       std::chrono::duration<double, std::micro>(Clock::now() - before).count();
                   ++looks;
@@ -2170,7 +2196,7 @@ int run_calls_table(const Options& opt) {
           Clock::time_point t[12];
           seq.enqueue(slot, inputs[slot.input], t);
           newest.store(slot.downloaded);
-          if (f >= opt.warmup) {
+          if (f >= warmup) {
             for (int c = 0; c < n_calls; ++c)
               call_sum[c] += std::chrono::duration<double, std::micro>(t[c + 1] - t[c]).count();
             per_frame.push_back(
@@ -2190,14 +2216,14 @@ int run_calls_table(const Options& opt) {
         for (int c = 0; c < n_calls; ++c) {
           char part[64];
           std::snprintf(part, sizeof part, "%s%s %.1f", c ? ", " : "", seq.calls[c],
-                        call_sum[c] / opt.frames);
+                        call_sum[c] / frames);
           each += part;
         }
         std::sort(per_frame.begin(), per_frame.end());
         char look[32] = "";
         if (looks > 0) std::snprintf(look, sizeof look, "%.1f", look_sum / looks);
         std::printf("| %s | %s | %.1f | %s | %s | %.0f | %s |\n", seq.name, wait_label(how),
-                    per_frame[per_frame.size() / 2], each.c_str(), look, opt.frames / seconds,
+                    per_frame[per_frame.size() / 2], each.c_str(), look, frames / seconds,
                     ok ? "checked" : "WRONG");
         std::fflush(stdout);
         all_ok = all_ok && ok;
