@@ -33,8 +33,9 @@ class HostWaitClock final : public WaitClock {
 }  // namespace
 
 WaitClock& host_wait_clock() {
-  static HostWaitClock clock;
-  return clock;
+  // Never destroyed: a thread may still wait while the process exits.
+  static HostWaitClock* const clock = new HostWaitClock;
+  return *clock;
 }
 
 void PollingWait::wait(Event& done, int64_t enqueued_ns) {
@@ -47,7 +48,16 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
   if (alone && alone_.size() > 0) expected = enqueued_ns + alone_.min();
   if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.median();
   int64_t seen = -1;  // when it was seen done, if that is when it completed
-  const int64_t wake = alone ? expected - alone_margin() : expected;
+  // Alone, after frames found done at the first look: wake earlier by a
+  // probe that doubles with each such frame, up to half the expected time.
+  int64_t wake = expected;
+  int64_t probe = 0;
+  if (alone && expected >= 0) {
+    if (early_streak_ > 0)
+      probe = std::min(kPollNs << std::min(early_streak_, kMaxProbeDoublings),
+                       (expected - enqueued_ns) / 2);
+    wake = expected - alone_margin() - probe;
+  }
   if (expected >= 0 && wake > clock_.now_ns()) {
     clock_.sleep_for_ns(wake - clock_.now_ns());
     if (alone) late_.add(clock_.now_ns() - wake);
@@ -56,15 +66,19 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
     // Done before the waiter woke, by an unknown time.
     if (alone) {
       // Woken before the expected time: the frame took at most until now,
-      // which is what it learns (the figure comes down by about the
-      // margin a frame, and never below what a frame took). Woken after
-      // it (a sleep that overran more than the margin): the frame may
-      // have been done just at the expected time, and nothing is learned.
+      // which is what it learns, never a figure below what a frame took.
       // (Expecting it a quarter sooner, as this did first, put a figure
       // far below the real one into the window: every frame of the next
-      // kWindow then woke hundreds of microseconds early.)
+      // kWindow then woke hundreds of microseconds early.) Woken after it
+      // (a sleep that overran the margin): the frame may have been done
+      // just at the expected time, and nothing is learned. Either way the
+      // next frame is woken for a probe earlier, twice the last one, so
+      // that the figure comes down in a few frames however far above the
+      // frames' time it was (a slow first frame, a cheaper kernel), rather
+      // than by what the margin exceeds the overrun (some 10 us) a frame.
       const int64_t now = clock_.now_ns();
       if (now <= expected) alone_.add(now - enqueued_ns);
+      early_streak_ = std::min(early_streak_ + 1, kMaxProbeDoublings);
       previous_done_ns_ = now;
       return;
     }
@@ -73,17 +87,21 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
     seen = std::max(previous_done_ns_, wake - kPollNs);
   } else {
     bool is_done = false;
-    if (alone && expected >= 0) {
+    if (alone) early_streak_ = 0;  // now learns when it completes
+    // Spinning from a long probe's wake-up would be spinning through most
+    // of the frame when the figure was far off: such a frame is looked for
+    // sleeping.
+    if (alone && expected >= 0 && probe <= kAloneSpinNs) {
       // Looks back to back, a few hundred nanoseconds apart, without giving
       // up the core.
       const int64_t until = expected + kAloneSpinNs;
       while (!(is_done = done.query()) && clock_.now_ns() < until) clock_.relax();
     }
     // Each look waits twice as long as the one before: a few looks when the
-    // expectation was early, fewer and fewer when it was far off (alone:
-    // never more than kAloneMaxPollNs, as each wait adds to the frame's
-    // latency).
-    const int64_t max_interval = alone ? kAloneMaxPollNs : kMaxPollNs;
+    // expectation was early, fewer and fewer when it was far off or there
+    // was none (alone with one: never more than kAloneMaxPollNs apart, as
+    // each wait adds to the frame's latency).
+    const int64_t max_interval = alone && expected >= 0 ? kAloneMaxPollNs : kMaxPollNs;
     for (int64_t interval = kPollNs; !is_done && !(is_done = done.query());
          interval = std::min(interval * 2, max_interval))
       clock_.sleep_for_ns(interval);

@@ -38,13 +38,20 @@ WaitClock& host_wait_clock();
 //   shortest had the waiter look too early (some 7 times a frame).
 // How it looks then depends on which:
 // - alone, the frame's latency is what counts and frames are far apart (a
-//   live source): it wakes early by a margin, the overrun of 7 in 8 of its
-//   recent sleeps to an expected time (the last kWindow) plus
-//   kMarginSlackNs, within kMinMarginNs..kMaxMarginNs (kAloneMarginNs until
-//   kMinLate were seen), and looks without sleeping until the frame is
-//   done, for at most kAloneSpinNs after the expected time. A frame later
-//   than that is looked for after kPollNs, twice that, ... up to
+//   live source): it wakes early by a margin, the overrun that all but the
+//   3 largest of its last kWindow sleeps to an expected time stayed within,
+//   plus kMarginSlackNs, within kMinMarginNs..kMaxMarginNs (kAloneMarginNs
+//   until kMinLate were seen), and looks without sleeping until the frame
+//   is done, for at most kAloneSpinNs after the expected time. A frame
+//   later than that is looked for after kPollNs, twice that, ... up to
 //   kAloneMaxPollNs apart: a wake-up a look rather than a spinning core.
+//   A frame found done at the first look teaches that it took at most
+//   until then (if that was before the expected time), and has the next
+//   frame woken for a probe earlier still (kPollNs, doubling with each
+//   such frame, at most half the expected time), looked for sleeping, so
+//   that a figure far too high (a slow first frame, a cheaper kernel)
+//   comes down in a few frames without a figure below the truth ever
+//   entering the window.
 //   How late a sleep ends depends on the machine (measured with 1 us timer
 //   slack: 5-25 us typically on a GPU machine's virtual machine, p99 up to
 //   150 us, more after longer sleeps), and a live 4K frame on a GPU that
@@ -57,10 +64,11 @@ WaitClock& host_wait_clock();
 //   absorbs a late look): it wakes at the expected time and sleeps between
 //   looks, so that a frame costs one or two wake-ups (each a context
 //   switch, and a look that takes the driver's locks from the producer).
-// Learning only from waits that found the event not yet done keeps the
-// figures to when the work really completed (give or take one look). With
-// nothing to expect yet, or when the work is late, it keeps looking, each
-// look after twice the wait of the one before, up to kMaxPollNs apart. It
+// A wait that found the event not yet done learns when the work really
+// completed (give or take one look); one that found it done learns a bound
+// (alone) or the expected time less a look's interval (queued). With
+// nothing to expect yet it looks after kPollNs, twice that each time, up
+// to kMaxPollNs apart. It
 // never blocks in the driver: an event that a thread may block on
 // (cudaEventBlockingSync) has the driver's own event thread woken for
 // every frame, whoever waits (measured: about a tenth of the process's CPU
@@ -87,6 +95,8 @@ class PollingWait {
   static constexpr int64_t kPollNs = 10'000;
   static constexpr int64_t kMaxPollNs = 250'000;
   static constexpr int64_t kAloneMaxPollNs = 40'000;
+  // A probe is at most kPollNs << kMaxProbeDoublings.
+  static constexpr int kMaxProbeDoublings = 20;
 
  private:
   // The last kWindow figures.
@@ -96,7 +106,8 @@ class PollingWait {
     int size() const { return count_; }
     int64_t min() const;
     int64_t median() const { return at_share(1, 2); }
-    // The figure with `num`/`den` of the others at or below it.
+    // The figure at index size() * num / den of the sorted figures (at
+    // most the last): 7, 8 is the 29th of 32, the 8th of 8.
     int64_t at_share(int num, int den) const;
 
    private:
@@ -113,6 +124,7 @@ class PollingWait {
   Window spacing_;
   Window late_;                    // how long after its time each alone sleep ended
   int64_t previous_done_ns_ = -1;  // when the last frame waited for completed, as far as known
+  int early_streak_ = 0;           // alone frames found done at the first look in a row
 };
 
 }  // namespace cudaoverlap

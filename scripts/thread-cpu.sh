@@ -35,12 +35,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # run N OUTFILE: the command with N frames; per thread at its last reading:
-# tid name utime stime voluntary involuntary.
+# tid name utime stime voluntary involuntary ns (ns: -1 without schedstat).
 run() {
   local n=$1 samples=$2 args=() a
   for a in "${cmd[@]}"; do args+=("${a//@FRAMES@/$n}"); done
   "${args[@]}" >/dev/null 2>&1 &
-  local pid=$! t s v name rest
+  local pid=$! t s v name rest ns
   while kill -0 "$pid" 2>/dev/null; do
     for t in /proc/"$pid"/task/*; do
       s=$(cat "$t/stat" 2>/dev/null) || continue

@@ -2140,7 +2140,7 @@ int run_calls_table(const Options& opt) {
         const bool live = how == SlotWait::kLiveSleep || how == SlotWait::kLiveSpin;
         const int warmup = live ? 10 : opt.warmup;
         const int frames = live ? opt.live_frames : opt.frames;
-        const auto period = std::chrono::nanoseconds(1'000'000'000LL / std::max(1, opt.live_fps));
+        const auto period = std::chrono::nanoseconds(1'000'000'000LL / opt.live_fps);
         Clock::time_point next_frame = Clock::now();
         const int n_calls = static_cast<int>(seq.calls.size());
         std::vector<double> call_sum(n_calls, 0.0), per_frame;
@@ -2347,6 +2347,7 @@ int run(int argc, char** argv) {
     if (!kSizes.count(s)) return usage(("unknown size " + s).c_str());
   if (opt.calls) {
     if (opt.ring < 1 || opt.ring > 16) return usage("--ring takes 1 to 16");
+    if (opt.live_fps < 1) return usage("--calls paces its live rows: --live-fps takes 1 or more");
     std::string no_cuda;
     if (cuda_device_count(&no_cuda) == 0) {
       std::fprintf(stderr, "cudaoverlap-bench: --calls measures CUDA calls: %s\n", no_cuda.c_str());
