@@ -49,7 +49,8 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
   if (!alone && spacing_.size() > 0) expected = previous_done_ns_ + spacing_.median();
   int64_t seen = -1;  // when it was seen done, if that is when it completed
   // Alone, after frames found done at the first look: wake earlier by a
-  // probe that doubles with each such frame, up to half the expected time.
+  // probe that doubles with each such frame, up to half the time expected
+  // from the enqueueing.
   int64_t wake = expected;
   int64_t probe = 0;
   if (alone && expected >= 0) {

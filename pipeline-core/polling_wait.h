@@ -48,7 +48,8 @@ WaitClock& host_wait_clock();
 //   A frame found done at the first look teaches that it took at most
 //   until then (if that was before the expected time), and has the next
 //   frame woken for a probe earlier still (kPollNs, doubling with each
-//   such frame, at most half the expected time), looked for sleeping, so
+//   such frame, at most half the time expected from its enqueueing), and
+//   looked for sleeping when the probe is longer than kAloneSpinNs, so
 //   that a figure far too high (a slow first frame, a cheaper kernel)
 //   comes down in a few frames without a figure below the truth ever
 //   entering the window.
@@ -68,11 +69,11 @@ WaitClock& host_wait_clock();
 // completed (give or take one look); one that found it done learns a bound
 // (alone) or the expected time less a look's interval (queued). With
 // nothing to expect yet it looks after kPollNs, twice that each time, up
-// to kMaxPollNs apart. It
-// never blocks in the driver: an event that a thread may block on
-// (cudaEventBlockingSync) has the driver's own event thread woken for
-// every frame, whoever waits (measured: about a tenth of the process's CPU
-// time flat out), so the engine makes its events as for HostWait::kSpin.
+// to kMaxPollNs apart. It never blocks in the driver: an event that a
+// thread may block on (cudaEventBlockingSync) has the driver's own event
+// thread woken for every frame, whoever waits (measured: about a tenth of
+// the process's CPU time flat out), so the engine makes its events as for
+// HostWait::kSpin.
 // One thread at a time (the worker, or whoever delivers).
 class PollingWait {
  public:
