@@ -68,6 +68,7 @@ constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
 constexpr bool DEFAULT_PIN_UPSTREAM = true;
+constexpr bool DEFAULT_CUDA_GRAPHS = true;  // EngineConfig::graphs says why
 constexpr GstCudaOverlapVideoDirection DEFAULT_VIDEO_DIRECTION =
     GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY;
 const BalanceParams DEFAULT_BALANCE;  // videobalance's defaults
@@ -86,6 +87,7 @@ enum {
   PROP_DEVICE_ID,
   PROP_DEVICES,
   PROP_PIN_UPSTREAM_MEMORY,
+  PROP_CUDA_GRAPHS,
   // The kernels' parameters.
   PROP_VIDEO_DIRECTION,
   PROP_BRIGHTNESS,
@@ -120,6 +122,7 @@ struct GstCudaOverlapPrivate {
   gint kernel = DEFAULT_KERNEL;  // a GST_TYPE_CUDA_OVERLAP_KERNEL value
   int ring_size = DEFAULT_RING_SIZE;
   int bands = DEFAULT_BANDS;
+  bool cuda_graphs = DEFAULT_CUDA_GRAPHS;
   GstCudaOverlapMode mode = DEFAULT_MODE;
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
@@ -166,6 +169,7 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.kernel = kernel_name_from_gst(priv->kernel);
   settings.ring_size = priv->ring_size;
   settings.bands = priv->bands;
+  settings.graphs = priv->cuda_graphs;
   settings.mode = mode_from_gst(priv->mode);
   settings.params.flip = flip_direction_from_gst(priv->video_direction);
   settings.params.balance = priv->balance;
@@ -399,6 +403,9 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_BANDS:
       priv->bands = g_value_get_int(value);
       break;
+    case PROP_CUDA_GRAPHS:
+      priv->cuda_graphs = g_value_get_boolean(value);
+      break;
     case PROP_MODE:
       priv->mode = static_cast<GstCudaOverlapMode>(g_value_get_enum(value));
       break;
@@ -494,6 +501,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_BANDS:
       g_value_set_int(value, priv->bands);
+      break;
+    case PROP_CUDA_GRAPHS:
+      g_value_set_boolean(value, priv->cuda_graphs);
       break;
     case PROP_MODE:
       g_value_set_enum(value, priv->mode);
@@ -655,6 +665,15 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "custom, application; convert between YUV formats through the plane scaler) always "
           "run on whole frames",
           0, MAX_BANDS, DEFAULT_BANDS, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CUDA_GRAPHS,
+      g_param_spec_boolean(
+          "cuda-graphs", "CUDA graphs",
+          "Enqueue a frame that finds no other in flight (a live source's) as one CUDA graph, "
+          "captured from its copies and kernels once per pool buffer and kept, instead of call "
+          "by call: less host work per live frame (a dozen to 30 CUDA calls become 2). Frames "
+          "that queue behind others, and the cpu backend, go call by call either way",
+          DEFAULT_CUDA_GRAPHS, flags));
   g_object_class_install_property(
       gobject_class, PROP_MODE,
       g_param_spec_enum("mode", "Mode",

@@ -434,6 +434,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);
   config.input = layout_from_info(in, format);
   config.output = out->layout;
+  config.graphs = settings.graphs;
   config.bands = settings.bands > 0 ? settings.bands : (upstream_is_live() ? kAutomaticBands : 1);
 
   // Caps the kernel leaves alone go on as they came (every field kept);

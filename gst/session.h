@@ -55,7 +55,8 @@ struct SessionSettings {
   std::string kernel = "copy";  // a name in operation_registry()
   KernelParams params;          // from the kernel properties
   int ring_size = EngineConfig{}.ring_size;
-  int bands = 0;  // 0: automatic (see Session::configure)
+  int bands = 0;       // 0: automatic (see Session::configure)
+  bool graphs = true;  // EngineConfig::graphs
   Mode mode = Mode::kOverlapped;
 };
 

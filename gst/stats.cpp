@@ -70,6 +70,7 @@ void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, in
     if (timing.download.valid()) d.download.add(timing.download.ms());
   }
   ++out_;
+  if (timing.graph) ++graph_frames_;
   // May go below zero for a moment: the element counts a submission after
   // submit() returned, by when the src task may have pushed the frame.
   --in_flight_;
@@ -99,7 +100,7 @@ void ElementStats::flushed() {
 
 void ElementStats::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
-  in_ = out_ = dropped_ = 0;
+  in_ = out_ = dropped_ = graph_frames_ = 0;
   in_flight_ = 0;
   stages_ = {};
   bands_ = 0;
@@ -115,7 +116,8 @@ GstStructure* ElementStats::to_structure() const {
       static_cast<guint64>(dropped_), "frames-in-flight", G_TYPE_UINT,
       static_cast<guint>(std::max<int64_t>(in_flight_, 0)), "frames-staged", G_TYPE_UINT64,
       static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count), "bands",
-      G_TYPE_UINT, static_cast<guint>(bands_), nullptr);
+      G_TYPE_UINT, static_cast<guint>(bands_), "frames-as-graphs", G_TYPE_UINT64,
+      static_cast<guint64>(graph_frames_), nullptr);
   for (int i = 0; i < kStatsStages; ++i) {
     const Stage& stage = stages_[i];
     const std::string name = kStageNames[i];

@@ -69,6 +69,8 @@ class ElementStats {
   // upload, compute and download times over the wall time per frame;
   // bands (guint): what the running engine splits frames into, 0 before
   // one started (the `bands` property may say 0, automatic);
+  // frames-as-graphs (guint64): frames enqueued as one CUDA graph launch
+  // (cuda-graphs: frames that found no other in flight);
   // devices (GST_TYPE_ARRAY of "cudaoverlap-device-stats" structures, one
   // per device in the order given): index (guint), name (string), live
   // (gboolean: false once it failed and was left out), frames-out
@@ -91,6 +93,7 @@ class ElementStats {
   uint64_t in_ = 0;
   uint64_t out_ = 0;
   uint64_t dropped_ = 0;
+  uint64_t graph_frames_ = 0;
   int64_t in_flight_ = 0;
   int bands_ = 0;
   std::array<Stage, kStatsStages> stages_{};

@@ -24,6 +24,8 @@ class ApplicationOperation final : public Operation {
   std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
   // Unknown: the application's work may read any row.
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
+  // The application's code runs every frame.
+  bool capturable() const override { return false; }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

@@ -124,6 +124,15 @@ class Operation {
   // its own.
   virtual bool bands_by_view(PixelFormat, PixelFormat) const { return false; }
 
+  // --- Graphs (EngineConfig::graphs) -----------------------------------------
+
+  // Whether enqueue_cuda / enqueue_cuda_rows may be captured once into a
+  // CUDA graph and the graph launched again for later frames in their
+  // place: true when they only enqueue stream work whose arguments depend on
+  // the images and this (immutable) object alone. False for work whose host
+  // code must run every frame (an application's own).
+  virtual bool capturable() const { return true; }
+
   // --- Derived from the above ---------------------------------------------
 
   // The formats it takes: those with a non-empty output_formats().

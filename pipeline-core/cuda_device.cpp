@@ -95,6 +95,18 @@ class CudaEventImpl final : public Event {
   std::shared_ptr<HostClockAnchor> anchor_;  // null: a barrier event without timing
 };
 
+class CudaGraphImpl final : public Graph {
+ public:
+  explicit CudaGraphImpl(cudaGraphExec_t exec) : exec_(exec) {}
+  ~CudaGraphImpl() override { (void)cudaGraphExecDestroy(exec_); }
+  CudaGraphImpl(const CudaGraphImpl&) = delete;
+  CudaGraphImpl& operator=(const CudaGraphImpl&) = delete;
+  cudaGraphExec_t get() const { return exec_; }
+
+ private:
+  cudaGraphExec_t exec_;
+};
+
 class CudaStreamImpl final : public Stream {
  public:
   CudaStreamImpl() : stream_(CudaStream::create()) {}
@@ -125,6 +137,33 @@ class CudaStreamImpl final : public Stream {
     CO_CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), static_cast<CudaEventImpl&>(event).get(), 0));
   }
   void synchronize() override { CO_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+  // Thread-local mode: other threads' calls (the worker's event queries, an
+  // application's own CUDA work) neither break the capture nor are captured.
+  bool begin_capture() override {
+    if (cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal) == cudaSuccess)
+      return true;
+    (void)cudaGetLastError();
+    return false;
+  }
+  std::unique_ptr<Graph> end_capture() override {
+    cudaGraph_t graph = nullptr;
+    cudaError_t status = cudaStreamEndCapture(stream_.get(), &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (status == cudaSuccess && graph) status = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (status != cudaSuccess || !exec) {
+      (void)cudaGetLastError();  // a capture that failed is no error of the stream's
+      return nullptr;
+    }
+    auto made = std::make_unique<CudaGraphImpl>(exec);
+    // Moves the graph to the device now rather than at its first launch.
+    if (cudaGraphUpload(exec, stream_.get()) != cudaSuccess) (void)cudaGetLastError();
+    return made;
+  }
+  void launch_graph(Graph& graph) override {
+    CO_CUDA_CHECK(cudaGraphLaunch(static_cast<CudaGraphImpl&>(graph).get(), stream_.get()));
+  }
 
  private:
   CudaStream stream_;

@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "error.h"
 #include "operation.h"
 
 namespace cudaoverlap {
@@ -87,6 +88,13 @@ inline int64_t host_now_ns() {
       .count();
 }
 
+// Work captured once from streams (Stream::end_capture) and run again and
+// again by one call (Stream::launch_graph): a CUDA graph.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+};
+
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -109,6 +117,20 @@ class Stream {
   virtual void wait(Event& event) = 0;
   // Blocks until everything enqueued so far has completed.
   virtual void synchronize() = 0;
+
+  // Capture. Between begin_capture() and end_capture() the calling thread's
+  // work on this stream, and on every stream that waits for an event
+  // recorded in it (until this stream waits for their last events again),
+  // does not run: it is recorded, with the order the events give it, and
+  // end_capture() returns it as a Graph. launch_graph() runs a graph as a
+  // whole, in this stream's order (after the stream's earlier work, before
+  // its later work). begin_capture() returns false where the backend has no
+  // graphs (the default); end_capture() returns null where the capture
+  // failed (a call that cannot be captured was made), the streams back to
+  // normal either way. Work other threads enqueue meanwhile is not captured.
+  virtual bool begin_capture() { return false; }
+  virtual std::unique_ptr<Graph> end_capture() { return nullptr; }
+  virtual void launch_graph(Graph&) { throw Error("this backend has no graphs"); }
 };
 
 // Host memory owned by someone else, page-locked by Device::register_host

@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -115,6 +116,7 @@ class EngineCore {
         // Already reported through the error state.
       }
     }
+    captured_.clear();
     streams_.clear();
   }
 
@@ -170,6 +172,19 @@ class EngineCore {
   FrameLayout scratch_layout_;
   std::unique_ptr<Buffer> scratch_;
   std::vector<Slot> slots_;
+  // EngineConfig::graphs: per slot, the graphs captured of its frames, the
+  // oldest first, each for one operation and input memory (the planes it
+  // uploads from). The producer's alone.
+  struct CapturedFrame {
+    std::shared_ptr<const Operation> operation;  // held: no other can take its address
+    const uint8_t* source[kMaxPlanes] = {};
+    size_t stride[kMaxPlanes] = {};
+    std::unique_ptr<Graph> graph;
+  };
+  std::vector<std::vector<CapturedFrame>> captured_;
+  // An operation whose capture failed: enqueued call by call from then on.
+  std::shared_ptr<const Operation> not_capturable_;
+  std::atomic<uint64_t> graph_frames_{0};
   std::vector<std::unique_ptr<Stream>> streams_;  // one in serial mode
   Stream* upload_ = nullptr;
   Stream* compute_ = nullptr;
@@ -223,6 +238,7 @@ void EngineCore::allocate() {
                 " free; lower ring-size or the frame size");
 
   slots_.resize(n);
+  captured_.resize(n);
   try {
     if (view_rows > 0) scratch_ = device_->alloc_device(scratch_layout_.size);
     for (Slot& slot : slots_) {
@@ -568,7 +584,7 @@ bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
          timing_interval == o.timing_interval && staging_threads == o.staging_threads &&
-         host_wait == o.host_wait && bands == o.bands && pull == o.pull;
+         host_wait == o.host_wait && bands == o.bands && pull == o.pull && graphs == o.graphs;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -622,12 +638,90 @@ void Engine::start() {
   }
 }
 
+namespace {
+
+// A slot keeps this many graphs (input memory x operation), the oldest
+// forgotten first: enough for the input pools GStreamer elements keep.
+constexpr size_t kGraphsPerSlot = 8;
+
+// EngineConfig::graphs, for a frame alone (submit()): launches the graph of
+// slot `index`'s frame from `source`, capturing it first from `enqueue` (the
+// frame's calls) when the slot has none for that input and operation, then
+// records the slot's `downloaded` after it on the upload stream. False,
+// with nothing enqueued, where the frame is to be enqueued call by call: a
+// backend without graphs, an operation that is not capturable, a capture
+// that failed. Producer thread.
+bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
+                      const std::function<void()>& enqueue) {
+  Slot& slot = c.slots_[index];
+  const std::shared_ptr<const Operation>& op = slot.operation;
+  if (!op->capturable() || op == c.not_capturable_) return false;
+  std::vector<EngineCore::CapturedFrame>& captured = c.captured_[index];
+  // Graphs of a replaced operation are of no more use.
+  captured.erase(
+      std::remove_if(captured.begin(), captured.end(),
+                     [&](const EngineCore::CapturedFrame& f) { return f.operation != op; }),
+      captured.end());
+  const int planes = c.config_.input.n_planes();
+  auto same_source = [&](const EngineCore::CapturedFrame& f) {
+    for (int p = 0; p < planes; ++p)
+      if (f.source[p] != source.planes[p].data || f.stride[p] != source.planes[p].stride)
+        return false;
+    return true;
+  };
+  auto found = std::find_if(captured.begin(), captured.end(), same_source);
+  if (found == captured.end()) {
+    if (!c.upload_->begin_capture()) {
+      c.not_capturable_ = op;
+      return false;
+    }
+    bool complete = false;
+    try {
+      enqueue();
+      // Joins the compute and download streams back into the upload stream.
+      const int bands = static_cast<int>(c.band_rows_.size()) - 1;
+      c.upload_->wait(*slot.computed[bands - 1]);
+      c.upload_->wait(*slot.downloaded);
+      complete = true;
+    } catch (const Error&) {
+      // A call that cannot be captured (or a real failure, which the frame's
+      // enqueueing call by call then meets and reports).
+    }
+    std::unique_ptr<Graph> graph = c.upload_->end_capture();
+    if (!complete || !graph) {
+      c.not_capturable_ = op;
+      return false;
+    }
+    if (captured.size() >= kGraphsPerSlot) captured.erase(captured.begin());
+    EngineCore::CapturedFrame made;
+    made.operation = op;
+    for (int p = 0; p < planes; ++p) {
+      made.source[p] = source.planes[p].data;
+      made.stride[p] = source.planes[p].stride;
+    }
+    made.graph = std::move(graph);
+    captured.push_back(std::move(made));
+    found = captured.end() - 1;
+  }
+  c.upload_->launch_graph(*found->graph);
+  c.upload_->record(*slot.downloaded);
+  c.graph_frames_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+uint64_t Engine::graph_frames() const {
+  return core_ ? core_->graph_frames_.load(std::memory_order_relaxed) : 0;
+}
+
 Status Engine::submit(InputFrame frame) {
   if (!core_) return Status::kFlushing;
   EngineCore& c = *core_;
   int index;
   uint64_t sequence;
   FrameTiming timing;
+  bool alone = false;
   timing.wait_slot.start_ns = host_now_ns();
   timing.arrived_ns = frame.arrived_ns >= 0 ? frame.arrived_ns : timing.wait_slot.start_ns;
   std::shared_ptr<const Operation> replaced;
@@ -650,6 +744,10 @@ Status Engine::submit(InputFrame frame) {
     // it goes after the lock (unloading its program may wait on the device).
     replaced = std::move(slot.operation);
     slot.operation = config_.operation;
+    // Every frame before this one is done (delivered, or dropped after its
+    // download completed): nothing on any stream runs, so this frame's
+    // graph needs no order but the upload stream's. Only submit() adds.
+    alone = c.in_flight_.empty();
   }
   replaced.reset();
 
@@ -686,77 +784,86 @@ Status Engine::submit(InputFrame frame) {
     const FrameLayout& out = config_.output;
     const std::vector<int>& rows = c.band_rows_;
     const int bands = static_cast<int>(rows.size()) - 1;
-    stage = Stage::kUpload;
-    if (timed) c.upload_->record(*slot.upload_started);
-    for (int k = 0; k < bands; ++k) {
-      for (int p = 0; p < in.n_planes(); ++p) {
-        const size_t r0 = plane_rows(in.format, p, rows[k]),
-                     r1 = plane_rows(in.format, p, rows[k + 1]);
-        c.upload_->copy_2d(
-            device_in.planes[p].data + r0 * device_in.planes[p].stride, device_in.planes[p].stride,
-            source.planes[p].data + r0 * source.planes[p].stride, source.planes[p].stride,
-            in.row_bytes(p), r1 - r0, CopyKind::kHostToDevice);
+    // The frame's device work, call by call (or captured into a graph).
+    auto enqueue = [&] {
+      stage = Stage::kUpload;
+      if (timed) c.upload_->record(*slot.upload_started);
+      for (int k = 0; k < bands; ++k) {
+        for (int p = 0; p < in.n_planes(); ++p) {
+          const size_t r0 = plane_rows(in.format, p, rows[k]),
+                       r1 = plane_rows(in.format, p, rows[k + 1]);
+          c.upload_->copy_2d(
+              device_in.planes[p].data + r0 * device_in.planes[p].stride,
+              device_in.planes[p].stride, source.planes[p].data + r0 * source.planes[p].stride,
+              source.planes[p].stride, in.row_bytes(p), r1 - r0, CopyKind::kHostToDevice);
+        }
+        c.upload_->record(*slot.uploaded[k]);
       }
-      c.upload_->record(*slot.uploaded[k]);
-    }
 
-    stage = Stage::kCompute;
-    const Operation& op = *slot.operation;  // config_.operation now: threads_ noted its bands
-    const int halo = bands > 1 ? threads_->band_halo : 0;
-    const bool by_view = bands > 1 && threads_->bands_by_view;
-    for (int k = 0, needed = 0; k < bands; ++k) {
-      // The input rows the band's kernel reads.
-      RowRange reads{std::max(rows[k] - halo, 0), std::min(rows[k + 1] + halo, rows[bands])};
-      if (by_view) reads = band_view(rows[k], rows[k + 1], halo, c.band_step_, rows[bands]);
-      // Barrier "uploaded": the kernel reads the slot's device input down
-      // to reads.last: it waits for the band that holds that row (the
-      // upload stream runs bands in order).
-      while (rows[needed + 1] < reads.last) ++needed;
-      c.compute_->wait(*slot.uploaded[needed]);
-      if (timed && k == 0) c.compute_->record(*slot.compute_started);
-      if (bands == 1) {
-        c.compute_->launch(op, device_in, device_out, c.workspace_view_);
-      } else if (!by_view) {
-        c.compute_->launch_rows(op, device_in, device_out, c.workspace_view_, rows[k], rows[k + 1]);
-      } else {
-        // The whole-frame kernel on the band's view, into the scratch
-        // image, whose band rows then go to the output. The compute stream
-        // runs one band after another, so one scratch image serves all.
-        const ImageRef scratch =
-            image_rows(c.scratch_layout_.at(c.scratch_->data()), 0, reads.last - reads.first);
-        c.compute_->launch(op, image_rows(device_in, reads.first, reads.last), scratch,
-                           c.workspace_view_);
+      stage = Stage::kCompute;
+      const Operation& op = *slot.operation;  // config_.operation now: threads_ noted its bands
+      const int halo = bands > 1 ? threads_->band_halo : 0;
+      const bool by_view = bands > 1 && threads_->bands_by_view;
+      for (int k = 0, needed = 0; k < bands; ++k) {
+        // The input rows the band's kernel reads.
+        RowRange reads{std::max(rows[k] - halo, 0), std::min(rows[k + 1] + halo, rows[bands])};
+        if (by_view) reads = band_view(rows[k], rows[k + 1], halo, c.band_step_, rows[bands]);
+        // Barrier "uploaded": the kernel reads the slot's device input down
+        // to reads.last: it waits for the band that holds that row (the
+        // upload stream runs bands in order).
+        while (rows[needed + 1] < reads.last) ++needed;
+        c.compute_->wait(*slot.uploaded[needed]);
+        if (timed && k == 0) c.compute_->record(*slot.compute_started);
+        if (bands == 1) {
+          c.compute_->launch(op, device_in, device_out, c.workspace_view_);
+        } else if (!by_view) {
+          c.compute_->launch_rows(op, device_in, device_out, c.workspace_view_, rows[k],
+                                  rows[k + 1]);
+        } else {
+          // The whole-frame kernel on the band's view, into the scratch
+          // image, whose band rows then go to the output. The compute stream
+          // runs one band after another, so one scratch image serves all.
+          const ImageRef scratch =
+              image_rows(c.scratch_layout_.at(c.scratch_->data()), 0, reads.last - reads.first);
+          c.compute_->launch(op, image_rows(device_in, reads.first, reads.last), scratch,
+                             c.workspace_view_);
+          for (int p = 0; p < out.n_planes(); ++p) {
+            const size_t r0 = plane_rows(out.format, p, rows[k]);
+            const size_t r1 = plane_rows(out.format, p, rows[k + 1]);
+            const size_t from = r0 - plane_rows(out.format, p, reads.first);
+            c.compute_->copy_2d(device_out.planes[p].data + r0 * device_out.planes[p].stride,
+                                device_out.planes[p].stride,
+                                scratch.planes[p].data + from * scratch.planes[p].stride,
+                                scratch.planes[p].stride, out.row_bytes(p), r1 - r0,
+                                CopyKind::kDeviceToDevice);
+          }
+        }
+        c.compute_->record(*slot.computed[k]);
+      }
+
+      stage = Stage::kDownload;
+      for (int k = 0; k < bands; ++k) {
+        // Barrier "computed": the download reads the band's device output.
+        c.download_->wait(*slot.computed[k]);
+        if (timed && k == 0) c.download_->record(*slot.download_started);
         for (int p = 0; p < out.n_planes(); ++p) {
-          const size_t r0 = plane_rows(out.format, p, rows[k]);
-          const size_t r1 = plane_rows(out.format, p, rows[k + 1]);
-          const size_t from = r0 - plane_rows(out.format, p, reads.first);
-          c.compute_->copy_2d(
-              device_out.planes[p].data + r0 * device_out.planes[p].stride,
-              device_out.planes[p].stride, scratch.planes[p].data + from * scratch.planes[p].stride,
-              scratch.planes[p].stride, out.row_bytes(p), r1 - r0, CopyKind::kDeviceToDevice);
+          // Bands split frames of equal heights only; a whole frame's output
+          // may be of another height (a rotation).
+          const int y1 = k + 1 == bands ? out.height : rows[k + 1];
+          const size_t r0 = plane_rows(out.format, p, rows[k]), r1 = plane_rows(out.format, p, y1);
+          c.download_->copy_2d(pinned_out.planes[p].data + r0 * pinned_out.planes[p].stride,
+                               pinned_out.planes[p].stride,
+                               device_out.planes[p].data + r0 * device_out.planes[p].stride,
+                               device_out.planes[p].stride, out.row_bytes(p), r1 - r0,
+                               CopyKind::kDeviceToHost);
         }
       }
-      c.compute_->record(*slot.computed[k]);
-    }
+      c.download_->record(*slot.downloaded);
+    };
 
-    stage = Stage::kDownload;
-    for (int k = 0; k < bands; ++k) {
-      // Barrier "computed": the download reads the band's device output.
-      c.download_->wait(*slot.computed[k]);
-      if (timed && k == 0) c.download_->record(*slot.download_started);
-      for (int p = 0; p < out.n_planes(); ++p) {
-        // Bands split frames of equal heights only; a whole frame's output
-        // may be of another height (a rotation).
-        const int y1 = k + 1 == bands ? out.height : rows[k + 1];
-        const size_t r0 = plane_rows(out.format, p, rows[k]), r1 = plane_rows(out.format, p, y1);
-        c.download_->copy_2d(pinned_out.planes[p].data + r0 * pinned_out.planes[p].stride,
-                             pinned_out.planes[p].stride,
-                             device_out.planes[p].data + r0 * device_out.planes[p].stride,
-                             device_out.planes[p].stride, out.row_bytes(p), r1 - r0,
-                             CopyKind::kDeviceToHost);
-      }
-    }
-    c.download_->record(*slot.downloaded);
+    timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
+                   enqueue_as_graph(c, index, source, enqueue);
+    if (!timing.graph) enqueue();
 
     if (config_.mode == Mode::kSerial) c.download_->synchronize();
   } catch (const Error& e) {

@@ -74,6 +74,7 @@ struct FrameTiming {
   TimeSpan compute;
   TimeSpan download;
   int64_t enqueued_ns = -1;  // submit() had enqueued the frame's device work
+  bool graph = false;        // enqueued as one graph launch (EngineConfig::graphs)
   // The worker waiting for the download to complete (its end is the wake-up:
   // minus download.end_ns, what waking the host cost).
   TimeSpan worker_wait;
@@ -139,6 +140,19 @@ struct EngineConfig {
   // and drain() hands out on the producer's thread whatever no deliver()
   // is handing out meanwhile, so draining never depends on the consumer.
   bool pull = false;
+  // A frame submitted while no other is in flight (a live source's, each
+  // long done before the next comes) is enqueued as one CUDA graph launch
+  // and one event record instead of its copies, kernels, records and waits
+  // one call at a time (4K RGBA copy in 4 bands: 2 calls for 30). The
+  // graph is captured from those same calls the first time a slot meets
+  // that input memory with that operation, and kept (a few per slot), so a
+  // pool of input buffers costs a capture each once. The frame then runs
+  // as a whole on the upload stream: a frame submitted while it runs waits
+  // for all of it, not just its upload. Frames that queue behind others,
+  // timed frames (EngineConfig::timing_interval), serial mode, operations
+  // that are not capturable() and backends without graphs (cpu) are
+  // enqueued call by call, as they are when this is false.
+  bool graphs = true;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;
@@ -279,6 +293,10 @@ class Engine {
   // Bands each frame is split into, as started: 1 when EngineConfig::bands
   // is 1, or the operation or mode does not allow more (see there).
   int bands() const;
+
+  // Frames enqueued so far as one graph launch (EngineConfig::graphs); 0
+  // before start() and after stop(). Any thread.
+  uint64_t graph_frames() const;
 
   // Slots free now (0 before start() and after stop()): a submit() now
   // would not wait. Any thread.

@@ -1988,7 +1988,18 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
 //   engine's);
 // - a stream per slot: 1D copies (the frame's rows are contiguous on both
 //   sides at these widths) and the kernel in stream order on the slot's own
-//   stream, no events between stages, then record "downloaded".
+//   stream, no events between stages, then record "downloaded";
+// - the engine's in 4 bands (as it runs a live source's frames): each band's
+//   upload and "uploaded", the compute stream's wait, the band's kernel and
+//   "computed", the download stream's wait and the band's download, then
+//   "downloaded" (30 calls);
+// - the engine's, whole and in 4 bands, as a CUDA graph: the sequence
+//   captured once for each slot and input frame (the graph holds the
+//   pointers), then a frame is one launch on the slot's stream and a record
+//   of "downloaded" there. Graphs on a slot's stream run one after another;
+//   those of different slots run as the GPU lets them, so the upload of
+//   one frame may run beside that of the next (the engine's upload stream
+//   keeps them in order).
 #ifdef CUDAOVERLAP_HAVE_CUDA
 
 // How the measuring thread waits for a slot's last download.
@@ -2075,6 +2086,96 @@ int run_calls_table(const Options& opt) {
       return cudaMemcpyAsync(slot.pinned_out->data(), slot.device_out->data(), layout.size,
                              cudaMemcpyDeviceToHost, s);
     };
+    // The engine's sequence in `bands` equal bands on streams u, c and d,
+    // each call timed into t (when t is not null); the 1-band sequence is
+    // three_streams(true, true).
+    constexpr int kBandsMax = 4;
+    auto banded = [&](int bands, CallSlot& slot, const uint8_t* input, cudaStream_t u,
+                      cudaStream_t c, cudaStream_t d, cudaEvent_t* uploaded, cudaEvent_t* computed,
+                      Clock::time_point* t) {
+      int i = 0;
+      auto tick = [&] {
+        if (t) t[i++] = Clock::now();
+      };
+      tick();
+      const size_t band_rows = rows / bands;
+      for (int k = 0; k < bands; ++k) {
+        const size_t r0 = k * band_rows, n = k + 1 == bands ? rows - r0 : band_rows;
+        CO_CUDA_CHECK(cudaMemcpy2DAsync(slot.device_in->data() + r0 * device_layout.stride[0],
+                                        device_layout.stride[0], input + r0 * layout.stride[0],
+                                        layout.stride[0], row, n, cudaMemcpyHostToDevice, u));
+        tick();
+        CO_CUDA_CHECK(cudaEventRecord(uploaded[k], u));
+        tick();
+      }
+      for (int k = 0; k < bands; ++k) {
+        const int y0 = static_cast<int>(k * band_rows);
+        const int y1 = k + 1 == bands ? static_cast<int>(rows) : y0 + static_cast<int>(band_rows);
+        CO_CUDA_CHECK(cudaStreamWaitEvent(c, uploaded[k], 0));
+        tick();
+        if (bands == 1)
+          op->enqueue_cuda(in_image(slot), out_image(slot), Workspace{}, c);
+        else
+          op->enqueue_cuda_rows(in_image(slot), out_image(slot), Workspace{}, y0, y1, c);
+        tick();
+        CO_CUDA_CHECK(cudaEventRecord(computed[k], c));
+        tick();
+      }
+      for (int k = 0; k < bands; ++k) {
+        const size_t r0 = k * band_rows, n = k + 1 == bands ? rows - r0 : band_rows;
+        CO_CUDA_CHECK(cudaStreamWaitEvent(d, computed[k], 0));
+        tick();
+        CO_CUDA_CHECK(
+            cudaMemcpy2DAsync(slot.pinned_out->data() + r0 * layout.stride[0], layout.stride[0],
+                              slot.device_out->data() + r0 * device_layout.stride[0],
+                              device_layout.stride[0], row, n, cudaMemcpyDeviceToHost, d));
+        tick();
+      }
+      CO_CUDA_CHECK(cudaEventRecord(slot.downloaded, d));
+      tick();
+    };
+    std::vector<cudaEvent_t> band_events(2 * kBandsMax);
+    for (cudaEvent_t& e : band_events)
+      CO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    // graphs[bands][slot][input], captured on three streams of their own.
+    std::map<int, std::vector<std::vector<cudaGraphExec_t>>> graphs;
+    cudaStream_t capture[3];
+    for (cudaStream_t& s : capture)
+      CO_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    auto capture_graphs = [&](int bands) {
+      auto& per_slot = graphs[bands];
+      per_slot.assign(ring, std::vector<cudaGraphExec_t>(inputs.size(), nullptr));
+      for (int s = 0; s < ring; ++s) {
+        for (size_t in = 0; in < inputs.size(); ++in) {
+          cudaEvent_t fork = band_events[0];
+          CO_CUDA_CHECK(cudaStreamBeginCapture(capture[0], cudaStreamCaptureModeThreadLocal));
+          CO_CUDA_CHECK(cudaEventRecord(fork, capture[0]));
+          CO_CUDA_CHECK(cudaStreamWaitEvent(capture[1], fork, 0));
+          CO_CUDA_CHECK(cudaStreamWaitEvent(capture[2], fork, 0));
+          banded(bands, slots[s], inputs[in], capture[0], capture[1], capture[2],
+                 band_events.data(), band_events.data() + kBandsMax, nullptr);
+          // Joins the download stream (its last record) and the compute
+          // stream (its last record) back into the origin.
+          CO_CUDA_CHECK(cudaStreamWaitEvent(capture[0], slots[s].downloaded, 0));
+          CO_CUDA_CHECK(cudaStreamWaitEvent(capture[0], band_events[kBandsMax + bands - 1], 0));
+          cudaGraph_t graph = nullptr;
+          CO_CUDA_CHECK(cudaStreamEndCapture(capture[0], &graph));
+          CO_CUDA_CHECK(cudaGraphInstantiate(&per_slot[s][in], graph, 0));
+          CO_CUDA_CHECK(cudaGraphDestroy(graph));
+        }
+      }
+    };
+    auto graph_launch = [&](int bands) {
+      return [&, bands](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
+        const int s = static_cast<int>(&slot - slots.data());
+        const size_t in = std::find(inputs.begin(), inputs.end(), input) - inputs.begin();
+        t[0] = Clock::now();
+        CO_CUDA_CHECK(cudaGraphLaunch(graphs.at(bands)[s][in], slot.stream));
+        t[1] = Clock::now();
+        CO_CUDA_CHECK(cudaEventRecord(slot.downloaded, slot.stream));
+        t[2] = Clock::now();
+      };
+    };
     auto three_streams = [&](bool set_device, bool two_d) {
       return [&, set_device, two_d](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
         int i = 0;
@@ -2128,6 +2229,28 @@ int run_calls_table(const Options& opt) {
                              CO_CUDA_CHECK(cudaEventRecord(slot.downloaded, slot.stream));
                              t[4] = Clock::now();
                            }});
+    }
+    {
+      std::vector<const char*> names{"set device"};
+      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"H2D 2D", "record"});
+      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"wait", "kernel", "record"});
+      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"wait", "D2H 2D"});
+      names.push_back("record");
+      sequences.push_back({"engine in 4 bands", names, false,
+                           [&](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {
+                             t[0] = Clock::now();
+                             CO_CUDA_CHECK(cudaSetDevice(0));
+                             banded(kBandsMax, slot, input, up, compute, down, band_events.data(),
+                                    band_events.data() + kBandsMax, t + 1);
+                           }});
+    }
+    for (int bands : {1, kBandsMax}) {
+      capture_graphs(bands);
+      sequences.push_back({bands == 1 ? "engine's as a graph per slot and input"
+                                      : "engine's in 4 bands as a graph per slot and input",
+                           {"graph launch", "record"},
+                           true,
+                           graph_launch(bands)});
     }
     std::printf("\n%s (%.1f MB a frame)\n\n", size.name, layout.size / 1e6);
     std::printf(
@@ -2193,7 +2316,7 @@ int run_calls_table(const Options& opt) {
               ok = ok && std::memcmp(slot.pinned_out->data(), inputs[slot.input], layout.size) == 0;
           }
           slot.input = f % (ring + 2);
-          Clock::time_point t[12];
+          Clock::time_point t[40];
           seq.enqueue(slot, inputs[slot.input], t);
           newest.store(slot.downloaded);
           if (f >= warmup) {
@@ -2212,11 +2335,21 @@ int run_calls_table(const Options& opt) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         stop.store(true);
         if (looking.joinable()) looking.join();
-        std::string each;
+        // Calls of one name (a banded sequence's) are summed: "name ×n".
+        std::vector<std::pair<std::string, std::pair<double, int>>> by_name;
         for (int c = 0; c < n_calls; ++c) {
-          char part[64];
-          std::snprintf(part, sizeof part, "%s%s %.1f", c ? ", " : "", seq.calls[c],
-                        call_sum[c] / frames);
+          auto it = std::find_if(by_name.begin(), by_name.end(),
+                                 [&](const auto& e) { return e.first == seq.calls[c]; });
+          if (it == by_name.end()) it = by_name.insert(by_name.end(), {seq.calls[c], {0.0, 0}});
+          it->second.first += call_sum[c] / frames;
+          ++it->second.second;
+        }
+        std::string each;
+        for (const auto& [name, sum] : by_name) {
+          char part[96];
+          std::snprintf(part, sizeof part, "%s%s%s %.1f", each.empty() ? "" : ", ", name.c_str(),
+                        sum.second > 1 ? (" ×" + std::to_string(sum.second)).c_str() : "",
+                        sum.first);
           each += part;
         }
         std::sort(per_frame.begin(), per_frame.end());
@@ -2235,6 +2368,11 @@ int run_calls_table(const Options& opt) {
       (void)cudaStreamDestroy(slot.stream);
     }
     for (cudaStream_t s : {up, compute, down}) (void)cudaStreamDestroy(s);
+    for (auto& [bands, per_slot] : graphs)
+      for (auto& per_input : per_slot)
+        for (cudaGraphExec_t g : per_input) (void)cudaGraphExecDestroy(g);
+    for (cudaStream_t s : capture) (void)cudaStreamDestroy(s);
+    for (cudaEvent_t e : band_events) (void)cudaEventDestroy(e);
   }
   return all_ok ? 0 : 1;
 }

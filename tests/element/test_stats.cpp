@@ -170,6 +170,37 @@ TEST(Stats, SayHowManyBandsRun) {
   }
 }
 
+// cuda-graphs: a live source's frames find none other in flight, and on
+// cuda all but the timed ones (stats samples one in kStatsTimingInterval)
+// run as one graph launch each; none with cuda-graphs=false, none on the
+// cpu backend.
+TEST(Stats, SayHowManyFramesRunAsGraphs) {
+  SKIP_WITHOUT_BACKEND();
+  const bool cuda = test_backend() == "cuda";
+  constexpr guint64 kFrames = 24;
+  for (const bool graphs : {true, false}) {
+    const std::string description =
+        "videotestsrc num-buffers=" + std::to_string(kFrames) +
+        " is-live=true ! video/x-raw,format=RGBA,width=64,height=48,framerate=120/1 ! "
+        "cudaoverlap name=overlap cuda-graphs=" +
+        (graphs ? "true " : "false ") + backend_properties() + " ! fakesink sync=false";
+    SCOPED_TRACE(description);
+    StatsPipeline pipeline(description);
+    ASSERT_EQ(pipeline.run(), "");
+    GstStructure* s = pipeline.stats();
+    ASSERT_NE(s, nullptr);
+    guint64 out = 0, as_graphs = 0;
+    EXPECT_TRUE(gst_structure_get_uint64(s, "frames-out", &out));
+    EXPECT_TRUE(gst_structure_get_uint64(s, "frames-as-graphs", &as_graphs));
+    EXPECT_EQ(out, kFrames);
+    if (cuda && graphs)
+      EXPECT_GE(as_graphs, kFrames / 2);
+    else
+      EXPECT_EQ(as_graphs, 0u);
+    gst_structure_free(s);
+  }
+}
+
 TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
   SKIP_WITHOUT_BACKEND();
   for (const char* mode : {"overlapped", "serial"}) {
