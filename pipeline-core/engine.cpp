@@ -172,19 +172,21 @@ class EngineCore {
   FrameLayout scratch_layout_;
   std::unique_ptr<Buffer> scratch_;
   std::vector<Slot> slots_;
-  // EngineConfig::graphs: per slot, the graphs captured of its frames, the
-  // oldest first, each for one operation and input memory (the planes it
-  // uploads from). The producer's alone.
+  // EngineConfig::graphs: per slot, the graphs captured of its frames, each
+  // for one operation and input memory (the planes it uploads from). The
+  // producer's alone.
   struct CapturedFrame {
     std::shared_ptr<const Operation> operation;  // held: no other can take its address
     const uint8_t* source[kMaxPlanes] = {};
     size_t stride[kMaxPlanes] = {};
     std::unique_ptr<Graph> graph;
+    uint64_t last_used = 0;  // the sequence of the last frame it ran
   };
   std::vector<std::vector<CapturedFrame>> captured_;
   // An operation whose capture failed: enqueued call by call from then on.
   std::shared_ptr<const Operation> not_capturable_;
   std::atomic<uint64_t> graph_frames_{0};
+  std::atomic<uint64_t> graph_captures_{0};
   std::vector<std::unique_ptr<Stream>> streams_;  // one in serial mode
   Stream* upload_ = nullptr;
   Stream* compute_ = nullptr;
@@ -640,9 +642,14 @@ void Engine::start() {
 
 namespace {
 
-// A slot keeps this many graphs (input memory x operation), the oldest
-// forgotten first: enough for the input pools GStreamer elements keep.
-constexpr size_t kGraphsPerSlot = 8;
+// A slot keeps up to kGraphsPerSlot graphs (engine.h), one per input memory
+// it met (with the current operation). When it has that many, a new input
+// takes the place of the one least recently run only if that one has not
+// run for kStaleFrames frames (a buffer upstream freed); otherwise the new
+// one goes call by call. So a pool of more buffers than that, taken in
+// turn, has its first kGraphsPerSlot run as graphs and the others by
+// calls, rather than every frame's graph captured anew for one launch.
+constexpr uint64_t kStaleFrames = 4 * kGraphsPerSlot;  // times the ring size
 
 // EngineConfig::graphs, for a frame alone (submit()): launches the graph of
 // slot `index`'s frame from `source`, capturing it first from `enqueue` (the
@@ -651,7 +658,7 @@ constexpr size_t kGraphsPerSlot = 8;
 // with nothing enqueued, where the frame is to be enqueued call by call: a
 // backend without graphs, an operation that is not capturable, a capture
 // that failed. Producer thread.
-bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
+bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRef& source,
                       const std::function<void()>& enqueue) {
   Slot& slot = c.slots_[index];
   const std::shared_ptr<const Operation>& op = slot.operation;
@@ -671,6 +678,14 @@ bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
   };
   auto found = std::find_if(captured.begin(), captured.end(), same_source);
   if (found == captured.end()) {
+    auto oldest = captured.end();
+    if (captured.size() >= kGraphsPerSlot) {
+      oldest = std::min_element(captured.begin(), captured.end(), [](const auto& a, const auto& b) {
+        return a.last_used < b.last_used;
+      });
+      const uint64_t stale = kStaleFrames * static_cast<uint64_t>(c.config_.ring_size);
+      if (sequence - oldest->last_used < stale) return false;
+    }
     if (!c.upload_->begin_capture()) {
       c.not_capturable_ = op;
       return false;
@@ -683,7 +698,7 @@ bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
       c.upload_->wait(*slot.computed[bands - 1]);
       c.upload_->wait(*slot.downloaded);
       complete = true;
-    } catch (const Error&) {
+    } catch (...) {
       // A call that cannot be captured (or a real failure, which the frame's
       // enqueueing call by call then meets and reports).
     }
@@ -692,7 +707,8 @@ bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
       c.not_capturable_ = op;
       return false;
     }
-    if (captured.size() >= kGraphsPerSlot) captured.erase(captured.begin());
+    if (oldest != captured.end()) captured.erase(oldest);
+    c.graph_captures_.fetch_add(1, std::memory_order_relaxed);
     EngineCore::CapturedFrame made;
     made.operation = op;
     for (int p = 0; p < planes; ++p) {
@@ -705,6 +721,7 @@ bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
   }
   c.upload_->launch_graph(*found->graph);
   c.upload_->record(*slot.downloaded);
+  found->last_used = sequence;
   c.graph_frames_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -713,6 +730,10 @@ bool enqueue_as_graph(EngineCore& c, int index, const ImageRef& source,
 
 uint64_t Engine::graph_frames() const {
   return core_ ? core_->graph_frames_.load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t Engine::graph_captures() const {
+  return core_ ? core_->graph_captures_.load(std::memory_order_relaxed) : 0;
 }
 
 Status Engine::submit(InputFrame frame) {
@@ -862,7 +883,7 @@ Status Engine::submit(InputFrame frame) {
     };
 
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
-                   enqueue_as_graph(c, index, source, enqueue);
+                   enqueue_as_graph(c, index, sequence, source, enqueue);
     if (!timing.graph) enqueue();
 
     if (config_.mode == Mode::kSerial) c.download_->synchronize();

@@ -81,6 +81,10 @@ struct FrameTiming {
   int64_t delivered_ns = -1;  // the worker saw the download complete and hands it out
 };
 
+// EngineConfig::graphs: the graphs a slot keeps, one per input memory it met
+// (a buffer pool's buffers): more than a GStreamer pool usually holds.
+constexpr size_t kGraphsPerSlot = 16;
+
 struct EngineConfig {
   // 1..16. 4: with upload, kernel and download about as long as one
   // another, three slots have no slack, and every microsecond between a
@@ -145,8 +149,9 @@ struct EngineConfig {
   // and one event record instead of its copies, kernels, records and waits
   // one call at a time (4K RGBA copy in 4 bands: 2 calls for 30). The
   // graph is captured from those same calls the first time a slot meets
-  // that input memory with that operation, and kept (a few per slot), so a
-  // pool of input buffers costs a capture each once. The frame then runs
+  // that input memory with that operation, and kept (kGraphsPerSlot a
+  // slot), so a pool of input buffers costs a capture each once (of a pool
+  // larger than that, the buffers beyond go call by call). The frame then runs
   // as a whole on the upload stream: a frame submitted while it runs waits
   // for all of it, not just its upload. Frames that queue behind others,
   // timed frames (EngineConfig::timing_interval), serial mode, operations
@@ -297,6 +302,9 @@ class Engine {
   // Frames enqueued so far as one graph launch (EngineConfig::graphs); 0
   // before start() and after stop(). Any thread.
   uint64_t graph_frames() const;
+  // Graphs captured so far (each for a slot, an input memory and an
+  // operation; a frame launched from a graph kept costs no capture).
+  uint64_t graph_captures() const;
 
   // Slots free now (0 before start() and after stop()): a submit() now
   // would not wait. Any thread.

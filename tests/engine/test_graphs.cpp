@@ -12,9 +12,14 @@
 namespace cudaoverlap::test {
 namespace {
 
+const FrameLayout kLayout = FrameLayout::packed(PixelFormat::kRGBA, 96, 40);
+
 // Collects what each frame's output is, checked on arrival against the
 // kernel `expected(sequence)` names.
 struct Outputs {
+  explicit Outputs(std::function<std::string(uint64_t)> expected_kernel,
+                   const FrameLayout& frame_layout = kLayout)
+      : expected(std::move(expected_kernel)), layout(frame_layout) {}
   std::function<std::string(uint64_t)> expected;
   FrameLayout layout;
   std::mutex mutex;
@@ -48,13 +53,14 @@ struct Outputs {
   }
 };
 
-// Input frames: pattern `sequence` written into one of a pool of 3 pinned
-// buffers (as a GStreamer buffer pool's; a buffer is back once its frame's
+// Input frames: pattern `sequence` written into one of a pool of pinned
+// buffers, taken in turn (as a GStreamer buffer pool's; a buffer is back once its frame's
 // upload is done), or into pageable memory.
 class Inputs {
  public:
-  Inputs(Device& device, const FrameLayout& layout, bool pinned) : layout_(layout) {
-    if (pinned) pool_ = std::make_unique<PinnedPool>(device, layout, 3);
+  Inputs(Device& device, const FrameLayout& layout, bool pinned, int buffers = 3)
+      : layout_(layout) {
+    if (pinned) pool_ = std::make_unique<PinnedPool>(device, layout, buffers);
   }
   InputFrame make(uint64_t sequence) {
     InputFrame in;
@@ -98,8 +104,6 @@ EngineConfig graph_config(const FrameLayout& layout, const std::string& kernel, 
   return config;
 }
 
-const FrameLayout kLayout = FrameLayout::packed(PixelFormat::kRGBA, 96, 40);
-
 class GraphTest : public ::testing::TestWithParam<GraphCase> {};
 
 // Every frame alone: each is one graph launch, and each comes out as its
@@ -108,9 +112,7 @@ class GraphTest : public ::testing::TestWithParam<GraphCase> {};
 TEST_P(GraphTest, FramesAloneRunAsGraphsFromTheirOwnInput) {
   const GraphCase& c = GetParam();
   CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
-  Outputs outputs;
-  outputs.layout = kLayout;
-  outputs.expected = [&](uint64_t) { return c.kernel; };
+  Outputs outputs([&](uint64_t) { return c.kernel; });
   Inputs inputs(*device, kLayout, c.pinned);
   constexpr int kFrames = 30;
   Engine engine(device, graph_config(kLayout, c.kernel, c.bands), outputs.callbacks());
@@ -132,9 +134,7 @@ TEST_P(GraphTest, FramesAloneRunAsGraphsFromTheirOwnInput) {
 TEST_P(GraphTest, GraphFramesAndQueuedFramesKeepTheirOrder) {
   const GraphCase& c = GetParam();
   CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
-  Outputs outputs;
-  outputs.layout = kLayout;
-  outputs.expected = [&](uint64_t) { return c.kernel; };
+  Outputs outputs([&](uint64_t) { return c.kernel; });
   Inputs inputs(*device, kLayout, c.pinned);
   Engine engine(device, graph_config(kLayout, c.kernel, c.bands), outputs.callbacks());
   engine.start();
@@ -164,9 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Cuda, GraphTest,
 TEST(Graphs, ReplacedOperationIsNotRunFromAnOldGraph) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
   constexpr uint64_t kSwitch = 12, kFrames = 24;
-  Outputs outputs;
-  outputs.layout = kLayout;
-  outputs.expected = [&](uint64_t sequence) { return sequence < kSwitch ? "copy" : "invert"; };
+  Outputs outputs([&](uint64_t sequence) { return sequence < kSwitch ? "copy" : "invert"; });
   Inputs inputs(*device, kLayout, true);
   Engine engine(device, graph_config(kLayout, "copy", 1), outputs.callbacks());
   engine.start();
@@ -176,6 +174,59 @@ TEST(Graphs, ReplacedOperationIsNotRunFromAnOldGraph) {
     ASSERT_TRUE(outputs.wait_for(i + 1));
   }
   EXPECT_EQ(engine.graph_frames(), kFrames);
+  engine.stop();
+  EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
+}
+
+// A pool of more buffers than a slot keeps graphs for, taken in turn (one
+// slot): the first kGraphsPerSlot buffers are captured once and run as
+// graphs every time round, the others go call by call; no graph is captured
+// anew only to be forgotten before its buffer comes round again.
+TEST(Graphs, APoolLargerThanTheCacheIsNotCapturedEveryFrame) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
+  constexpr int kBuffers = static_cast<int>(kGraphsPerSlot) + 4, kRounds = 3;
+  Outputs outputs([](uint64_t) { return "copy"; });
+  Inputs inputs(*device, kLayout, true, kBuffers);
+  EngineConfig config = graph_config(kLayout, "copy", 1);
+  config.ring_size = 1;
+  Engine engine(device, config, outputs.callbacks());
+  engine.start();
+  uint64_t sequence = 0;
+  for (int i = 0; i < kBuffers * kRounds; ++i, ++sequence) {
+    ASSERT_EQ(engine.submit(inputs.make(sequence)), Status::kOk);
+    ASSERT_TRUE(outputs.wait_for(sequence + 1));
+  }
+  EXPECT_EQ(engine.graph_captures(), kGraphsPerSlot);
+  EXPECT_EQ(engine.graph_frames(), kGraphsPerSlot * kRounds);
+  engine.stop();
+  EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
+}
+
+// Upstream's pool replaced by another (its buffers freed): once the old
+// buffers' graphs have not run for a while, the new buffers take their
+// places and run as graphs.
+TEST(Graphs, GraphsOfBuffersNoLongerSeenMakeWayForNewOnes) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
+  constexpr int kBuffers = static_cast<int>(kGraphsPerSlot);
+  Outputs outputs([](uint64_t) { return "copy"; });
+  Inputs old_pool(*device, kLayout, true, kBuffers), new_pool(*device, kLayout, true, kBuffers);
+  EngineConfig config = graph_config(kLayout, "copy", 1);
+  config.ring_size = 1;
+  Engine engine(device, config, outputs.callbacks());
+  engine.start();
+  uint64_t sequence = 0;
+  auto run = [&](Inputs& inputs, int frames) {
+    for (int i = 0; i < frames; ++i, ++sequence) {
+      ASSERT_EQ(engine.submit(inputs.make(sequence)), Status::kOk);
+      ASSERT_TRUE(outputs.wait_for(sequence + 1));
+    }
+  };
+  run(old_pool, kBuffers);
+  EXPECT_EQ(engine.graph_frames(), kGraphsPerSlot);
+  run(new_pool, 8 * kBuffers);  // the old graphs go stale meanwhile
+  const uint64_t before = engine.graph_frames();
+  run(new_pool, kBuffers);
+  EXPECT_EQ(engine.graph_frames() - before, kGraphsPerSlot);
   engine.stop();
   EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
 }
@@ -212,9 +263,7 @@ class FailsOnce final : public Operation {
 
 TEST(Graphs, FailedCaptureFallsBackToCalls) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
-  Outputs outputs;
-  outputs.layout = kLayout;
-  outputs.expected = [](uint64_t) { return "copy"; };
+  Outputs outputs([](uint64_t) { return "copy"; });
   Inputs inputs(*device, kLayout, true);
   auto op = std::make_shared<FailsOnce>();
   EngineConfig config = graph_config(kLayout, "copy", 1);
@@ -247,9 +296,7 @@ class NoGraphTest : public ::testing::TestWithParam<NoGraphCase> {};
 TEST_P(NoGraphTest, FramesAloneAreEnqueuedCallByCall) {
   const NoGraphCase& c = GetParam();
   CO_DEVICE_OR_SKIP(device, c.backend);
-  Outputs outputs;
-  outputs.layout = kLayout;
-  outputs.expected = [](uint64_t) { return "invert"; };
+  Outputs outputs([](uint64_t) { return "invert"; });
   Inputs inputs(*device, kLayout, true);
   EngineConfig config = graph_config(kLayout, "invert", 4);
   config.graphs = c.graphs;
