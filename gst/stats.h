@@ -69,8 +69,8 @@ class ElementStats {
   // upload, compute and download times over the wall time per frame;
   // bands (guint): what the running engine splits frames into, 0 before
   // one started (the `bands` property may say 0, automatic);
-  // frames-as-graphs (guint64): frames enqueued as one CUDA graph launch
-  // (cuda-graphs: frames that found no other in flight);
+  // frames-as-graphs (guint64): of the frames out, those enqueued as one
+  // CUDA graph launch (cuda-graphs: frames that found no other in flight);
   // devices (GST_TYPE_ARRAY of "cudaoverlap-device-stats" structures, one
   // per device in the order given): index (guint), name (string), live
   // (gboolean: false once it failed and was left out), frames-out

@@ -138,8 +138,9 @@ class CudaStreamImpl final : public Stream {
   }
   void synchronize() override { CO_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
-  // Thread-local mode: other threads' calls (the worker's event queries, an
-  // application's own CUDA work) neither break the capture nor are captured.
+  // Thread-local mode: other threads' calls that cannot be captured (the
+  // worker's event queries, an application's own synchronous CUDA work) do
+  // not break the capture; only this thread's are checked.
   bool begin_capture() override {
     if (cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal) == cudaSuccess)
       return true;

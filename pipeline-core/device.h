@@ -127,7 +127,9 @@ class Stream {
   // its later work). begin_capture() returns false where the backend has no
   // graphs (the default); end_capture() returns null where the capture
   // failed (a call that cannot be captured was made), the streams back to
-  // normal either way. Work other threads enqueue meanwhile is not captured.
+  // normal either way. Only the calling thread's calls are checked for
+  // what cannot be captured; work any thread enqueues on a capturing
+  // stream is captured too (the engine's producer alone enqueues).
   virtual bool begin_capture() { return false; }
   virtual std::unique_ptr<Graph> end_capture() { return nullptr; }
   virtual void launch_graph(Graph&) { throw Error("this backend has no graphs"); }

@@ -179,6 +179,7 @@ class EngineCore {
     std::shared_ptr<const Operation> operation;  // held: no other can take its address
     const uint8_t* source[kMaxPlanes] = {};
     size_t stride[kMaxPlanes] = {};
+    uint64_t memory_id = 0;  // InputFrame::memory_id; 0: the slot's staging memory
     std::unique_ptr<Graph> graph;
     uint64_t last_used = 0;  // the sequence of the last frame it ran
   };
@@ -292,8 +293,12 @@ void EngineCore::allocate() {
     }
     workspace_view_ = Workspace{workspace_->data(), workspace_->size()};
   }
-  // Ordered before every frame's kernel by the compute stream itself.
+  // Ordered before every frame's kernel by the compute stream itself; and
+  // done before start() returns, for a graph (EngineConfig::graphs) joins
+  // the compute stream but for its own events and is ordered by none of
+  // its earlier work.
   compute_->prepare(op, workspace_view_);
+  compute_->synchronize();
   for (int i = 0; i < n; ++i) free_.push_back(i);
 }
 
@@ -657,9 +662,11 @@ constexpr uint64_t kStaleFrames = 4 * kGraphsPerSlot;  // times the ring size
 // records the slot's `downloaded` after it on the upload stream. False,
 // with nothing enqueued, where the frame is to be enqueued call by call: a
 // backend without graphs, an operation that is not capturable, a capture
-// that failed. Producer thread.
+// that failed. `memory_id` is the input's InputFrame::memory_id when it is
+// uploaded from where it lies (pinned), 0 when it was staged into the
+// slot's own memory. Producer thread.
 bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRef& source,
-                      const std::function<void()>& enqueue) {
+                      uint64_t memory_id, const std::function<void()>& enqueue) {
   Slot& slot = c.slots_[index];
   const std::shared_ptr<const Operation>& op = slot.operation;
   if (!op->capturable() || op == c.not_capturable_) return false;
@@ -671,6 +678,7 @@ bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRe
       captured.end());
   const int planes = c.config_.input.n_planes();
   auto same_source = [&](const EngineCore::CapturedFrame& f) {
+    if (f.memory_id != memory_id) return false;
     for (int p = 0; p < planes; ++p)
       if (f.source[p] != source.planes[p].data || f.stride[p] != source.planes[p].stride)
         return false;
@@ -698,9 +706,12 @@ bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRe
       c.upload_->wait(*slot.computed[bands - 1]);
       c.upload_->wait(*slot.downloaded);
       complete = true;
-    } catch (...) {
+    } catch (const Error&) {
       // A call that cannot be captured (or a real failure, which the frame's
       // enqueueing call by call then meets and reports).
+    } catch (...) {
+      (void)c.upload_->end_capture();  // the streams back to normal
+      throw;
     }
     std::unique_ptr<Graph> graph = c.upload_->end_capture();
     if (!complete || !graph) {
@@ -711,6 +722,7 @@ bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRe
     c.graph_captures_.fetch_add(1, std::memory_order_relaxed);
     EngineCore::CapturedFrame made;
     made.operation = op;
+    made.memory_id = memory_id;
     for (int p = 0; p < planes; ++p) {
       made.source[p] = source.planes[p].data;
       made.stride[p] = source.planes[p].stride;
@@ -882,8 +894,13 @@ Status Engine::submit(InputFrame frame) {
       c.download_->record(*slot.downloaded);
     };
 
+    // Pinned input only where its memory is known (InputFrame::memory_id):
+    // a graph keeps the pages its upload reads from, not just the address.
+    const uint64_t memory_id = frame.pinned ? frame.memory_id : 0;
+    stage = Stage::kUpload;  // a graph launch that fails, failed at its start
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
-                   enqueue_as_graph(c, index, sequence, source, enqueue);
+                   (!frame.pinned || memory_id != 0) &&
+                   enqueue_as_graph(c, index, sequence, source, memory_id, enqueue);
     if (!timing.graph) enqueue();
 
     if (config_.mode == Mode::kSerial) c.download_->synchronize();

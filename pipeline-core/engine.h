@@ -147,17 +147,19 @@ struct EngineConfig {
   // A frame submitted while no other is in flight (a live source's, each
   // long done before the next comes) is enqueued as one CUDA graph launch
   // and one event record instead of its copies, kernels, records and waits
-  // one call at a time (4K RGBA copy in 4 bands: 2 calls for 30). The
+  // one call at a time (4K RGBA copy in 4 bands: 3 calls for 31). The
   // graph is captured from those same calls the first time a slot meets
   // that input memory with that operation, and kept (kGraphsPerSlot a
   // slot), so a pool of input buffers costs a capture each once (of a pool
   // larger than that, the buffers beyond go call by call). The frame then runs
   // as a whole on the upload stream: a frame submitted while it runs waits
   // for all of it, not just its upload. Frames that queue behind others,
-  // timed frames (EngineConfig::timing_interval), serial mode, operations
-  // that are not capturable() and backends without graphs (cpu) are
-  // enqueued call by call, as they are when this is false.
-  bool graphs = true;
+  // timed frames (EngineConfig::timing_interval), serial mode, pinned
+  // frames without an InputFrame::memory_id, operations that are not
+  // capturable() and backends without graphs (cpu) are enqueued call by
+  // call, as they are when this is false. Off by default until pinned
+  // frames with a memory identity have run on a GPU.
+  bool graphs = false;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;
@@ -176,6 +178,16 @@ struct InputFrame {
   // Handed back unchanged with the output frame (timestamps, metas, …);
   // dropped without delivery by flush or stop.
   std::shared_ptr<void> user;
+  // With `pinned`: an identity of the memory `image` lies in, other for
+  // every allocation or page-locking of memory over the process's life
+  // (an address comes back when memory is freed and made again; its pages
+  // and their locking do not). EngineConfig::graphs launches a kept graph
+  // for such a frame only with the same identity: a graph reads from the
+  // pages its upload was captured with, and memory freed and made again at
+  // that address would have it read from pages no longer there. 0 (the
+  // default): unknown, the frame goes call by call. Staged frames need
+  // none (they are uploaded from the engine's own memory).
+  uint64_t memory_id = 0;
   // When the frame reached the producer (host_now_ns()), for
   // FrameTiming::arrived_ns; -1: when submit() was called.
   int64_t arrived_ns = -1;

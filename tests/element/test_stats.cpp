@@ -172,8 +172,8 @@ TEST(Stats, SayHowManyBandsRun) {
 
 // cuda-graphs: a live source's frames find none other in flight, and on
 // cuda all but the timed ones (stats samples one in kStatsTimingInterval)
-// run as one graph launch each; none with cuda-graphs=false, none on the
-// cpu backend.
+// run as one graph launch each, where they are staged (upstream's memory,
+// not pinned); none with cuda-graphs=false, none on the cpu backend.
 TEST(Stats, SayHowManyFramesRunAsGraphs) {
   SKIP_WITHOUT_BACKEND();
   const bool cuda = test_backend() == "cuda";
@@ -182,7 +182,8 @@ TEST(Stats, SayHowManyFramesRunAsGraphs) {
     const std::string description =
         "videotestsrc num-buffers=" + std::to_string(kFrames) +
         " is-live=true ! video/x-raw,format=RGBA,width=64,height=48,framerate=120/1 ! "
-        "cudaoverlap name=overlap cuda-graphs=" +
+        "identity drop-allocation=true ! cudaoverlap name=overlap pin-upstream-memory=false "
+        "cuda-graphs=" +
         (graphs ? "true " : "false ") + backend_properties() + " ! fakesink sync=false";
     SCOPED_TRACE(description);
     StatsPipeline pipeline(description);

@@ -61,6 +61,8 @@ class Inputs {
   Inputs(Device& device, const FrameLayout& layout, bool pinned, int buffers = 3)
       : layout_(layout) {
     if (pinned) pool_ = std::make_unique<PinnedPool>(device, layout, buffers);
+    first_id_ = next_id_;
+    next_id_ += static_cast<uint64_t>(buffers);
   }
   InputFrame make(uint64_t sequence) {
     InputFrame in;
@@ -75,6 +77,7 @@ class Inputs {
     in.image = pool_->image(b);
     fill_pattern(layout_, in.image, sequence);
     in.pinned = true;
+    in.memory_id = first_id_ + static_cast<uint64_t>(b);
     in.keep_alive = pool_->lease(b);
     return in;
   }
@@ -82,6 +85,8 @@ class Inputs {
  private:
   FrameLayout layout_;
   std::unique_ptr<PinnedPool> pool_;
+  uint64_t first_id_ = 0;               // InputFrame::memory_id of buffer 0
+  static inline uint64_t next_id_ = 1;  // ids of all pools, each buffer its own
 };
 
 struct GraphCase {
@@ -101,6 +106,7 @@ EngineConfig graph_config(const FrameLayout& layout, const std::string& kernel, 
   config.output = layout;
   config.operation = make_operation(kernel, KernelParams{});
   config.bands = bands;
+  config.graphs = true;
   return config;
 }
 
@@ -227,6 +233,38 @@ TEST(Graphs, GraphsOfBuffersNoLongerSeenMakeWayForNewOnes) {
   const uint64_t before = engine.graph_frames();
   run(new_pool, kBuffers);
   EXPECT_EQ(engine.graph_frames() - before, kGraphsPerSlot);
+  engine.stop();
+  EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
+}
+
+// One pinned buffer, its memory made again at the same address (as memory
+// freed and allocated or pinned anew): the new memory_id has the frame
+// captured again, not launched from the graph of the old pages; a pinned
+// frame whose memory is unknown (memory_id 0) goes call by call.
+TEST(Graphs, PinnedInputIsKnownByItsMemoryNotItsAddress) {
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
+  Outputs outputs([](uint64_t) { return "copy"; });
+  PinnedPool pool(*device, kLayout, 1);
+  EngineConfig config = graph_config(kLayout, "copy", 1);
+  config.ring_size = 1;
+  Engine engine(device, config, outputs.callbacks());
+  engine.start();
+  const uint64_t ids[] = {7, 7, 7, 8, 8, 0, 0, 8};
+  uint64_t sequence = 0;
+  for (uint64_t id : ids) {
+    const int b = pool.acquire();
+    InputFrame in;
+    in.image = pool.image(b);
+    fill_pattern(kLayout, in.image, sequence);
+    in.pinned = true;
+    in.memory_id = id;
+    in.keep_alive = pool.lease(b);
+    in.user = std::make_shared<uint64_t>(sequence);
+    ASSERT_EQ(engine.submit(std::move(in)), Status::kOk);
+    ASSERT_TRUE(outputs.wait_for(++sequence));
+  }
+  EXPECT_EQ(engine.graph_captures(), 2u);  // id 7, then id 8
+  EXPECT_EQ(engine.graph_frames(), 6u);    // all but the two of unknown memory
   engine.stop();
   EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
 }
