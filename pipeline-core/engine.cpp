@@ -664,9 +664,11 @@ constexpr uint64_t kStaleFrames = 4 * kGraphsPerSlot;  // times the ring size
 // backend without graphs, an operation that is not capturable, a capture
 // that failed. `memory_id` is the input's InputFrame::memory_id when it is
 // uploaded from where it lies (pinned), 0 when it was staged into the
-// slot's own memory. Producer thread.
+// slot's own memory. `enqueue` is submit()'s lambda as it is (a
+// std::function of it would allocate every frame). Producer thread.
+template <typename Enqueue>
 bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRef& source,
-                      uint64_t memory_id, const std::function<void()>& enqueue) {
+                      uint64_t memory_id, const Enqueue& enqueue) {
   Slot& slot = c.slots_[index];
   const std::shared_ptr<const Operation>& op = slot.operation;
   if (!op->capturable() || op == c.not_capturable_) return false;
