@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "engine.h"
 #include "error.h"
 #include "video_mapping.h"
 
@@ -21,6 +22,10 @@ namespace {
 struct PinnedMemory {
   GstMemory mem;
   std::unique_ptr<cudaoverlap::Buffer> buffer;  // owns the pinned bytes; null in a share
+  // InputFrame::memory_id of the bytes: drawn when a memory is made, so that
+  // memory freed and made again at the same address is told apart. A
+  // share's is its parent's (the same bytes).
+  uint64_t id = 0;
 };
 
 // The bytes of `mem`, a share or not.
@@ -80,6 +85,7 @@ GstMemory* pinned_alloc(GstAllocator* allocator, gsize size, GstAllocationParams
   const gsize offset = prefix + (misalign ? align + 1 - misalign : 0);
   auto* pm = new PinnedMemory();
   pm->buffer = std::move(buffer);
+  pm->id = cudaoverlap::new_memory_id();
   const auto flags = static_cast<GstMemoryFlags>(params ? params->flags : 0);
   gst_memory_init(GST_MEMORY_CAST(pm), flags, allocator, nullptr, maxsize, align, offset, size);
   if (params && (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && offset)
@@ -109,6 +115,7 @@ GstMemory* pinned_share(GstMemory* mem, gssize offset, gssize size) {
   GstMemory* parent = mem->parent ? mem->parent : mem;
   if (size < 0) size = static_cast<gssize>(mem->size) - offset;
   auto* share = new PinnedMemory();
+  share->id = reinterpret_cast<PinnedMemory*>(parent)->id;
   // gst_memory_init takes a reference on the parent (and a shared lock, so
   // the parent is never written while shared); _gst_memory_free drops both.
   // Shared memory is read-only, as GStreamer's own shares are.
@@ -167,7 +174,8 @@ GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device) {
   return GST_ALLOCATOR_CAST(self);
 }
 
-bool buffer_is_pinned(GstBuffer* buffer, const Device* device) {
+bool buffer_is_pinned(GstBuffer* buffer, const Device* device, uint64_t* memory_id) {
+  if (memory_id) *memory_id = 0;
   const guint n = gst_buffer_n_memory(buffer);
   if (n == 0) return false;
   for (guint i = 0; i < n; ++i) {
@@ -176,6 +184,9 @@ bool buffer_is_pinned(GstBuffer* buffer, const Device* device) {
     auto* allocator = reinterpret_cast<GstCudaOverlapPinnedAllocator*>(mem->allocator);
     if (allocator->state->device.get() != device) return false;
   }
+  // One identity names one memory; a frame spread over several has none.
+  if (memory_id && n == 1)
+    *memory_id = reinterpret_cast<PinnedMemory*>(gst_buffer_peek_memory(buffer, 0))->id;
   return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include <gst/gst.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,7 +30,9 @@ GstAllocator* pinned_allocator_new(std::shared_ptr<Device> device);
 
 // True when every memory of `buffer` came from a pinned allocator of
 // `device` (memory of another device's allocator is not DMA-able by ours).
-bool buffer_is_pinned(GstBuffer* buffer, const Device* device);
+// `memory_id`, if given, receives the InputFrame::memory_id of the buffer's
+// memory when it is pinned and one memory, else 0.
+bool buffer_is_pinned(GstBuffer* buffer, const Device* device, uint64_t* memory_id = nullptr);
 
 // A video buffer pool for `caps` whose buffers are pinned memory from
 // `device`, with GstVideoMeta support, at least `min_buffers` buffers, whose

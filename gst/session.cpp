@@ -588,10 +588,11 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   // that keeps coming back, once pinned (upstream_pinning.h). Either stays
   // mapped and referenced until its upload completed; anything else is
   // staged inside submit(), and unmapped when this function returns.
-  input.pinned = buffer_is_pinned(buffer, device_.get());
+  // memory_id names the pages for cuda-graphs (InputFrame::memory_id).
+  input.pinned = buffer_is_pinned(buffer, device_.get(), &input.memory_id);
   if (!input.pinned && pin_upstream_.load())
-    input.pinned =
-        pin_upstream_memory(buffer, input.image, in_layout, device_) == UpstreamPin::kPinned;
+    input.pinned = pin_upstream_memory(buffer, input.image, in_layout, device_, &input.memory_id) ==
+                   UpstreamPin::kPinned;
   GST_LOG_OBJECT(element_, "%" GST_PTR_FORMAT " is %s", buffer,
                  input.pinned ? "pinned: uploaded without staging" : "staged");
   if (input.pinned) input.keep_alive = mapped;

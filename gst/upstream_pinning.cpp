@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "engine.h"
 #include "error.h"
 
 GST_DEBUG_CATEGORY_STATIC(upstream_pinning_debug);
@@ -24,6 +25,7 @@ struct PinState {
   uint8_t* begin = nullptr;  // the registered range
   uint8_t* end = nullptr;
   std::unique_ptr<HostRegistration> registration;
+  uint64_t id = 0;  // InputFrame::memory_id of the registration
 };
 
 // The element's category (gst_debug_category_new hands back an existing
@@ -67,8 +69,9 @@ void free_pin_state(gpointer data) {
 }  // namespace
 
 UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const FrameLayout& layout,
-                                const std::shared_ptr<Device>& device) {
+                                const std::shared_ptr<Device>& device, uint64_t* memory_id) {
   init_debug();
+  if (memory_id) *memory_id = 0;
   if (gst_buffer_n_memory(buffer) != 1) return UpstreamPin::kStaged;
   GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
   if (!address_is_stable(memory)) return UpstreamPin::kStaged;
@@ -96,8 +99,9 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
     return UpstreamPin::kStaged;  // another element's device
   }
   const auto pinned_if_covered = [&] {
-    return first >= state->begin && last <= state->end ? UpstreamPin::kPinned
-                                                       : UpstreamPin::kStaged;
+    if (first < state->begin || last > state->end) return UpstreamPin::kStaged;
+    if (memory_id) *memory_id = state->id;
+    return UpstreamPin::kPinned;
   };
   if (state->registration) return pinned_if_covered();
   if (state->refused) return UpstreamPin::kStaged;
@@ -115,6 +119,7 @@ UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const 
   }
   try {
     state->registration = device->register_host(map.data, map.size);
+    state->id = new_memory_id();
     state->begin = map.data;
     state->end = map.data + map.size;
     GST_DEBUG("pinned upstream memory %p: %" G_GSIZE_FORMAT " bytes", map.data, map.size);

@@ -20,6 +20,7 @@
 
 #include <gst/gst.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "device.h"
@@ -35,8 +36,11 @@ enum class UpstreamPin {
 // Streaming thread. `buffer` is mapped as `image`, laid out as `layout`'s
 // format and size. Looks up, and on the second sighting creates, the
 // registration of the buffer's memory for `device`. Buffers of more than one
-// memory are staged.
+// memory are staged. `memory_id`, if given, receives the registration's
+// InputFrame::memory_id when kPinned (one per page-locking: memory freed and
+// made again at the same address is registered, and named, anew), else 0.
 UpstreamPin pin_upstream_memory(GstBuffer* buffer, const ImageRef& image, const FrameLayout& layout,
-                                const std::shared_ptr<Device>& device);
+                                const std::shared_ptr<Device>& device,
+                                uint64_t* memory_id = nullptr);
 
 }  // namespace cudaoverlap

@@ -742,6 +742,11 @@ bool enqueue_as_graph(EngineCore& c, int index, uint64_t sequence, const ImageRe
 
 }  // namespace
 
+uint64_t new_memory_id() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 uint64_t Engine::graph_frames() const {
   return core_ ? core_->graph_frames_.load(std::memory_order_relaxed) : 0;
 }

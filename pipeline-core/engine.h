@@ -186,12 +186,17 @@ struct InputFrame {
   // pages its upload was captured with, and memory freed and made again at
   // that address would have it read from pages no longer there. 0 (the
   // default): unknown, the frame goes call by call. Staged frames need
-  // none (they are uploaded from the engine's own memory).
+  // none (they are uploaded from the engine's own memory). Whoever makes or
+  // page-locks the memory draws its identity from new_memory_id().
   uint64_t memory_id = 0;
   // When the frame reached the producer (host_now_ns()), for
   // FrameTiming::arrived_ns; -1: when submit() was called.
   int64_t arrived_ns = -1;
 };
+
+// A fresh InputFrame::memory_id: never 0, and other than every one handed
+// out before in this process. Any thread.
+uint64_t new_memory_id();
 
 class EngineCore;
 struct EngineThreads;

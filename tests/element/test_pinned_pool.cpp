@@ -8,6 +8,7 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu_device.h"
@@ -20,8 +21,8 @@ namespace {
 class PinnedPoolTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { gst_init(nullptr, nullptr); }
-  GstCaps* caps_ = gst_caps_from_string(
-      "video/x-raw,format=NV12,width=65,height=33,framerate=30/1");
+  GstCaps* caps_ =
+      gst_caps_from_string("video/x-raw,format=NV12,width=65,height=33,framerate=30/1");
   void TearDown() override { gst_caps_unref(caps_); }
 };
 
@@ -135,17 +136,65 @@ TEST_F(PinnedPoolTest, ShallowCopiesAndSubBuffersShareThePinnedMemory) {
   gst_object_unref(allocator);
 }
 
+// The identity cuda-graphs keys pinned input on (InputFrame::memory_id): one
+// per memory made, kept by its shallow copies and sub-buffers (the same
+// pages), never handed out again, not even to memory made anew at a freed
+// one's address; none for a frame spread over several memories.
+TEST_F(PinnedPoolTest, EachPinnedMemoryIsNamedOnceAndItsSharesByTheSameName) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstAllocator* allocator = pinned_allocator_new(device);
+  const auto id_of = [&](GstBuffer* b) {
+    uint64_t id = 12345;
+    EXPECT_TRUE(buffer_is_pinned(b, device.get(), &id));
+    return id;
+  };
+  GstBuffer* first = gst_buffer_new_allocate(allocator, 4096, nullptr);
+  GstBuffer* second = gst_buffer_new_allocate(allocator, 4096, nullptr);
+  const uint64_t a = id_of(first), b = id_of(second);
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(b, 0u);
+  EXPECT_NE(a, b);
+  GstBuffer* copy = gst_buffer_copy(first);
+  GstBuffer* sub = gst_buffer_copy_region(first, GST_BUFFER_COPY_MEMORY, 100, 1000);
+  EXPECT_EQ(id_of(copy), a);
+  EXPECT_EQ(id_of(sub), a);
+  gst_buffer_unref(copy);
+  gst_buffer_unref(sub);
+
+  GstBuffer* both = gst_buffer_copy(first);
+  gst_buffer_append_memory(both, gst_memory_ref(gst_buffer_peek_memory(second, 0)));
+  EXPECT_EQ(id_of(both), 0u) << "two memories: pinned, but no one identity";
+  gst_buffer_unref(both);
+
+  // Memory freed and made again, wherever it lands, is new memory.
+  gst_buffer_unref(first);
+  GstBuffer* again = gst_buffer_new_allocate(allocator, 4096, nullptr);
+  const uint64_t c = id_of(again);
+  EXPECT_NE(c, 0u);
+  EXPECT_NE(c, a);
+  EXPECT_NE(c, b);
+  GstBuffer* system = gst_buffer_new_allocate(nullptr, 64, nullptr);
+  uint64_t none = 12345;
+  EXPECT_FALSE(buffer_is_pinned(system, device.get(), &none));
+  EXPECT_EQ(none, 0u);
+  gst_buffer_unref(system);
+  gst_buffer_unref(again);
+  gst_buffer_unref(second);
+  gst_object_unref(allocator);
+}
+
 class UpstreamPinningTest : public PinnedPoolTest {
  protected:
   // `buffer` seen as a 64x32 RGBA frame starting in its first memory. (Not
   // gst_buffer_map: that would merge a buffer of several memories into one.)
-  UpstreamPin pin(GstBuffer* buffer, const std::shared_ptr<Device>& device) {
+  UpstreamPin pin(GstBuffer* buffer, const std::shared_ptr<Device>& device,
+                  uint64_t* memory_id = nullptr) {
     const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 32);
     GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
     GstMapInfo map;
     EXPECT_TRUE(gst_memory_map(memory, &map, GST_MAP_READ));
     const ImageRef image = layout.at(map.data);
-    const UpstreamPin result = pin_upstream_memory(buffer, image, layout, device);
+    const UpstreamPin result = pin_upstream_memory(buffer, image, layout, device, memory_id);
     gst_memory_unmap(memory, &map);
     return result;
   }
@@ -168,6 +217,40 @@ TEST_F(UpstreamPinningTest, MemoryThatComesBackIsPinnedOnceAndUnpinnedWhenFreed)
   EXPECT_EQ(cpu_live_registrations(), before + 1) << "the memory is still alive";
   gst_buffer_unref(frame);
   EXPECT_EQ(cpu_live_registrations(), before) << "freeing the memory unpins it";
+}
+
+// Upstream memory is named by its registration: a staged sighting has no
+// name, every pinned frame in the memory the same, and memory freed and
+// allocated again at the same address (as pools and malloc do) a new one
+// once it is pinned again.
+TEST_F(UpstreamPinningTest, PinnedUpstreamMemoryIsNamedByItsRegistration) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  const size_t bytes = 4 * 4096;  // pages of its own, as a large frame's
+  void* data = std::aligned_alloc(4096, bytes);
+  GstBuffer* frame = gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes, 0,
+                                                 kFrameBytes, data, std::free);
+  uint64_t id = 12345;
+  EXPECT_EQ(pin(frame, device, &id), UpstreamPin::kStaged);
+  EXPECT_EQ(id, 0u) << "staged: no name";
+  EXPECT_EQ(pin(frame, device, &id), UpstreamPin::kPinned);
+  const uint64_t first = id;
+  EXPECT_NE(first, 0u);
+  GstBuffer* copy = gst_buffer_copy(frame);
+  EXPECT_EQ(pin(copy, device, &id), UpstreamPin::kPinned);
+  EXPECT_EQ(id, first) << "the same memory, the same registration";
+  gst_buffer_unref(copy);
+  gst_buffer_unref(frame);
+
+  // Memory freed and allocated again (at the same address, as a rule):
+  // new memory, so a new registration and name.
+  void* again = std::aligned_alloc(4096, bytes);
+  GstBuffer* next = gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), again, bytes, 0,
+                                                kFrameBytes, again, std::free);
+  EXPECT_EQ(pin(next, device, &id), UpstreamPin::kStaged);
+  EXPECT_EQ(pin(next, device, &id), UpstreamPin::kPinned);
+  EXPECT_NE(id, 0u);
+  EXPECT_NE(id, first) << (again == data ? "at the freed memory's address" : "elsewhere");
+  gst_buffer_unref(next);
 }
 
 TEST_F(UpstreamPinningTest, MemoryThatCannotBePinnedIsStagedWithoutRetrying) {

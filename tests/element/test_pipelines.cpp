@@ -5,8 +5,11 @@
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -411,29 +414,95 @@ TEST(Pipelines, HeldOutputBuffersNeverChange) {
 // with a new frame each time the element has let go of them. From the second
 // round on they are pinned and uploaded where they are, without staging; the
 // output must still be each frame's own content (the element holds a block
-// until its upload is done, so a refill never races the upload).
+// until its upload is done, so a refill never races the upload). Halfway,
+// the blocks are freed (their pages unmapped) and three new ones mapped at
+// the same addresses: with cuda-graphs, a graph kept for a freed block must
+// never run for the new one at its address (its upload would read pages
+// that are gone, which kills the CUDA context), so each block is known by
+// its registration (InputFrame::memory_id); frames fed one at a time, as a
+// live source's are, run as graphs from the pinned blocks too.
+struct MappedBlock {
+  void* data;
+  size_t bytes;
+  std::atomic<int>* unmapped;
+  static GstBuffer* wrap(void* want, size_t bytes, gsize size, std::atomic<int>* unmapped) {
+    void* data = mmap(want, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+    if (data == MAP_FAILED && want)
+      data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) return nullptr;
+    return gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes, 0, size,
+                                       new MappedBlock{data, bytes, unmapped}, unmap);
+  }
+  static void unmap(gpointer p) {
+    auto* block = static_cast<MappedBlock*>(p);
+    munmap(block->data, block->bytes);
+    block->unmapped->fetch_add(1);
+    delete block;
+  }
+};
+
 TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
   SKIP_WITHOUT_BACKEND();
-  for (const bool pin : {true, false}) {
-    SCOPED_TRACE(pin ? "pin-upstream-memory=true" : "pin-upstream-memory=false");
+  struct Case {
+    bool pin;
+    bool graphs;  // and frames one at a time
+  };
+  for (const Case c : {Case{true, false}, Case{false, false}, Case{true, true}}) {
+    SCOPED_TRACE(std::string("pin-upstream-memory=") + (c.pin ? "true" : "false") +
+                 " cuda-graphs=" + (c.graphs ? "true" : "false"));
     const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 66, 34);
-    AppPipeline pipeline(
-        info, std::string("kernel=invert pin-upstream-memory=") + (pin ? "true" : "false"));
+    std::atomic<int> unmapped{0};  // blocks freed; outlives the pipeline
+    AppPipeline pipeline(info, std::string("kernel=invert pin-upstream-memory=") +
+                                   (c.pin ? "true" : "false") +
+                                   " cuda-graphs=" + (c.graphs ? "true" : "false"));
     ASSERT_TRUE(pipeline.ok());
     constexpr int kBlocks = 3;
-    constexpr int kFrames = 30;
+    constexpr int kGenerations = 2;
+    constexpr int kFrames = 30;  // kFrames / kGenerations from each set of blocks
     // Pages of their own, as large frames have: blocks that share a page
     // with another registered block stay staged (the device refuses the
     // overlap), which upstream_pinning.h describes and the unit tests cover.
     std::vector<GstBuffer*> blocks;
     const size_t bytes = (GST_VIDEO_INFO_SIZE(&info) + 4095) / 4096 * 4096;
-    for (int b = 0; b < kBlocks; ++b) {
-      void* data = std::aligned_alloc(4096, bytes);
-      blocks.push_back(gst_buffer_new_wrapped_full(static_cast<GstMemoryFlags>(0), data, bytes, 0,
-                                                   GST_VIDEO_INFO_SIZE(&info), data, std::free));
-    }
+    std::vector<void*> addresses;
+    int reused = 0;  // blocks of the second set at an address of the first
     std::vector<GstBuffer*> expected;
+    int pulled = 0;
+    const auto pull_and_check = [&] {
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << "frame " << pulled << " missing; error: " << pipeline.error();
+      EXPECT_EQ(
+          compare_frames(info, expected[pulled], gst_sample_get_buffer(sample), Kernel::kInvert),
+          "")
+          << "frame " << pulled;
+      gst_sample_unref(sample);
+      ++pulled;
+    };
     for (int i = 0; i < kFrames; ++i) {
+      if (i % (kFrames / kGenerations) == 0 && !blocks.empty()) {
+        // The old set freed once the element has let go of it.
+        const int before = unmapped.load();
+        for (GstBuffer* b : blocks) gst_buffer_unref(b);
+        blocks.clear();
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (unmapped.load() < before + kBlocks && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(1ms);
+        ASSERT_EQ(unmapped.load(), before + kBlocks) << "the element still holds a freed block";
+      }
+      if (blocks.empty()) {
+        for (int b = 0; b < kBlocks; ++b) {
+          void* want = addresses.size() == kBlocks ? addresses[b] : nullptr;
+          GstBuffer* block = MappedBlock::wrap(want, bytes, GST_VIDEO_INFO_SIZE(&info), &unmapped);
+          ASSERT_NE(block, nullptr);
+          GstMapInfo map;
+          ASSERT_TRUE(gst_buffer_map(block, &map, GST_MAP_READ));
+          if (want == nullptr) addresses.push_back(map.data);
+          reused += want != nullptr && map.data == want;
+          gst_buffer_unmap(block, &map);
+          blocks.push_back(block);
+        }
+      }
       GstBuffer* block = blocks[i % kBlocks];
       // Wait until nothing downstream holds the block, as a pool would: not
       // the buffer, nor the memory (appsrc may push a shallow copy).
@@ -453,27 +522,31 @@ TEST(Pipelines, RecycledUpstreamMemoryIsPinnedOnceAndFramesStayExact) {
       GST_BUFFER_PTS(block) = GST_BUFFER_PTS(expected.back());
       GST_BUFFER_DURATION(block) = GST_BUFFER_DURATION(expected.back());
       pipeline.push(gst_buffer_ref(block));
+      if (c.graphs) pull_and_check();
     }
     pipeline.end();
-    for (int i = 0; i < kFrames; ++i) {
-      GstSample* sample = pipeline.pull();
-      ASSERT_NE(sample, nullptr) << "frame " << i << " missing; error: " << pipeline.error();
-      EXPECT_EQ(compare_frames(info, expected[i], gst_sample_get_buffer(sample), Kernel::kInvert),
-                "")
-          << "frame " << i;
-      gst_sample_unref(sample);
-    }
+    while (pulled < kFrames) pull_and_check();
+    std::printf("[   info   ] %d of %d blocks of the second set at an address of the first\n",
+                reused, kBlocks);
     // Pinned: only each block's first frame is staged. The last frame's
     // count may land just after appsink handed it over: give it a moment.
-    const guint64 want = pin ? static_cast<guint64>(kBlocks) : static_cast<guint64>(kFrames);
-    guint64 staged = 0;
+    const guint64 want =
+        c.pin ? static_cast<guint64>(kBlocks * kGenerations) : static_cast<guint64>(kFrames);
+    guint64 staged = 0, as_graphs = 0;
     for (int wait = 0; wait < 200 && staged != want; ++wait) {
       if (wait > 0) std::this_thread::sleep_for(10ms);
       GstStructure* s = pipeline.stats();
       ASSERT_TRUE(gst_structure_get_uint64(s, "frames-staged", &staged));
+      ASSERT_TRUE(gst_structure_get_uint64(s, "frames-as-graphs", &as_graphs));
       gst_structure_free(s);
     }
     EXPECT_EQ(staged, want);
+    // Fed one at a time, most frames run as graphs on cuda, pinned ones
+    // among them (the staged are only kBlocks * kGenerations).
+    if (c.graphs && test_backend() == "cuda")
+      EXPECT_GE(as_graphs, static_cast<guint64>(kFrames / 2)) << reused << " addresses reused";
+    else
+      EXPECT_EQ(as_graphs, 0u);
     for (GstBuffer* b : expected) gst_buffer_unref(b);
     for (GstBuffer* b : blocks) gst_buffer_unref(b);
   }

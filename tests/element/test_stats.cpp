@@ -172,33 +172,46 @@ TEST(Stats, SayHowManyBandsRun) {
 
 // cuda-graphs: a live source's frames find none other in flight, and on
 // cuda all but the timed ones (stats samples one in kStatsTimingInterval)
-// run as one graph launch each, where they are staged (upstream's memory,
-// not pinned); none with cuda-graphs=false, none on the cpu backend.
+// run as one graph launch each: staged (upstream's memory, not pinned), or
+// uploaded from the element's pinned pool, whose memory is known by its
+// identity (InputFrame::memory_id); none with cuda-graphs=false, none on
+// the cpu backend.
 TEST(Stats, SayHowManyFramesRunAsGraphs) {
   SKIP_WITHOUT_BACKEND();
   const bool cuda = test_backend() == "cuda";
   constexpr guint64 kFrames = 24;
-  for (const bool graphs : {true, false}) {
-    const std::string description =
-        "videotestsrc num-buffers=" + std::to_string(kFrames) +
-        " is-live=true ! video/x-raw,format=RGBA,width=64,height=48,framerate=120/1 ! "
-        "identity drop-allocation=true ! cudaoverlap name=overlap pin-upstream-memory=false "
-        "cuda-graphs=" +
-        (graphs ? "true " : "false ") + backend_properties() + " ! fakesink sync=false";
-    SCOPED_TRACE(description);
-    StatsPipeline pipeline(description);
-    ASSERT_EQ(pipeline.run(), "");
-    GstStructure* s = pipeline.stats();
-    ASSERT_NE(s, nullptr);
-    guint64 out = 0, as_graphs = 0;
-    EXPECT_TRUE(gst_structure_get_uint64(s, "frames-out", &out));
-    EXPECT_TRUE(gst_structure_get_uint64(s, "frames-as-graphs", &as_graphs));
-    EXPECT_EQ(out, kFrames);
-    if (cuda && graphs)
-      EXPECT_GE(as_graphs, kFrames / 2);
-    else
-      EXPECT_EQ(as_graphs, 0u);
-    gst_structure_free(s);
+  struct Case {
+    const char* before;  // what comes before cudaoverlap
+    const char* properties;
+    bool staged;  // every frame staged, or none
+  };
+  for (const Case& c :
+       {Case{"identity drop-allocation=true ! ", "pin-upstream-memory=false ", true},
+        Case{"", "", false}}) {
+    for (const bool graphs : {true, false}) {
+      const std::string description =
+          "videotestsrc num-buffers=" + std::to_string(kFrames) +
+          " is-live=true ! video/x-raw,format=RGBA,width=64,height=48,framerate=120/1 ! " +
+          c.before + "cudaoverlap name=overlap " + c.properties +
+          "cuda-graphs=" + (graphs ? "true " : "false ") + backend_properties() +
+          " ! fakesink sync=false";
+      SCOPED_TRACE(description);
+      StatsPipeline pipeline(description);
+      ASSERT_EQ(pipeline.run(), "");
+      GstStructure* s = pipeline.stats();
+      ASSERT_NE(s, nullptr);
+      guint64 out = 0, as_graphs = 0, staged = 0;
+      EXPECT_TRUE(gst_structure_get_uint64(s, "frames-out", &out));
+      EXPECT_TRUE(gst_structure_get_uint64(s, "frames-as-graphs", &as_graphs));
+      EXPECT_TRUE(gst_structure_get_uint64(s, "frames-staged", &staged));
+      EXPECT_EQ(out, kFrames);
+      EXPECT_EQ(staged, c.staged ? kFrames : 0u);
+      if (cuda && graphs)
+        EXPECT_GE(as_graphs, kFrames / 2);
+      else
+        EXPECT_EQ(as_graphs, 0u);
+      gst_structure_free(s);
+    }
   }
 }
 
