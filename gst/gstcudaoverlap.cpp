@@ -68,7 +68,7 @@ constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
 constexpr bool DEFAULT_PIN_UPSTREAM = true;
-constexpr bool DEFAULT_CUDA_GRAPHS = false;  // EngineConfig::graphs says why
+constexpr bool DEFAULT_CUDA_GRAPHS = true;
 constexpr GstCudaOverlapVideoDirection DEFAULT_VIDEO_DIRECTION =
     GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY;
 const BalanceParams DEFAULT_BALANCE;  // videobalance's defaults
@@ -671,9 +671,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "cuda-graphs", "CUDA graphs",
           "Enqueue a frame that finds no other in flight (a live source's) as one CUDA graph, "
           "captured from its copies and kernels once per slot and kept, instead of call by "
-          "call: less host work per live frame (9 to 30 or more CUDA calls become 3). For now "
-          "only frames staged into the element's own memory (not its pinned pool's, nor "
-          "pinned upstream memory); frames that queue behind others, and the cpu backend, go "
+          "call: less host work per live frame (9 to 30 or more CUDA calls become 3). Frames "
+          "that queue behind others, timed frames, kernel=application and the cpu backend go "
           "call by call either way",
           DEFAULT_CUDA_GRAPHS, flags));
   g_object_class_install_property(

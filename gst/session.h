@@ -56,7 +56,7 @@ struct SessionSettings {
   KernelParams params;          // from the kernel properties
   int ring_size = EngineConfig{}.ring_size;
   int bands = 0;       // 0: automatic (see Session::configure)
-  bool graphs = false;  // EngineConfig::graphs
+  bool graphs = true;  // EngineConfig::graphs
   Mode mode = Mode::kOverlapped;
 };
 

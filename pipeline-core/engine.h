@@ -157,9 +157,8 @@ struct EngineConfig {
   // timed frames (EngineConfig::timing_interval), serial mode, pinned
   // frames without an InputFrame::memory_id, operations that are not
   // capturable() and backends without graphs (cpu) are enqueued call by
-  // call, as they are when this is false. Off by default until pinned
-  // frames with a memory identity have run on a GPU.
-  bool graphs = false;
+  // call, as they are when this is false.
+  bool graphs = true;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;
