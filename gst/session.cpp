@@ -368,6 +368,9 @@ bool Session::report(Status status) {
 // host work. 8 bands, one per 4 MB of a 4K RGBA frame, made the engine
 // alone faster (cudaoverlap-bench --live, H200: 0.89 against 0.92 ms) but
 // gave the element a tail (latency tracer: p99 3.7 against 1.2 ms with 4).
+// With graphs (a frame's 8 bands one launch) 8 took 60-100 us off the
+// element's 4K mean on one H200 and added 100-250 us on another, in four
+// interleaved rounds (README, "Bands"): 4 it stays.
 constexpr int kAutomaticBands = 4;
 
 // Statistics measure the device stages of one frame in this many: enough
