@@ -670,10 +670,11 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
       g_param_spec_boolean(
           "cuda-graphs", "CUDA graphs",
           "Enqueue a frame that finds no other in flight (a live source's) as one CUDA graph, "
-          "captured from its copies and kernels once per slot and kept, instead of call by "
-          "call: less host work per live frame (9 to 30 or more CUDA calls become 3). Frames "
-          "that queue behind others, timed frames, kernel=application and the cpu backend go "
-          "call by call either way",
+          "captured from its copies and kernels once per slot and input memory and kept, instead "
+          "of call by call: less host work per live frame (9 to 30 or more CUDA calls become 3). "
+          "Frames that queue behind others, timed frames (stats: one in 8; every one while a "
+          "trace-file is written), frames spread over several memories, serial mode, "
+          "kernel=application and the cpu backend go call by call either way",
           DEFAULT_CUDA_GRAPHS, flags));
   g_object_class_install_property(
       gobject_class, PROP_MODE,

@@ -8,8 +8,10 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "cpu_device.h"
 #include "pinned_allocator.h"
@@ -140,6 +142,31 @@ TEST_F(PinnedPoolTest, ShallowCopiesAndSubBuffersShareThePinnedMemory) {
 // per memory made, kept by its shallow copies and sub-buffers (the same
 // pages), never handed out again, not even to memory made anew at a freed
 // one's address; none for a frame spread over several memories.
+// A pool's buffers, from the memory reserved in advance and, once the pool
+// was stopped and started again, from memory made anew: every one named
+// apart.
+TEST_F(PinnedPoolTest, APoolStartedAgainHasMemoryOfNewNames) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstBufferPool* pool = pinned_pool_new(device, caps_, 2);
+  ASSERT_NE(pool, nullptr);
+  std::vector<uint64_t> seen;
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+    GstBuffer* buffers[2];
+    for (GstBuffer*& b : buffers) {
+      ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &b, nullptr), GST_FLOW_OK);
+      uint64_t id = 0;
+      EXPECT_TRUE(buffer_is_pinned(b, device.get(), &id));
+      EXPECT_NE(id, 0u);
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), id), 0) << "round " << round;
+      seen.push_back(id);
+    }
+    for (GstBuffer* b : buffers) gst_buffer_unref(b);
+    ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));  // frees the memory
+  }
+  gst_object_unref(pool);
+}
+
 TEST_F(PinnedPoolTest, EachPinnedMemoryIsNamedOnceAndItsSharesByTheSameName) {
   std::shared_ptr<Device> device = make_cpu_device();
   GstAllocator* allocator = pinned_allocator_new(device);
@@ -156,10 +183,13 @@ TEST_F(PinnedPoolTest, EachPinnedMemoryIsNamedOnceAndItsSharesByTheSameName) {
   EXPECT_NE(a, b);
   GstBuffer* copy = gst_buffer_copy(first);
   GstBuffer* sub = gst_buffer_copy_region(first, GST_BUFFER_COPY_MEMORY, 100, 1000);
+  GstBuffer* sub_of_sub = gst_buffer_copy_region(sub, GST_BUFFER_COPY_MEMORY, 10, 50);
   EXPECT_EQ(id_of(copy), a);
   EXPECT_EQ(id_of(sub), a);
+  EXPECT_EQ(id_of(sub_of_sub), a);
   gst_buffer_unref(copy);
   gst_buffer_unref(sub);
+  gst_buffer_unref(sub_of_sub);
 
   GstBuffer* both = gst_buffer_copy(first);
   gst_buffer_append_memory(both, gst_memory_ref(gst_buffer_peek_memory(second, 0)));
@@ -262,7 +292,11 @@ TEST_F(UpstreamPinningTest, MemoryThatCannotBePinnedIsStagedWithoutRetrying) {
   auto other = device->register_host(map.data + 100, 16);
   gst_buffer_unmap(frame, &map);
   const size_t before = cpu_live_registrations();
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(pin(frame, device), UpstreamPin::kStaged);
+  for (int i = 0; i < 4; ++i) {
+    uint64_t id = 12345;
+    EXPECT_EQ(pin(frame, device, &id), UpstreamPin::kStaged);
+    EXPECT_EQ(id, 0u) << "refused: no name";
+  }
   // Once the overlap is gone it could be registered, but a refusal is final:
   // no registration attempt per frame.
   other.reset();
