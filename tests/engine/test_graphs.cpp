@@ -61,8 +61,7 @@ class Inputs {
   Inputs(Device& device, const FrameLayout& layout, bool pinned, int buffers = 3)
       : layout_(layout) {
     if (pinned) pool_ = std::make_unique<PinnedPool>(device, layout, buffers);
-    first_id_ = next_id_;
-    next_id_ += static_cast<uint64_t>(buffers);
+    for (int b = 0; b < buffers; ++b) ids_.push_back(new_memory_id());
   }
   InputFrame make(uint64_t sequence) {
     InputFrame in;
@@ -77,7 +76,7 @@ class Inputs {
     in.image = pool_->image(b);
     fill_pattern(layout_, in.image, sequence);
     in.pinned = true;
-    in.memory_id = first_id_ + static_cast<uint64_t>(b);
+    in.memory_id = ids_[static_cast<size_t>(b)];
     in.keep_alive = pool_->lease(b);
     return in;
   }
@@ -85,8 +84,7 @@ class Inputs {
  private:
   FrameLayout layout_;
   std::unique_ptr<PinnedPool> pool_;
-  uint64_t first_id_ = 0;               // InputFrame::memory_id of buffer 0
-  static inline uint64_t next_id_ = 1;  // ids of all pools, each buffer its own
+  std::vector<uint64_t> ids_;  // InputFrame::memory_id of each buffer
 };
 
 struct GraphCase {
