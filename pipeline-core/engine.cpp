@@ -154,6 +154,10 @@ class EngineCore {
   std::deque<int> free_;       // free slots, oldest released first
   std::deque<int> in_flight_;  // submitted, not yet delivered, in order
   bool worker_busy_ = false;   // worker is waiting on / delivering front
+  // The last frame delivered: when it was found done, and how long from
+  // its enqueueing (host_now_ns()), for EngineConfig::graphs_idle.
+  int64_t last_done_ns_ = 0;
+  int64_t last_took_ns_ = 0;
   bool flushing_ = false;
   bool stopping_ = false;
   std::string error_;
@@ -479,6 +483,8 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
     return false;
   }
   c.in_flight_.pop_front();
+  c.last_done_ns_ = timing.delivered_ns;
+  c.last_took_ns_ = timing.delivered_ns - timing.enqueued_ns;
   // The consumer may release the frame at once, and the slot be reused by
   // the next submit(): nothing of the slot is read after the callback.
   const uint64_t sequence = slot.sequence;
@@ -591,7 +597,8 @@ bool EngineConfig::operator==(const EngineConfig& o) const {
   return ring_size == o.ring_size && mode == o.mode && input == o.input && output == o.output &&
          same_operation(operation, o.operation) && timing == o.timing &&
          timing_interval == o.timing_interval && staging_threads == o.staging_threads &&
-         host_wait == o.host_wait && bands == o.bands && pull == o.pull && graphs == o.graphs;
+         host_wait == o.host_wait && bands == o.bands && pull == o.pull && graphs == o.graphs &&
+         graphs_idle == o.graphs_idle;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -787,7 +794,12 @@ Status Engine::submit(InputFrame frame) {
     // Every frame before this one is done (delivered, or dropped after its
     // download completed): nothing on any stream runs, so this frame's
     // graph needs no order but the upload stream's. Only submit() adds.
-    alone = c.in_flight_.empty();
+    // And a graph only where the source leaves the engine idle long enough
+    // that the next frame is unlikely to come while this one runs
+    // (EngineConfig::graphs_idle).
+    alone =
+        c.in_flight_.empty() && static_cast<double>(timing.wait_slot.end_ns - c.last_done_ns_) >=
+                                    config_.graphs_idle * static_cast<double>(c.last_took_ns_);
   }
   replaced.reset();
 

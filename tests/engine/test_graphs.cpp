@@ -105,6 +105,9 @@ EngineConfig graph_config(const FrameLayout& layout, const std::string& kernel, 
   config.operation = make_operation(kernel, KernelParams{});
   config.bands = bands;
   config.graphs = true;
+  // Every frame alone is a graph: these tests feed frames one at a time
+  // without waiting between them (EngineConfig::graphs_idle has its own).
+  config.graphs_idle = 0;
   return config;
 }
 
@@ -154,6 +157,42 @@ TEST_P(GraphTest, GraphFramesAndQueuedFramesKeepTheirOrder) {
   EXPECT_LT(graphs, sequence);
   EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
   for (size_t i = 0; i < outputs.order.size(); ++i) ASSERT_EQ(outputs.order[i], i);
+}
+
+// EngineConfig::graphs_idle: a frame alone is a graph only where the engine
+// has been idle long enough since the frame before it was done. Fed one at
+// a time with a pause of more than twice what each frame took, every frame
+// is one (a camera's case); asked for an idle spell no test waits out, only
+// the first frame (nothing measured before it) is, and the rest go call by
+// call, right and in order.
+TEST_P(GraphTest, FramesRunAsGraphsOnlyAfterTheEngineIdledLongEnough) {
+  const GraphCase& c = GetParam();
+  CO_DEVICE_OR_SKIP(device, BackendKind::kCuda);
+  constexpr int kFrames = 12;
+  for (const double idle : {1.0, 1e6}) {
+    SCOPED_TRACE("graphs_idle " + std::to_string(idle));
+    Outputs outputs([&](uint64_t) { return c.kernel; });
+    Inputs inputs(*device, kLayout, c.pinned);
+    EngineConfig config = graph_config(kLayout, c.kernel, c.bands);
+    config.graphs_idle = idle;
+    Engine engine(device, config, outputs.callbacks());
+    engine.start();
+    std::chrono::steady_clock::duration took{};
+    for (int i = 0; i < kFrames; ++i) {
+      // The engine measures a frame from its enqueueing to when it was
+      // found done, within what it takes here from submit() to on_frame.
+      if (idle == 1.0) std::this_thread::sleep_for(2 * took + std::chrono::milliseconds(1));
+      const auto submitted = std::chrono::steady_clock::now();
+      ASSERT_EQ(engine.submit(inputs.make(i)), Status::kOk);
+      ASSERT_TRUE(outputs.wait_for(i + 1)) << "frame " << i << " did not come out";
+      took = std::chrono::steady_clock::now() - submitted;
+    }
+    EXPECT_EQ(engine.graph_frames(), idle == 1.0 ? static_cast<uint64_t>(kFrames) : 1u);
+    engine.stop();
+    EXPECT_TRUE(outputs.problems.empty()) << outputs.problems.front();
+    EXPECT_TRUE(outputs.errors.empty()) << outputs.errors.front();
+    for (size_t i = 0; i < outputs.order.size(); ++i) ASSERT_EQ(outputs.order[i], i);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, GraphTest,
