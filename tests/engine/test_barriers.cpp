@@ -170,6 +170,48 @@ TEST(BandTest, AKernelWaitsForTheRowsOfItsHalo) {
          "for them";
 }
 
+// The host makes a frame's calls band by band: a band's upload, then the
+// kernels whose rows are all uploaded by then, each followed by its
+// download, so that the first band's download is on its stream long before
+// the frame's last calls are made (the download stream carries the whole
+// frame after it). Each stream still gets its own calls in band order. A
+// kernel with a halo reaching into the next band comes after that band's
+// upload.
+TEST(BandTest, EachBandsKernelAndDownloadAreEnqueuedBeforeTheNextBandsUpload) {
+  struct Case {
+    std::shared_ptr<const Operation> op;
+    PixelFormat format;
+    std::string calls;  // of one frame
+  };
+  for (const Case& c : {Case{make_operation("copy"), PixelFormat::kRGBA, "UKDUKDUKDUKD"},
+                        Case{std::make_shared<VerticalSum>(VerticalSum::kReach),
+                             PixelFormat::kGRAY8, "UUKDUKDUKDKD"}}) {
+    SCOPED_TRACE(c.op->name());
+    auto device = std::make_shared<TestDevice>(make_cpu_device(), TestDeviceOptions{});
+    const FrameLayout layout = FrameLayout::packed(c.format, 32, 64);
+    EngineConfig config;
+    config.input = config.output = layout;
+    config.operation = c.op;
+    config.bands = 4;
+    Engine engine(device, config, EngineCallbacks{});
+    engine.start();
+    ASSERT_EQ(engine.bands(), 4);
+    const std::string before = device->calls();  // start-up's, if any
+    constexpr int kFrames = 3;
+    for (int i = 0; i < kFrames; ++i) {
+      HostFrame input(layout, static_cast<uint64_t>(i));
+      InputFrame in;
+      in.image = input.image;
+      ASSERT_EQ(engine.submit(std::move(in)), Status::kOk);
+    }
+    EXPECT_EQ(engine.drain(), Status::kOk);
+    engine.stop();
+    std::string want;
+    for (int i = 0; i < kFrames; ++i) want += c.calls;
+    EXPECT_EQ(device->calls().substr(before.size()), want);
+  }
+}
+
 // How many bands an engine runs: as many as asked where the operation, the
 // mode and the rows allow, else whole frames; out of range is refused.
 TEST(BandTest, BandsAreWhatTheOperationModeAndRowsAllow) {

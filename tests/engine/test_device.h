@@ -62,6 +62,13 @@ class TestDevice final : public Device {
   TestDevice(std::shared_ptr<Device> inner, TestDeviceOptions options)
       : inner_(std::move(inner)), options_(options) {}
 
+  // The host's order of the engine's stream calls so far: 'U' an upload
+  // copy, 'K' a kernel (launch, launch_rows), 'D' a download copy.
+  std::string calls() {
+    std::lock_guard<std::mutex> lock(calls_mutex_);
+    return calls_;
+  }
+
   std::string describe() const override { return inner_->describe(); }
   int cuda_device() const override { return inner_->cuda_device(); }
   void make_current() override { inner_->make_current(); }
@@ -174,6 +181,7 @@ class TestDevice final : public Device {
       }
       const bool upload = kind == CopyKind::kHostToDevice;
       role_ |= upload ? kUploadRole : kDownloadRole;
+      device_.note(upload ? 'U' : 'D');
       const uint64_t copy = (upload ? device_.uploads_ : device_.downloads_)++;
       const uint64_t frame = copy / static_cast<uint64_t>(device_.options_.planes_per_frame);
       const FaultStage stage = upload ? FaultStage::kUpload : FaultStage::kDownload;
@@ -189,6 +197,7 @@ class TestDevice final : public Device {
     void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
                 const Workspace& workspace) override {
       role_ |= kComputeRole;
+      device_.note('K');
       const uint64_t frame = device_.launches_++;
       if (device_.options_.fault == FaultStage::kCompute && frame == device_.options_.fault_frame) {
         failing_ = std::make_unique<FailingOperation>(op);
@@ -200,6 +209,7 @@ class TestDevice final : public Device {
     void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace, int y0, int y1) override {
       role_ |= kComputeRole;
+      device_.note('K');
       // Frames are counted by their first band.
       const uint64_t frame = y0 == 0 ? device_.launches_++ : device_.launches_ - 1;
       if (device_.options_.fault == FaultStage::kCompute && frame == device_.options_.fault_frame) {
@@ -243,6 +253,12 @@ class TestDevice final : public Device {
   SleepingOperation sleeper_{options_};
   // Calls so far, which tell the frame (the engine enqueues from one thread).
   std::atomic<uint64_t> uploads_{0}, downloads_{0}, launches_{0};
+  void note(char call) {
+    std::lock_guard<std::mutex> lock(calls_mutex_);
+    calls_ += call;
+  }
+  std::mutex calls_mutex_;
+  std::string calls_;  // guarded by calls_mutex_
 };
 
 }  // namespace cudaoverlap::test
