@@ -672,8 +672,8 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "Enqueue a frame that finds no other in flight, after the element idled at least as "
           "long as the frame before took (a live source's, such as a camera's), as one CUDA "
           "graph, captured from its copies and kernels once per slot and input memory and kept, "
-          "instead "
-          "of call by call: less host work per live frame (9 to 30 or more CUDA calls become 3). "
+          "instead of call by call: less host work per live frame (9 to 30 or more CUDA calls "
+          "become 3). "
           "Frames that queue behind others, timed frames (stats: one in 8; every one while a "
           "trace-file is written), frames spread over several memories, serial mode, "
           "kernel=application and the cpu backend go call by call either way",

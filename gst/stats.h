@@ -70,7 +70,8 @@ class ElementStats {
   // bands (guint): what the running engine splits frames into, 0 before
   // one started (the `bands` property may say 0, automatic);
   // frames-as-graphs (guint64): of the frames out, those enqueued as one
-  // CUDA graph launch (cuda-graphs: frames that found no other in flight);
+  // CUDA graph launch (cuda-graphs: frames that found no other in flight,
+  // after the element idled at least as long as the frame before took);
   // devices (GST_TYPE_ARRAY of "cudaoverlap-device-stats" structures, one
   // per device in the order given): index (guint), name (string), live
   // (gboolean: false once it failed and was left out), frames-out

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -635,6 +636,9 @@ void Engine::start() {
   if (config_.staging_threads < 0 || config_.staging_threads > kMaxStagingThreads)
     throw Error("staging-threads " + std::to_string(config_.staging_threads) +
                 " is out of range: use 0 (one per core) to " + std::to_string(kMaxStagingThreads));
+  if (!std::isfinite(config_.graphs_idle) || config_.graphs_idle < 0)
+    throw Error("graphs_idle " + std::to_string(config_.graphs_idle) +
+                " is out of range: use 0 (every frame alone) or more");
 
   device_->make_current();
   auto core = std::make_shared<EngineCore>(device_, config_);
@@ -940,7 +944,10 @@ Status Engine::submit(InputFrame frame) {
     stage = Stage::kUpload;  // a graph launch that fails, failed at its start
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
                    (!frame.pinned || memory_id != 0) &&
-                   enqueue_as_graph(c, index, sequence, source, memory_id, enqueue);
+                   enqueue_as_graph(c, index, sequence, source, memory_id, [&] {
+                     enqueue();
+                     stage = Stage::kUpload;  // the launch after a capture
+                   });
     if (!timing.graph) enqueue();
 
     if (config_.mode == Mode::kSerial) c.download_->synchronize();

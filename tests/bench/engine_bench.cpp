@@ -1989,10 +1989,10 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
 // - a stream per slot: 1D copies (the frame's rows are contiguous on both
 //   sides at these widths) and the kernel in stream order on the slot's own
 //   stream, no events between stages, then record "downloaded";
-// - the engine's in 4 bands (as it runs a live source's frames): each band's
-//   upload and "uploaded", the compute stream's wait, the band's kernel and
-//   "computed", the download stream's wait and the band's download, then
-//   "downloaded" (30 calls);
+// - the engine's in 4 bands (as it runs a live source's frames), band by
+//   band as the engine makes them: each band's upload and "uploaded", the
+//   compute stream's wait, the band's kernel and "computed", the download
+//   stream's wait and the band's download, then "downloaded" (30 calls);
 // - the engine's, whole and in 4 bands, as a CUDA graph: the sequence
 //   captured once for each slot and input frame (the graph holds the
 //   pointers), then a frame is one launch on the slot's stream and a record
@@ -2099,18 +2099,17 @@ int run_calls_table(const Options& opt) {
       };
       tick();
       const size_t band_rows = rows / bands;
+      // Band by band, as Engine::submit (a copy's kernel reads its band's
+      // rows only): upload, kernel, download.
       for (int k = 0; k < bands; ++k) {
         const size_t r0 = k * band_rows, n = k + 1 == bands ? rows - r0 : band_rows;
+        const int y0 = static_cast<int>(r0), y1 = static_cast<int>(r0 + n);
         CO_CUDA_CHECK(cudaMemcpy2DAsync(slot.device_in->data() + r0 * device_layout.stride[0],
                                         device_layout.stride[0], input + r0 * layout.stride[0],
                                         layout.stride[0], row, n, cudaMemcpyHostToDevice, u));
         tick();
         CO_CUDA_CHECK(cudaEventRecord(uploaded[k], u));
         tick();
-      }
-      for (int k = 0; k < bands; ++k) {
-        const int y0 = static_cast<int>(k * band_rows);
-        const int y1 = k + 1 == bands ? static_cast<int>(rows) : y0 + static_cast<int>(band_rows);
         CO_CUDA_CHECK(cudaStreamWaitEvent(c, uploaded[k], 0));
         tick();
         if (bands == 1)
@@ -2120,9 +2119,6 @@ int run_calls_table(const Options& opt) {
         tick();
         CO_CUDA_CHECK(cudaEventRecord(computed[k], c));
         tick();
-      }
-      for (int k = 0; k < bands; ++k) {
-        const size_t r0 = k * band_rows, n = k + 1 == bands ? rows - r0 : band_rows;
         CO_CUDA_CHECK(cudaStreamWaitEvent(d, computed[k], 0));
         tick();
         CO_CUDA_CHECK(
@@ -2232,9 +2228,9 @@ int run_calls_table(const Options& opt) {
     }
     {
       std::vector<const char*> names{"set device"};
-      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"H2D 2D", "record"});
-      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"wait", "kernel", "record"});
-      for (int k = 0; k < kBandsMax; ++k) names.insert(names.end(), {"wait", "D2H 2D"});
+      for (int k = 0; k < kBandsMax; ++k)
+        names.insert(names.end(),
+                     {"H2D 2D", "record", "wait", "kernel", "record", "wait", "D2H 2D"});
       names.push_back("record");
       sequences.push_back({"engine in 4 bands", names, false,
                            [&](CallSlot& slot, const uint8_t* input, Clock::time_point* t) {

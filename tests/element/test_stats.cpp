@@ -174,7 +174,8 @@ TEST(Stats, SayHowManyBandsRun) {
   }
 }
 
-// cuda-graphs: a live source's frames find none other in flight, and on
+// cuda-graphs: a live source's frames find none other in flight, long after
+// the one before was done (120/s, frames of 64x48), and on
 // cuda all but the timed ones (stats samples one in kStatsTimingInterval)
 // run as one graph launch each: staged (upstream's memory, not pinned), or
 // uploaded from the element's pinned pool, whose memory is known by its

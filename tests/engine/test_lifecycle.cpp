@@ -2,8 +2,10 @@
 // resumes), drain, stop and destruction with frames in flight, a failure at
 // every stage, and start-up refusals that say what was asked for.
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -385,6 +387,8 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
       {"timing_interval", [](EngineConfig* c) { c->timing_interval = 8; }},
       {"staging_threads", [](EngineConfig* c) { c->staging_threads = 2; }},
       {"pull", [](EngineConfig* c) { c->pull = true; }},
+      {"graphs", [](EngineConfig* c) { c->graphs = false; }},
+      {"graphs_idle", [](EngineConfig* c) { c->graphs_idle = 2.0; }},
   };
   for (const auto& change : changes) {
     EngineConfig other = base;
@@ -431,6 +435,22 @@ TEST(StartupTest, RingSizeOutOfRangeIsRefused) {
     EXPECT_NE(error.find("ring-size " + std::to_string(ring) + " is out of range: use 1 to 16"),
               std::string::npos)
         << error;
+  }
+}
+
+// EngineConfig::graphs_idle: a NaN would silently keep every frame off
+// graphs, a negative one act as 0: both are refused, like other ranges.
+TEST(StartupTest, GraphsIdleOutOfRangeIsRefused) {
+  for (const double idle : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    EngineConfig config = make_config(3);
+    config.graphs_idle = idle;
+    const std::string error = start_error(make_cpu_device(), config);
+    EXPECT_NE(error.find("graphs_idle"), std::string::npos) << idle << ": " << error;
+  }
+  for (const double idle : {0.0, 1.0, 4.0}) {
+    EngineConfig config = make_config(3);
+    config.graphs_idle = idle;
+    EXPECT_EQ(start_error(make_cpu_device(), config), "") << idle;
   }
 }
 
