@@ -163,11 +163,13 @@ struct EngineConfig {
   // been idle, since the frame before it was found done, at least this many
   // times as long as that frame took from its enqueueing to found done
   // (which counts its time queued behind others and, with pull, until a
-  // deliver() looked: after a burst the next graph may wait a frame more). The next frame waits for
-  // all of a graph, so a source whose period is under about twice a frame's time (4K RGBA at
-  // 700-1000 frames/s: every other frame alone) would have its frames wait for graphs where call by
-  // call they wait only for an upload; at 1 a frame runs as a graph only where the source's period
-  // is at least twice that (a camera's, 60 frames/s, by far). 0: every frame alone.
+  // deliver() looked: after a burst the next graph may wait a frame more).
+  // The next frame waits for all of a graph, so a source whose period is
+  // under about twice a frame's time (4K RGBA at 700-1000 frames/s: every
+  // other frame alone) would have its frames wait for graphs where call by
+  // call they wait only for an upload; at 1 a frame runs as a graph only
+  // where the source's period is at least twice that (a camera's, 60
+  // frames/s, by far). 0: every frame alone.
   double graphs_idle = 1.0;
 
   // Every field: an owner keeps a running engine only for an equal config.
