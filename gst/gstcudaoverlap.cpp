@@ -659,8 +659,9 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           "Horizontal bands each frame is split into, so that within a frame the upload of one "
           "band, the kernel on the band before and the download of the one before that overlap: "
           "a frame is out sooner (live latency), for more work per frame on the host. 0: "
-          "automatic, 4 bands when upstream is live and whole frames otherwise (stats says how "
-          "many run); 1: whole frames. "
+          "automatic: when upstream is live, a band per about 4 MB of the larger of the input and "
+          "output frames, 4 to 8 (4 for 1080p RGBA, 8 for 4K RGBA), and whole frames otherwise "
+          "(stats says how many run); 1: whole frames. "
           "Kernels whose output rows depend on far-away input rows (vertical flips, rotations, "
           "custom, application; convert between YUV formats through the plane scaler) always "
           "run on whole frames",

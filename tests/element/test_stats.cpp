@@ -139,9 +139,9 @@ double dbl(const GstStructure* s, const char* field) {
   return v;
 }
 
-// bands=0 (automatic): whole frames from a source that is not live, 4
-// bands from a live one, whatever the frame's size; a number set is what
-// runs. `stats` says which.
+// bands=0 (automatic): whole frames from a source that is not live; from a
+// live one a band per about 4 MB of the larger of the input and output
+// frames, 4 to 8; a number set is what runs. `stats` says which.
 TEST(Stats, SayHowManyBandsRun) {
   SKIP_WITHOUT_BACKEND();
   struct Case {
@@ -150,19 +150,24 @@ TEST(Stats, SayHowManyBandsRun) {
     const char* format;
     const char* bands_property;
     guint bands;
+    const char* out_format = nullptr;  // kernel=convert to this format
   };
   for (const Case& c :
        {Case{false, 1920, 1080, "RGBA", "0", 1}, Case{true, 64, 48, "RGBA", "0", 4},
         Case{true, 1920, 1080, "NV12", "0", 4}, Case{true, 64, 48, "RGBA", "3", 3},
         Case{false, 64, 48, "RGBA", "5", 5}, Case{true, 64, 48, "RGBA", "1", 1},
-        Case{true, 3840, 2160, "RGBA", "0", 4}, Case{true, 3840, 2160, "NV12", "0", 4},
+        Case{true, 3840, 2160, "RGBA", "0", 8}, Case{true, 3840, 2160, "NV12", "0", 4},
+        Case{true, 3840, 2160, "RGB", "0", 6}, Case{true, 2560, 1440, "RGBA", "0", 4},
+        Case{true, 5120, 2880, "RGBA", "0", 8}, Case{true, 3840, 2160, "NV12", "0", 8, "RGBA"},
         Case{false, 3840, 2160, "RGBA", "0", 1}, Case{true, 3840, 2160, "RGBA", "2", 2}}) {
     const std::string description =
         std::string("videotestsrc num-buffers=2 pattern=black is-live=") +
         (c.live ? "true" : "false") + " ! video/x-raw,format=" + c.format +
         ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
         ",framerate=30/1 ! cudaoverlap name=overlap bands=" + c.bands_property + " " +
-        backend_properties() + " ! fakesink sync=false";
+        (c.out_format ? "kernel=convert " : "") + backend_properties() +
+        (c.out_format ? std::string(" ! video/x-raw,format=") + c.out_format : std::string()) +
+        " ! fakesink sync=false";
     SCOPED_TRACE(description);
     StatsPipeline pipeline(description);
     ASSERT_EQ(pipeline.run(), "");
