@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "error.h"
+
 namespace cudaoverlap {
 
 struct OutputBufferCount {
@@ -39,6 +41,35 @@ void release_held(gpointer data) {
 
 OutputBuffers::OutputBuffers() : count_(std::make_shared<OutputBufferCount>()) {}
 
+OutputBuffers::~OutputBuffers() {
+  if (pool_ == nullptr) return;
+  gst_buffer_pool_set_active(pool_, FALSE);
+  gst_object_unref(pool_);
+}
+
+GstBuffer* OutputBuffers::acquire_copy(size_t size) {
+  if (pool_ != nullptr && pool_size_ != size) {
+    gst_buffer_pool_set_active(pool_, FALSE);  // buffers out are freed as they come back
+    gst_object_unref(pool_);
+    pool_ = nullptr;
+  }
+  if (pool_ == nullptr) {
+    GstBufferPool* pool = gst_buffer_pool_new();
+    GstStructure* config = gst_buffer_pool_get_config(pool);
+    // No limit: downstream may hold any number of copies.
+    gst_buffer_pool_config_set_params(config, nullptr, static_cast<guint>(size), 0, 0);
+    if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+      gst_object_unref(pool);
+      return nullptr;
+    }
+    pool_ = pool;
+    pool_size_ = size;
+  }
+  GstBuffer* buffer = nullptr;
+  if (gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr) != GST_FLOW_OK) return nullptr;
+  return buffer;
+}
+
 void OutputBuffers::set_ring_size(int ring_size) {
   std::lock_guard<std::mutex> lock(count_->mutex);
   count_->limit = ring_size - 1;
@@ -59,30 +90,44 @@ GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, Gs
     wrap = count_->held < count_->limit;
     if (wrap) ++count_->held;
   }
-  GstMemory* memory;
+  GstBuffer* buffer;
   if (wrap) {
     auto* held = new Held{std::move(frame), count_};
-    memory = gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), base, size, 0, size, held,
-                                    release_held);
+    buffer = gst_buffer_new();
+    gst_buffer_append_memory(buffer, gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), base,
+                                                            size, 0, size, held, release_held));
   } else {
-    memory = gst_allocator_alloc(nullptr, size, nullptr);
+    buffer = acquire_copy(size);
     GstMapInfo map;
-    if (gst_memory_map(memory, &map, GST_MAP_WRITE)) {
-      std::memcpy(map.data, base, size);
-      gst_memory_unmap(memory, &map);
+    if (buffer == nullptr || !gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
+      if (buffer) gst_buffer_unref(buffer);
+      return nullptr;  // the frame (its slot) goes back to the ring
     }
+    // Rows of a fixed length, so that the threads share the block evenly
+    // whatever the layout; the tail is the caller's.
+    constexpr size_t kRow = 64 * 1024;
+    if (!copier_) {
+      try {
+        copier_ = std::make_unique<ParallelCopy>(ParallelCopy::automatic_threads());
+      } catch (const Error&) {
+        copier_ = std::make_unique<ParallelCopy>(1);  // no thread could start: this one copies
+      }
+    }
+    const PlaneCopy rows{map.data, kRow, base, kRow, kRow, size / kRow};
+    if (rows.rows > 0) copier_->copy(&rows, 1);
+    const size_t done = rows.rows * kRow;
+    std::memcpy(map.data + done, base + done, size - done);
+    gst_buffer_unmap(buffer, &map);
     frame.release();
   }
   *copied = !wrap;
 
-  GstBuffer* buffer = gst_buffer_new();
   if (metadata) {
     gst_buffer_copy_into(
         buffer, metadata,
         static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0, -1);
     transform_metas(metadata, buffer, format.geometry);
   }
-  gst_buffer_append_memory(buffer, memory);
   if (!format.default_layout) {
     gsize offsets[GST_VIDEO_MAX_PLANES] = {};
     gint strides[GST_VIDEO_MAX_PLANES] = {};

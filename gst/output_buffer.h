@@ -7,6 +7,18 @@
 // forever. So at most ring-size - 1 wrapped buffers are out at once; past
 // that the frame is copied into ordinary memory and its slot freed at once,
 // which keeps one slot moving whatever downstream does.
+//
+// A syncing sink holds its last sample and the one waiting for the clock,
+// plus what a queue before it holds, so the copy path is taken in live
+// pipelines too (a live source's and the element's latency near two frame
+// periods). It has to be cheap: a copy that takes longer than the stream
+// allows makes the frame late, and the element measures its own latency
+// from such stays, reports more, and has the sink hold more buffers still.
+// A 4K RGBA frame (33 MB) into freshly allocated memory took 20-28 ms on a
+// GPU machine (the pages faulted in as they were written), and the stall
+// kept coming back every ring-size frames for seconds. So copies go into
+// buffers of a pool, which come back when downstream drops them, and are
+// spread over threads (ParallelCopy).
 #pragma once
 
 #include <gst/gst.h>
@@ -14,6 +26,7 @@
 #include <memory>
 
 #include "engine.h"
+#include "parallel_copy.h"
 #include "video_mapping.h"
 
 namespace cudaoverlap {
@@ -41,6 +54,9 @@ struct OutputBufferCount;  // output_buffer.cpp
 class OutputBuffers {
  public:
   OutputBuffers();
+  ~OutputBuffers();
+  OutputBuffers(const OutputBuffers&) = delete;
+  OutputBuffers& operator=(const OutputBuffers&) = delete;
 
   // Streaming thread, when an engine of `ring_size` slots is made.
   void set_ring_size(int ring_size);
@@ -48,15 +64,25 @@ class OutputBuffers {
   // Src pad task. A buffer holding `frame` laid out as `format`, with the
   // timestamps and flags of `metadata`, and its metas as far as they still
   // hold on the output (geometry_transform.h). `copied` says which path was
-  // taken.
+  // taken. Copies come from a pool of buffers of the format's size (made
+  // anew when the size changes); nullptr when even a copy cannot be made
+  // (no memory), the frame dropped.
   GstBuffer* make(OutputFrame frame, const OutputFormat& format, GstBuffer* metadata, bool* copied);
 
   // Wrapped buffers downstream still holds (for tests and logs).
   int held() const;
 
  private:
+  // Src pad task: a buffer of `size` bytes from pool_, or nullptr.
+  GstBuffer* acquire_copy(size_t size);
+
   // Shared with every wrapped buffer, which may outlive the element.
   std::shared_ptr<OutputBufferCount> count_;
+  // The copy path's, made at its first copy; src pad task only (and the
+  // destructor). A pool's buffers that downstream still holds keep it.
+  GstBufferPool* pool_ = nullptr;
+  size_t pool_size_ = 0;
+  std::unique_ptr<ParallelCopy> copier_;
 };
 
 }  // namespace cudaoverlap

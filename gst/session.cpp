@@ -838,6 +838,9 @@ void Session::push_next() {
       // Upstream's buffer is not held while downstream holds ours.
       gst_buffer_unref(info->input);
       info->input = nullptr;
+      if (buffer == nullptr)
+        throw Error("no memory for a copy of a frame (downstream holds " +
+                    std::to_string(outputs_.held()) + " of the ring's buffers)");
       if (copied)
         GST_LOG_OBJECT(element_,
                        "downstream holds %d buffers: output copied to keep the ring "
