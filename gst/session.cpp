@@ -374,7 +374,8 @@ bool Session::report(Status status) {
 // 4K RGBA (33 MB). Latency tracer, live 60/s, interleaved rounds on H200s:
 // at 4K RGBA, 8 bands were 22-100 us below 4 in every round of three calls
 // and 100-250 us above in a fourth (a busy machine, before the calls were
-// made band by band); 12 and 16 came within 31 us of 8, either side; 1080p
+// made band by band, whose tails look like output copies into fresh memory:
+// output_buffer.h); 12 and 16 came within 31 us of 8, either side; 1080p
 // is the same with 4 and 8.
 namespace {
 
