@@ -41,23 +41,26 @@ void release_held(gpointer data) {
 
 OutputBuffers::OutputBuffers() : count_(std::make_shared<OutputBufferCount>()) {}
 
-OutputBuffers::~OutputBuffers() {
-  if (pool_ == nullptr) return;
-  gst_buffer_pool_set_active(pool_, FALSE);
-  gst_object_unref(pool_);
-}
+OutputBuffers::~OutputBuffers() { drop_copies(); }
 
-GstBuffer* OutputBuffers::acquire_copy(size_t size) {
-  if (pool_ != nullptr && pool_size_ != size) {
+void OutputBuffers::drop_copies() {
+  if (pool_ != nullptr) {
     gst_buffer_pool_set_active(pool_, FALSE);  // buffers out are freed as they come back
     gst_object_unref(pool_);
     pool_ = nullptr;
+    pool_size_ = 0;
   }
+  copier_.reset();
+}
+
+GstBuffer* OutputBuffers::acquire_copy(size_t size) {
+  // A pool's buffer size is a guint.
+  if (size > G_MAXUINT) return gst_buffer_new_allocate(nullptr, size, nullptr);
+  if (pool_ != nullptr && pool_size_ != size) drop_copies();
   if (pool_ == nullptr) {
     GstBufferPool* pool = gst_buffer_pool_new();
     GstStructure* config = gst_buffer_pool_get_config(pool);
-    // No limit: downstream may hold any number of copies.
-    gst_buffer_pool_config_set_params(config, nullptr, static_cast<guint>(size), 0, 0);
+    gst_buffer_pool_config_set_params(config, nullptr, static_cast<guint>(size), 0, kPooledCopies);
     if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
       gst_object_unref(pool);
       return nullptr;
@@ -66,8 +69,11 @@ GstBuffer* OutputBuffers::acquire_copy(size_t size) {
     pool_size_ = size;
   }
   GstBuffer* buffer = nullptr;
-  if (gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr) != GST_FLOW_OK) return nullptr;
-  return buffer;
+  GstBufferPoolAcquireParams params{};
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  if (gst_buffer_pool_acquire_buffer(pool_, &buffer, &params) == GST_FLOW_OK) return buffer;
+  // Downstream holds every pooled copy: one of its own, freed when dropped.
+  return gst_buffer_new_allocate(nullptr, size, nullptr);
 }
 
 void OutputBuffers::set_ring_size(int ring_size) {
@@ -97,22 +103,31 @@ GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, Gs
     gst_buffer_append_memory(buffer, gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), base,
                                                             size, 0, size, held, release_held));
   } else {
-    buffer = acquire_copy(size);
-    GstMapInfo map;
-    if (buffer == nullptr || !gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
-      if (buffer) gst_buffer_unref(buffer);
-      return nullptr;  // the frame (its slot) goes back to the ring
-    }
-    // Rows of a fixed length, so that the threads share the block evenly
-    // whatever the layout; the tail is the caller's.
-    constexpr size_t kRow = 64 * 1024;
+    // Made before a buffer is taken, so that nothing thrown below leaves
+    // one mapped.
     if (!copier_) {
       try {
-        copier_ = std::make_unique<ParallelCopy>(ParallelCopy::automatic_threads());
+        copier_ = std::make_unique<ParallelCopy>(ParallelCopy::automatic_threads(),
+                                                 ParallelCopy::kDefaultMinChunkBytes, "co-copy");
       } catch (const Error&) {
         copier_ = std::make_unique<ParallelCopy>(1);  // no thread could start: this one copies
       }
     }
+    buffer = acquire_copy(size);
+    GstMapInfo map;
+    if (buffer == nullptr) return nullptr;  // the frame (its slot) goes back to the ring
+    if (!gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
+      gst_buffer_unref(buffer);
+      return nullptr;
+    }
+    if (map.size < size) {
+      gst_buffer_unmap(buffer, &map);
+      gst_buffer_unref(buffer);
+      return nullptr;
+    }
+    // Rows of a fixed length, so that the threads share the block evenly
+    // whatever the layout; the tail is the caller's.
+    constexpr size_t kRow = 64 * 1024;
     const PlaneCopy rows{map.data, kRow, base, kRow, kRow, size / kRow};
     if (rows.rows > 0) copier_->copy(&rows, 1);
     const size_t done = rows.rows * kRow;

@@ -5,7 +5,7 @@
 // hold buffers for a long time, though (basesink's last-sample, encoders
 // with lookahead, a deep queue): if it held every slot, submit() would wait
 // forever. So at most ring-size - 1 wrapped buffers are out at once; past
-// that the frame is copied into ordinary memory and its slot freed at once,
+// that the frame is copied into system memory and its slot freed at once,
 // which keeps one slot moving whatever downstream does.
 //
 // A syncing sink holds its last sample and the one waiting for the clock,
@@ -18,7 +18,9 @@
 // GPU machine (the pages faulted in as they were written), and the stall
 // kept coming back every ring-size frames for seconds. So copies go into
 // buffers of a pool, which come back when downstream drops them, and are
-// spread over threads (ParallelCopy).
+// spread over threads (ParallelCopy). The pool keeps at most kPooledCopies
+// (a downstream that holds more gets the rest in memory of their own, freed
+// when dropped), and is let go when the element stops.
 #pragma once
 
 #include <gst/gst.h>
@@ -65,15 +67,25 @@ class OutputBuffers {
   // timestamps and flags of `metadata`, and its metas as far as they still
   // hold on the output (geometry_transform.h). `copied` says which path was
   // taken. Copies come from a pool of buffers of the format's size (made
-  // anew when the size changes); nullptr when even a copy cannot be made
-  // (no memory), the frame dropped.
+  // anew when the size changes). nullptr when no buffer could be had for a
+  // copy (a pool that could not be set up, memory that could not be mapped
+  // whole); the frame's slot is back in the ring either way.
   GstBuffer* make(OutputFrame frame, const OutputFormat& format, GstBuffer* metadata, bool* copied);
+
+  // Src pad task, or whoever stops it once it stopped: lets the copies'
+  // pool and threads go (copies downstream still holds are freed when
+  // dropped). The next copy makes them anew.
+  void drop_copies();
 
   // Wrapped buffers downstream still holds (for tests and logs).
   int held() const;
 
+  // Buffers the copies' pool keeps at most.
+  static constexpr guint kPooledCopies = 4;
+
  private:
-  // Src pad task: a buffer of `size` bytes from pool_, or nullptr.
+  // Src pad task: a buffer of `size` bytes for a copy, from pool_ while it
+  // has one, or nullptr.
   GstBuffer* acquire_copy(size_t size);
 
   // Shared with every wrapped buffer, which may outlive the element.

@@ -135,6 +135,7 @@ void Session::stop() {
   }
   install_engine(nullptr);
   queue_.clear();
+  outputs_.drop_copies();  // the src pad task has stopped
   instruments_.stop();
   device_.reset();
   devices_.clear();
@@ -840,7 +841,7 @@ void Session::push_next() {
       gst_buffer_unref(info->input);
       info->input = nullptr;
       if (buffer == nullptr)
-        throw Error("no memory for a copy of a frame (downstream holds " +
+        throw Error("no buffer to copy a frame into (downstream holds " +
                     std::to_string(outputs_.held()) + " of the ring's buffers)");
       if (copied)
         GST_LOG_OBJECT(element_,

@@ -78,8 +78,8 @@ int ParallelCopy::automatic_threads() {
   return std::clamp(cores, 1, kMaxAutomaticThreads);
 }
 
-ParallelCopy::ParallelCopy(int threads, size_t min_chunk_bytes)
-    : min_chunk_bytes_(min_chunk_bytes) {
+ParallelCopy::ParallelCopy(int threads, size_t min_chunk_bytes, const char* name)
+    : min_chunk_bytes_(min_chunk_bytes), name_(name) {
   if (threads < 1) throw Error("a copy needs at least one thread, not " + std::to_string(threads));
   try {
     workers_.reserve(static_cast<size_t>(threads - 1));
@@ -152,8 +152,8 @@ void ParallelCopy::copy(const PlaneCopy* planes, int n_planes) {
 
 void ParallelCopy::run_worker(int index) {
 #ifdef __linux__
-  // Named, so a profiler or `top -H` tells the staging threads apart.
-  const std::string name = "co-stage-" + std::to_string(index + 1);
+  // Named, so a profiler or `top -H` tells the copying threads apart.
+  const std::string name = name_ + "-" + std::to_string(index + 1);
   prctl(PR_SET_NAME, name.c_str(), 0UL, 0UL, 0UL);
 #endif
   const int chunk = index + 1;

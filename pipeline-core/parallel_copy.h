@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,8 +47,11 @@ class ParallelCopy {
 
   // `threads` counts the caller: 1 makes no worker and copies row by row as
   // a plain loop would. Throws Error when a worker cannot be started.
-  // `min_chunk_bytes` 0 splits every copy however small (tests).
-  explicit ParallelCopy(int threads, size_t min_chunk_bytes = kDefaultMinChunkBytes);
+  // `min_chunk_bytes` 0 splits every copy however small (tests). The
+  // workers are named `name`-1, `name`-2, ... (at most 15 characters in
+  // all show), so a profiler tells the users apart.
+  explicit ParallelCopy(int threads, size_t min_chunk_bytes = kDefaultMinChunkBytes,
+                        const char* name = "co-stage");
   // Joins the workers. Not while a copy() runs.
   ~ParallelCopy();
   ParallelCopy(const ParallelCopy&) = delete;
@@ -77,6 +81,7 @@ class ParallelCopy {
   void run_worker(int index);
 
   const size_t min_chunk_bytes_;
+  const std::string name_;
   // Lock order: a leaf; nothing else is locked or waited for under it.
   std::mutex mutex_;
   std::condition_variable start_;     // generation_ or stopping_ changed
