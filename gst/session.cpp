@@ -364,41 +364,6 @@ bool Session::report(Status status) {
 // ---------------------------------------------------------------------------
 // Streaming thread: caps, buffers, events
 
-// bands=0 with a live upstream: a live frame waits for nothing but its own
-// stages, which bands overlap (README, "Bands"); a frame of a source faster
-// than the device waits for the ones before it, and bands would only add
-// host work. How many: a live frame is out after its first band's upload,
-// the whole frame's download and a few microseconds a band (each copy's own
-// start), so the larger the frame, the more bands pay. About one band per
-// kBandBytes of the larger of the frame's input and output, from
-// kMinAutomaticBands to kMaxAutomaticBands: 4 for 1080p RGBA (8.3 MB), 8 for
-// 4K RGBA (33 MB). Latency tracer, live 60/s, interleaved rounds on H200s:
-// at 4K RGBA, 8 bands were 22-100 us below 4 in every round of three calls
-// and 100-250 us above in a fourth (a busy machine, before the calls were
-// made band by band, whose tails look like output copies into fresh memory:
-// output_buffer.h); 12 and 16 came within 31 us of 8, either side; 1080p
-// is the same with 4 and 8.
-namespace {
-
-constexpr size_t kBandBytes = size_t{4} << 20;
-constexpr int kMinAutomaticBands = 4;
-constexpr int kMaxAutomaticBands = 8;
-
-// Bytes of a frame's pixels, without row padding.
-size_t pixel_bytes(const FrameLayout& layout) {
-  size_t bytes = 0;
-  for (int p = 0; p < layout.n_planes(); ++p) bytes += layout.row_bytes(p) * layout.rows(p);
-  return bytes;
-}
-
-int automatic_bands(const FrameLayout& input, const FrameLayout& output) {
-  const size_t bytes = std::max(pixel_bytes(input), pixel_bytes(output));
-  const auto bands = static_cast<int>((bytes + kBandBytes / 2) / kBandBytes);
-  return std::clamp(bands, kMinAutomaticBands, kMaxAutomaticBands);
-}
-
-}  // namespace
-
 // Statistics measure the device stages of one frame in this many: enough
 // for a mean and a maximum that move with the stream, without the event
 // records and clock reads of every frame (host time on every thread).
@@ -464,8 +429,10 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.input = layout_from_info(in, format);
   config.output = out->layout;
   config.graphs = settings.graphs;
+  // bands=0: a live upstream's frames come one at a time, which bands
+  // bring out sooner (live_bands, engine.h); others run whole.
   config.bands = settings.bands > 0   ? settings.bands
-                 : upstream_is_live() ? automatic_bands(config.input, config.output)
+                 : upstream_is_live() ? live_bands(config.input, config.output)
                                       : 1;
 
   // Caps the kernel leaves alone go on as they came (every field kept);

@@ -1010,6 +1010,18 @@ void Engine::note_operation_bands() {
   threads_->bands_by_view = config_.operation->bands_by_view(in, out);
 }
 
+int live_bands(const FrameLayout& input, const FrameLayout& output) {
+  // Bytes of a frame's pixels, without row padding.
+  const auto pixel_bytes = [](const FrameLayout& layout) {
+    size_t bytes = 0;
+    for (int p = 0; p < layout.n_planes(); ++p) bytes += layout.row_bytes(p) * layout.rows(p);
+    return bytes;
+  };
+  const size_t bytes = std::max(pixel_bytes(input), pixel_bytes(output));
+  const auto bands = static_cast<int>((bytes + kLiveBandBytes / 2) / kLiveBandBytes);
+  return std::clamp(bands, kMinLiveBands, kMaxLiveBands);
+}
+
 int Engine::bands() const { return core_ ? static_cast<int>(core_->band_rows_.size()) - 1 : 1; }
 
 Status Engine::drain() {

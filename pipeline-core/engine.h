@@ -177,6 +177,25 @@ struct EngineConfig {
   bool operator!=(const EngineConfig& o) const { return !(*this == o); }
 };
 
+// EngineConfig::bands for frames that come one at a time (a live source's,
+// each long done before the next): a live frame is out after its first
+// band's upload, the whole frame's download and a few microseconds a band
+// (each copy's own start), so the larger the frame, the more bands pay.
+// About one band per kLiveBandBytes of the larger of the frame's input and
+// output pixels, from kMinLiveBands to kMaxLiveBands: 4 for 1080p RGBA
+// (8.3 MB), 8 for 4K RGBA (33 MB). Frames of a source faster than the
+// device wait for the ones before them, and bands would only add host work:
+// run those whole. Latency tracer, live 60/s, interleaved rounds on H200s:
+// at 4K RGBA, 8 bands were 22-100 us below 4 in every round of three calls
+// and 100-250 us above in a fourth (a busy machine, before the calls were
+// made band by band, whose tails look like the element's output copies into
+// fresh memory); 12 and 16 came within 31 us of 8, either side; 1080p is
+// the same with 4 and 8 (README, "Bands").
+constexpr size_t kLiveBandBytes = size_t{4} << 20;
+constexpr int kMinLiveBands = 4;
+constexpr int kMaxLiveBands = 8;
+int live_bands(const FrameLayout& input, const FrameLayout& output);
+
 // A frame to submit: host planes in any layout of config.input's format and
 // size.
 struct InputFrame {

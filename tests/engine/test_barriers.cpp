@@ -244,5 +244,29 @@ TEST(BandTest, BandsAreWhatTheOperationModeAndRowsAllow) {
     EXPECT_THROW(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), bad), Error) << bad;
 }
 
+// Bands for frames that come one at a time: about one per kLiveBandBytes of
+// the larger of input and output pixels (row padding left out), 4 to 8.
+TEST(BandTest, LiveBandsFollowTheLargerFramesPixels) {
+  auto live = [](PixelFormat in, PixelFormat out, int width, int height) {
+    return live_bands(FrameLayout::packed(in, width, height),
+                      FrameLayout::packed(out, width, height));
+  };
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kRGBA, 1920, 1080), 4);  // 8.3 MB
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kRGBA, 2560, 1440), 4);  // 14.7 MB
+  EXPECT_EQ(live(PixelFormat::kRGB, PixelFormat::kRGB, 3840, 2160), 6);    // 24.9 MB
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kRGBA, 3840, 2160), 8);  // 33.2 MB
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kRGBA, 5120, 2880), 8);  // 59 MB
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kRGBA, 320, 240), 4);
+  // The larger side counts: 4K NV12 (12.4 MB) alone makes 4, into RGBA 8.
+  EXPECT_EQ(live(PixelFormat::kNV12, PixelFormat::kNV12, 3840, 2160), 4);
+  EXPECT_EQ(live(PixelFormat::kNV12, PixelFormat::kRGBA, 3840, 2160), 8);
+  EXPECT_EQ(live(PixelFormat::kRGBA, PixelFormat::kNV12, 3840, 2160), 8);
+  // Row padding is not pixels: 4K RGB rows (11520 bytes) padded to 16384
+  // take 35.4 MB, which would make 8.
+  FrameLayout padded = FrameLayout::packed(PixelFormat::kRGB, 3840, 2160, 16384);
+  ASSERT_EQ(padded.stride[0], 16384u);
+  EXPECT_EQ(live_bands(padded, padded), 6);
+}
+
 }  // namespace
 }  // namespace cudaoverlap::test
