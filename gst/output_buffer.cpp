@@ -62,8 +62,8 @@ GstBuffer* OutputBuffers::acquire_copy(size_t size) {
     GstStructure* config = gst_buffer_pool_get_config(pool);
     gst_buffer_pool_config_set_params(config, nullptr, static_cast<guint>(size), 0, kPooledCopies);
     if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
-      gst_object_unref(pool);
-      return nullptr;
+      gst_object_unref(pool);  // no pool this time: a buffer of its own
+      return gst_buffer_new_allocate(nullptr, size, nullptr);
     }
     pool_ = pool;
     pool_size_ = size;
@@ -114,8 +114,8 @@ GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, Gs
       }
     }
     buffer = acquire_copy(size);
-    GstMapInfo map;
     if (buffer == nullptr) return nullptr;  // the frame (its slot) goes back to the ring
+    GstMapInfo map;
     if (!gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
       gst_buffer_unref(buffer);
       return nullptr;

@@ -67,9 +67,9 @@ class OutputBuffers {
   // timestamps and flags of `metadata`, and its metas as far as they still
   // hold on the output (geometry_transform.h). `copied` says which path was
   // taken. Copies come from a pool of buffers of the format's size (made
-  // anew when the size changes). nullptr when no buffer could be had for a
-  // copy (a pool that could not be set up, memory that could not be mapped
-  // whole); the frame's slot is back in the ring either way.
+  // anew when the size changes; a copy the pool cannot give gets memory of
+  // its own). nullptr when no memory could be had for a copy or mapped
+  // whole; the frame's slot is back in the ring either way.
   GstBuffer* make(OutputFrame frame, const OutputFormat& format, GstBuffer* metadata, bool* copied);
 
   // Src pad task, or whoever stops it once it stopped: lets the copies'
@@ -84,8 +84,8 @@ class OutputBuffers {
   static constexpr guint kPooledCopies = 4;
 
  private:
-  // Src pad task: a buffer of `size` bytes for a copy, from pool_ while it
-  // has one, or nullptr.
+  // Src pad task: a buffer of `size` bytes for a copy, from pool_ where it
+  // can give one, else of its own; nullptr only when no memory could be had.
   GstBuffer* acquire_copy(size_t size);
 
   // Shared with every wrapped buffer, which may outlive the element.
