@@ -51,17 +51,47 @@ std::string custom_params_from_structure(const GstStructure* structure,
   return context.problem;
 }
 
+namespace {
+
+// A decimal number at `*p`, moved past it; false when there is none or it
+// does not fit an int (sscanf's %d would be undefined there).
+bool parse_count(const char** p, int* value) {
+  long long v = 0;
+  const char* s = *p;
+  if (*s < '0' || *s > '9') return false;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    v = v * 10 + (*s - '0');
+    if (v > G_MAXINT) return false;
+  }
+  *value = static_cast<int>(v);
+  *p = s;
+  return true;
+}
+
+// "AxB" at `*p`, moved past it.
+bool parse_pair(const char** p, int* a, int* b) {
+  if (!parse_count(p, a) || **p != 'x') return false;
+  ++*p;
+  return parse_count(p, b);
+}
+
+}  // namespace
+
 std::string custom_launch_from_string(const std::string& text, CustomKernelParams* params) {
   params->block_x = params->block_y = 0;
   params->pixels_x = params->pixels_y = 1;
   if (text.empty()) return {};
-  int bx = 0, by = 0, px = 1, py = 1, used = 0;
-  const int n = std::sscanf(text.c_str(), "%dx%d%n/%dx%d%n", &bx, &by, &used, &px, &py, &used);
-  if ((n != 2 && n != 4) || used != static_cast<int>(text.size()) || bx < 1 || by < 1 || px < 1 ||
-      py < 1)
+  int bx = 0, by = 0, px = 1, py = 1;
+  const char* p = text.c_str();
+  bool ok = parse_pair(&p, &bx, &by);
+  if (ok && *p == '/') {
+    ++p;
+    ok = parse_pair(&p, &px, &py);
+  }
+  if (!ok || *p != '\0' || bx < 1 || by < 1 || px < 1 || py < 1)
     return "kernel-launch '" + text +
            "' is not a launch shape: give the block as WxH (\"32x8\"), optionally with the pixels "
-           "each thread covers (\"32x8/4x1\")";
+           "each thread covers (\"32x8/4x1\"), each a whole number from 1 to 2147483647";
   params->block_x = bx;
   params->block_y = by;
   params->pixels_x = px;

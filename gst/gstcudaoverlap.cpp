@@ -313,6 +313,24 @@ static bool gst_cuda_overlap_caps_query(GstCudaOverlap* self, GstPad* pad, GstQu
   }
 }
 
+// A CAPS event reaches the event function only once ACCEPT_CAPS took its
+// caps; one refused there would leave upstream with a bare not-negotiated,
+// so it is looked at here first, and the refusal explained.
+static GstPadProbeReturn gst_cuda_overlap_caps_probe(GstPad* pad, GstPadProbeInfo* info,
+                                                     gpointer user_data) {
+  GstEvent* event = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CAPS) return GST_PAD_PROBE_OK;
+  GstCaps* caps = nullptr;
+  gst_event_parse_caps(event, &caps);
+  try {
+    if (!gst_pad_query_accept_caps(pad, caps))
+      GST_CUDA_OVERLAP(user_data)->priv->session->caps_event_refused(caps);
+  } catch (const std::exception& e) {
+    GST_WARNING_OBJECT(user_data, "caps check failed: %s", e.what());
+  }
+  return GST_PAD_PROBE_OK;
+}
+
 static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
   try {
@@ -601,6 +619,12 @@ static void gst_cuda_overlap_init(GstCudaOverlap* self) {
   self->priv = new GstCudaOverlapPrivate();
   self->priv->application = std::make_shared<const ApplicationProcess>(
       [self](const ImageRef& in, const ImageRef& out, CUstream_st* stream) {
+        // Frames still in flight while the element flushes or stops are
+        // thrown away: the application is not made to work on them.
+        GST_OBJECT_LOCK(self->srcpad);
+        const bool flushing = GST_PAD_IS_FLUSHING(self->srcpad);
+        GST_OBJECT_UNLOCK(self->srcpad);
+        if (flushing) return true;
         const CudaOverlapImage in_image = gst_cuda_overlap_image(in);
         const CudaOverlapImage out_image = gst_cuda_overlap_image(out);
         gboolean processed = FALSE;
@@ -617,6 +641,8 @@ static void gst_cuda_overlap_init(GstCudaOverlap* self) {
   gst_pad_set_query_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_overlap_sink_query));
   gst_pad_set_activatemode_function(self->sinkpad,
                                     GST_DEBUG_FUNCPTR(gst_cuda_overlap_sink_activate_mode));
+  gst_pad_add_probe(self->sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, gst_cuda_overlap_caps_probe,
+                    self, nullptr);
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_template(gst_element_class_get_pad_template(klass, "src"), "src");

@@ -18,17 +18,21 @@ class MappedInput {
   MappedInput& operator=(const MappedInput&) = delete;
   ~MappedInput();
 
-  // Maps `buffer` for reading as `info`. Returns an empty string on success,
-  // else why the buffer cannot be a frame of `info` (too small, a video meta
-  // that disagrees with the caps, strides shorter than a row), for an error
-  // message that continues "…say: <reason>".
+  // Maps `buffer` for reading as `info`; a GstVideoMeta of the caps' format
+  // may describe a larger picture, whose top-left part is the frame. Returns an empty string on
+  // success, else why the buffer cannot be a frame of `info` (too small, a video meta that
+  // disagrees with the caps, strides shorter than a row), for an error message that continues
+  // "…describe: <reason>".
   std::string map(GstBuffer* buffer, const GstVideoInfo& info, const FrameLayout& geometry);
-  // The mapped planes, honouring any GstVideoMeta strides and offsets.
+  // The mapped planes, honouring any GstVideoMeta strides and offsets, at
+  // the caps' size.
   ImageRef image(PixelFormat format) const;
 
  private:
   GstVideoFrame frame_{};
   bool mapped_ = false;
+  int width_ = 0;
+  int height_ = 0;
 };
 
 }  // namespace cudaoverlap

@@ -44,19 +44,22 @@ OutputBuffers::OutputBuffers() : count_(std::make_shared<OutputBufferCount>()) {
 OutputBuffers::~OutputBuffers() { drop_copies(); }
 
 void OutputBuffers::drop_copies() {
-  if (pool_ != nullptr) {
-    gst_buffer_pool_set_active(pool_, FALSE);  // buffers out are freed as they come back
-    gst_object_unref(pool_);
-    pool_ = nullptr;
-    pool_size_ = 0;
-  }
+  drop_pool();
   copier_.reset();
+}
+
+void OutputBuffers::drop_pool() {
+  if (pool_ == nullptr) return;
+  gst_buffer_pool_set_active(pool_, FALSE);  // buffers out are freed as they come back
+  gst_object_unref(pool_);
+  pool_ = nullptr;
+  pool_size_ = 0;
 }
 
 GstBuffer* OutputBuffers::acquire_copy(size_t size) {
   // A pool's buffer size is a guint.
   if (size > G_MAXUINT) return gst_buffer_new_allocate(nullptr, size, nullptr);
-  if (pool_ != nullptr && pool_size_ != size) drop_copies();
+  if (pool_ != nullptr && pool_size_ != size) drop_pool();  // the threads stay
   if (pool_ == nullptr) {
     GstBufferPool* pool = gst_buffer_pool_new();
     GstStructure* config = gst_buffer_pool_get_config(pool);

@@ -87,6 +87,8 @@ class OutputBuffers {
   // Src pad task: a buffer of `size` bytes for a copy, from pool_ where it
   // can give one, else of its own; nullptr only when no memory could be had.
   GstBuffer* acquire_copy(size_t size);
+  // Src pad task: lets the pool go (a new size), keeping the copy threads.
+  void drop_pool();
 
   // Shared with every wrapped buffer, which may outlive the element.
   std::shared_ptr<OutputBufferCount> count_;

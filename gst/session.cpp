@@ -136,7 +136,7 @@ void Session::stop() {
   install_engine(nullptr);
   queue_.clear();
   outputs_.drop_copies();  // the src pad task has stopped
-  instruments_.stop();
+  instruments_.stop(element_);
   device_.reset();
   devices_.clear();
   out_format_.reset();
@@ -408,8 +408,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   auto out = std::make_shared<OutputFormat>();
   GstCaps* chosen_caps = nullptr;
   const std::string refused =
-      negotiate_output(settings.kernel, settings.params, in, format, srcpad_, &config.operation,
-                       &out->info, &chosen_caps);
+      negotiate_output(settings.kernel, settings.params, in, format,
+                       gst_structure_has_field(gst_caps_get_structure(caps, 0), "colorimetry"),
+                       srcpad_, &config.operation, &out->info, &chosen_caps);
   if (!refused.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap cannot process " + describe(in, format) + ": " + refused);
@@ -572,8 +573,8 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   const std::string problem = mapped->map(buffer, in_info_, in_layout);
   if (!problem.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap received a buffer smaller than its caps (" +
-                      describe(in_info_, in_format_) + ") say: " + problem +
+                  "cudaoverlap received a buffer that does not hold the frame its caps (" +
+                      describe(in_info_, in_format_) + ") describe: " + problem +
                       "; the element before it sends truncated frames or wrong caps");
     return GST_FLOW_ERROR;
   }
@@ -763,6 +764,11 @@ void Session::note_refused_caps(GstCaps* caps) {
   GST_INFO_OBJECT(element_, "refusing caps %s", text.c_str());
   std::lock_guard<std::mutex> lock(info_mutex_);
   refused_caps_ = text;
+}
+
+void Session::caps_event_refused(GstCaps* caps) {
+  SESSION_ERROR(CORE, NEGOTIATION,
+                "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
 }
 
 // ---------------------------------------------------------------------------

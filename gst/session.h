@@ -115,6 +115,10 @@ class Session {
   void add_own_latency(GstQuery* query);
   // Any thread: ACCEPT_CAPS refused `caps`; named in a later error message.
   void note_refused_caps(GstCaps* caps);
+  // Streaming thread: a CAPS event with `caps` is being refused (the pad's
+  // ACCEPT_CAPS said no), so upstream will see not-negotiated: posts the
+  // error that says what the kernel takes, unless one was posted.
+  void caps_event_refused(GstCaps* caps);
 
  private:
   // Src pad task.

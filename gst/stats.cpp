@@ -314,9 +314,16 @@ std::string Instruments::start(GstElement* element, const std::vector<std::strin
   return problem;
 }
 
-void Instruments::stop() {
+void Instruments::stop(GstElement* element) {
   ticker_.stop();
   trace_.close();
+  warn_trace_failure(element);
+}
+
+void Instruments::warn_trace_failure(GstElement* element) {
+  const std::string failure = trace_.take_failure();
+  if (failure.empty()) return;
+  GST_ELEMENT_WARNING(element, RESOURCE, WRITE, ("cudaoverlap: %s", failure.c_str()), (nullptr));
 }
 
 bool Instruments::drop_late(GstElement* element, GstBuffer* buffer) {
@@ -356,6 +363,7 @@ void Instruments::pushed(GstElement* element, const FrameTiming& timing, const T
                          int device) {
   stats_.frame_out(timing, push, device);
   trace_.write_frame(pushed_++, timing, push, device);
+  warn_trace_failure(element);
   // The element's own latency leaves out waiting that downstream causes: a
   // slot it still holds, or the push of the previous frame still blocked in
   // it (a sink waiting for the clock). Counting those would feed back: the

@@ -186,8 +186,10 @@ class Instruments {
   // Engine worker: a frame was lost with a failed device.
   void lost() { stats_.frame_lost(); }
   // Owner thread, PAUSED->READY (and finalize): stops the messages and
-  // closes the trace. Twice is fine.
-  void stop();
+  // closes the trace. Twice is fine. A trace file that could not be
+  // written (here or while frames were pushed) is a WARNING message on
+  // `element`'s bus, once.
+  void stop(GstElement* element);
 
   // Streaming thread, chain(): counts the frame; true when QoS says it is
   // too late to be worth uploading, in which case it is counted as dropped
@@ -211,6 +213,9 @@ class Instruments {
                        int ring_size) const;
 
  private:
+  // Posts the trace writer's failure, if any, as a warning (once).
+  void warn_trace_failure(GstElement* element);
+
   // Settings; guarded by settings_mutex_ (lock order: the element's object
   // lock, then settings_mutex_; nothing is called with it held).
   mutable std::mutex settings_mutex_;

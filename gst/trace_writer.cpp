@@ -94,6 +94,9 @@ std::string TraceWriter::open(const std::string& path, const std::string& elemen
     return problem;
   }
   path_ = canonical;
+  given_path_ = path;
+  failed_ = false;
+  failure_.clear();
   // One frame is about 1 kB of JSON; a large buffer keeps writes rare.
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   origin_ns_ = host_now_ns();
@@ -141,10 +144,24 @@ bool TraceWriter::is_open() {
   return file_ != nullptr;
 }
 
+void TraceWriter::fail(const char* what) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = std::string("cannot ") + what + " the trace file '" + given_path_ +
+             "': " + std::strerror(errno) + "; the trace stops here, the stream goes on";
+}
+
+std::string TraceWriter::take_failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string failure;
+  failure.swap(failure_);
+  return failure;
+}
+
 void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push,
                               int device) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!file_) return;
+  if (!file_ || failed_) return;
   slice(0, device, frame, TimeSpan{timing.arrived_ns, timing.enqueued_ns});
   slice(1, device, frame, timing.staging);
   slice(2, device, frame, timing.upload);
@@ -152,14 +169,18 @@ void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const T
   slice(4, device, frame, timing.download);
   slice(5, device, frame, timing.worker_wait);
   slice(6, device, frame, push);
+  // Buffered: a full disk shows when the buffer is written out.
+  if (std::ferror(file_)) fail("write");
 }
 
 void TraceWriter::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file_) return;
   std::fputs("\n]}\n", file_);
-  std::fclose(file_);
+  const bool written = !std::ferror(file_);
+  const int closed = std::fclose(file_);
   file_ = nullptr;
+  if (!written || closed != 0) fail("write");
   std::lock_guard<std::mutex> files_lock(g_open_files_mutex);
   g_open_files.erase(path_);
 }

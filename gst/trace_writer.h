@@ -35,15 +35,21 @@ class TraceWriter {
   std::string open(const std::string& path, const std::string& element_name,
                    const std::vector<std::string>& devices = {});
   // Src pad task: the slices of frame `frame`, computed by `device`. Does
-  // nothing when not open.
+  // nothing when not open, or once a write failed.
   void write_frame(uint64_t frame, const FrameTiming& timing, const TimeSpan& push, int device = 0);
   // Owner thread: ends the JSON and closes the file. Twice is fine.
   void close();
+  // Any thread: the first failed write or close since open(), as a sentence
+  // naming the file, handed out once; empty otherwise. Writing stops at the
+  // first failure (the rest of a document with a hole in it is no use).
+  std::string take_failure();
   // Any thread: a file is open (between open() and close()).
   bool is_open();
 
  private:
   void slice(int lane, int device, uint64_t frame, const TimeSpan& span);
+  // With mutex_ held: notes a failure (errno's) unless one was noted.
+  void fail(const char* what);
 
   // Lock order: a leaf. Held while writing one frame (a buffered fwrite).
   std::mutex mutex_;
@@ -51,6 +57,9 @@ class TraceWriter {
   int64_t origin_ns_ = 0;      // guarded by mutex_
   std::string path_;           // guarded by mutex_: canonical, while open
   int devices_ = 1;            // guarded by mutex_: lanes drawn per device
+  std::string given_path_;     // guarded by mutex_: as the user gave it
+  bool failed_ = false;        // guarded by mutex_: a write or close failed
+  std::string failure_;        // guarded by mutex_: not yet taken
 };
 
 }  // namespace cudaoverlap

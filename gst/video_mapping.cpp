@@ -215,6 +215,13 @@ GstCaps* swap_axes(GstCaps* caps) {
 
 bool is_yuv(const GstVideoInfo& info) { return GST_VIDEO_INFO_IS_YUV(&info); }
 
+// Both YUV, both RGB or both grey: a colorimetry means the same on both.
+bool same_family(const GstVideoInfo& a, const GstVideoInfo& b) {
+  return (GST_VIDEO_INFO_IS_YUV(&a) && GST_VIDEO_INFO_IS_YUV(&b)) ||
+         (GST_VIDEO_INFO_IS_RGB(&a) && GST_VIDEO_INFO_IS_RGB(&b)) ||
+         (GST_VIDEO_INFO_IS_GRAY(&a) && GST_VIDEO_INFO_IS_GRAY(&b));
+}
+
 // The formats a caps structure allows: its format field's strings (one or a
 // list) that the engine knows, or every format of its kind (video/x-bayer's
 // or video/x-raw's) when it has none.
@@ -329,7 +336,8 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 }
 
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           GstPad* srcpad, GstVideoInfo* out, GstCaps** out_caps) {
+                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
+                           GstCaps** out_caps) {
   if (out_caps) *out_caps = nullptr;
   if (!op.format_from_downstream()) return output_info_for(op, in, in_format, out);
   GstCaps* in_caps = caps_from_info(in, in_format);
@@ -358,8 +366,19 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
                                                 GST_VIDEO_INFO_PAR_D(&in));
     chosen = gst_caps_fixate(chosen);
     ok = gst_video_info_from_caps(out, chosen);
-    // Between YUV formats the colorimetry is kept unless downstream asks.
-    if (ok && !had_colorimetry && is_yuv(in) && is_yuv(*out)) out->colorimetry = in.colorimetry;
+    // Unless downstream asks for one, the colorimetry follows the input's
+    // caps' as videoconvert's does: kept whole within YUV, RGB or grey; across them
+    // the input's transfer and primaries with the output's own range and
+    // matrix (the pixels are not re-graded, so the label must not change).
+    // A mosaic's output keeps the defaults.
+    if (ok && !had_colorimetry && in_colorimetry && !is_bayer(in_format)) {
+      if (same_family(in, *out)) {
+        out->colorimetry = in.colorimetry;
+      } else {
+        out->colorimetry.transfer = in.colorimetry.transfer;
+        out->colorimetry.primaries = in.colorimetry.primaries;
+      }
+    }
     // Downstream's own colorimetry string goes back as it came: written
     // from the info, RGB's "bt709" would come out as "2:1:5:1" (the same
     // range, GStreamer's RGB matrix), which a capsfilter of "bt709" refuses.
@@ -391,7 +410,8 @@ std::string interlace_check(const Operation& op, const GstVideoInfo& in, PixelFo
          "subsampling, which keep each row to itself";
 }
 
-// convert's colorimetry of one side, from the caps.
+// The colorimetry of one side, from the caps, for the operations that use
+// a matrix; empty, or which matrices they take when this one is not one.
 std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
   if (GST_VIDEO_INFO_IS_RGB(&info)) {
     // RGB with range 16-235 in its caps (colorimetry=bt709 says so).
@@ -410,9 +430,7 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
     default: {
       gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
       const std::string message =
-          std::string(
-              "kernel 'convert' takes the BT.601 and BT.709 matrices, not the one of "
-              "colorimetry ") +
+          std::string("the BT.601 and BT.709 matrices, not the one of colorimetry ") +
           (text ? text : "?");
       g_free(text);
       return message;
@@ -437,14 +455,23 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   a.height = GST_VIDEO_INFO_HEIGHT(&in);
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
-  if (!is_bayer(in_format)) *problem = colorimetry_of(in, &params.convert.in);
-  if (problem->empty()) *problem = colorimetry_of(out, &params.convert.out);
-  if (!problem->empty()) return nullptr;
+  // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
+  // only to an operation that uses one.
+  std::string matrix_problem;
+  if (!is_bayer(in_format)) matrix_problem = colorimetry_of(in, &params.convert.in);
+  if (matrix_problem.empty()) matrix_problem = colorimetry_of(out, &params.convert.out);
   std::shared_ptr<const Operation> op;
   try {
     op = make_operation(kernel, params);
   } catch (const Error& e) {
     *problem = e.what();
+    return nullptr;
+  }
+  // Two YUV sides of different matrices (convert's alone) would need one.
+  const bool matrices_differ =
+      is_yuv(in) && is_yuv(out) && in.colorimetry.matrix != out.colorimetry.matrix;
+  if (!matrix_problem.empty() && (matrices_differ || op->uses_matrix(a.format, b.format))) {
+    *problem = std::string("kernel '") + op->name() + "' takes " + matrix_problem;
     return nullptr;
   }
   *problem = interlace_check(*op, in, a.format, b.format);
@@ -455,9 +482,9 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 }
 
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
-                             const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
-                             std::shared_ptr<const Operation>* op, GstVideoInfo* out,
-                             GstCaps** out_caps) {
+                             const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
+                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
+                             GstVideoInfo* out, GstCaps** out_caps) {
   if (out_caps) *out_caps = nullptr;
   std::shared_ptr<const Operation> rules;
   try {
@@ -465,7 +492,7 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   } catch (const Error& e) {
     return e.what();
   }
-  if (!negotiate_output_info(*rules, in, in_format, srcpad, out, out_caps)) {
+  if (!negotiate_output_info(*rules, in, in_format, in_colorimetry, srcpad, out, out_caps)) {
     return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
            std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);

@@ -99,13 +99,15 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 // Like output_info_for, but where the format is downstream's choice asks
 // the peer of `srcpad` what it takes: the input's own format and
 // colorimetry when downstream accepts them (no conversion), else
-// downstream's first preference fixated towards the input's size and rate;
-// between two YUV formats the input's colorimetry is kept unless downstream
-// fixes one. False when downstream takes nothing.
+// downstream's first preference fixated towards the input's size and rate,
+// with the colorimetry videoconvert would give it when downstream fixes
+// none and the input's caps had one (`in_colorimetry`). False when
+// downstream takes nothing.
 // Where downstream fixed the colorimetry, *out_caps (unless null) gets the
 // caps it chose, to send as they are (else null: send `out`'s caps).
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           GstPad* srcpad, GstVideoInfo* out, GstCaps** out_caps = nullptr);
+                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
+                           GstCaps** out_caps = nullptr);
 
 // The operation that turns `in` into `out`: `kernel` made with `params` and
 // what the caps add (convert: each side's colorimetry), refused where it
@@ -118,9 +120,9 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 // negotiate_output_info then operation_for: the output info and the
 // operation for `in`, or a sentence saying why there are none.
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
-                             const GstVideoInfo& in, PixelFormat in_format, GstPad* srcpad,
-                             std::shared_ptr<const Operation>* op, GstVideoInfo* out,
-                             GstCaps** out_caps = nullptr);
+                             const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
+                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
+                             GstVideoInfo* out, GstCaps** out_caps = nullptr);
 
 // Whether two output infos need the same engine (format, size, colorimetry).
 bool same_output(const GstVideoInfo& a, const GstVideoInfo& b);

@@ -288,6 +288,10 @@ bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
 
+bool ConvertOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
+  return !is_bayer(in) && format_info(in).is_yuv != format_info(out).is_yuv;
+}
+
 int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
   const std::vector<PixelFormat> outs = output_formats(in);
   if (std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;

@@ -124,6 +124,9 @@ class ConvertOperation final : public Operation {
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool format_from_downstream() const override { return true; }
   bool mixes_rows(PixelFormat in, PixelFormat out) const override;
+  // YUV to or from RGB or grey. (YUV to YUV keeps the samples, and needs
+  // the same matrix on both sides.)
+  bool uses_matrix(PixelFormat in, PixelFormat out) const override;
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

@@ -196,6 +196,10 @@ bool CustomOperation::mixes_rows(PixelFormat in, PixelFormat) const {
   return params_.block_x > 0 || format_info(in).comp[1].y_sub > 0;
 }
 
+bool CustomOperation::uses_matrix(PixelFormat in, PixelFormat) const {
+  return format_info(in).is_yuv;
+}
+
 std::string CustomOperation::check(const ImageRef& in, const ImageRef& out) const {
   std::string problem = Operation::check(in, out);
   if (problem.empty()) problem = check_custom_params(params_);

@@ -42,6 +42,8 @@ class CustomOperation final : public Operation {
   // A whole kernel may read any row; a per-pixel function reads its own,
   // but writes chroma subsampled across rows (4:2:0) as the mean of two.
   bool mixes_rows(PixelFormat in, PixelFormat out) const override;
+  // YUV formats: the user's code is given the stream's matrix.
+  bool uses_matrix(PixelFormat in, PixelFormat) const override;
   // Also compiles the program for in.format (or finds it compiled): empty,
   // or why not, NVRTC's log included.
   std::string check(const ImageRef& in, const ImageRef& out) const override;

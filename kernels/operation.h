@@ -63,6 +63,10 @@ class Operation {
   // True when an output row depends on input rows other than its own, so
   // the two fields of interlaced video would be mixed.
   virtual bool mixes_rows(PixelFormat in, PixelFormat out) const = 0;
+  // True when its result depends on the YUV matrix of the caps
+  // (ConvertParams' Colorimetry): only such an operation refuses a stream
+  // whose matrix the kernels do not know.
+  virtual bool uses_matrix(PixelFormat, PixelFormat) const { return false; }
 
   // Empty when it can turn `in` into `out` (formats, sizes, its parameters),
   // else a sentence saying what it allows. Asked once, before anything runs

@@ -326,4 +326,59 @@ GstPad* ElementHarness::element_pad(const char* name) {
   return pad;
 }
 
+namespace {
+
+// Moves the warnings (and the first error) waiting on `bus` into the lists;
+// returns the type of an EOS or ERROR among them, else GST_MESSAGE_UNKNOWN.
+GstMessageType pop_messages(GstBus* bus, GstClockTime timeout, std::string* error,
+                            std::vector<std::string>* warnings) {
+  GstMessage* message = gst_bus_timed_pop_filtered(
+      bus, timeout,
+      static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING));
+  if (message == nullptr) return GST_MESSAGE_UNKNOWN;
+  GstMessageType seen = GST_MESSAGE_UNKNOWN;
+  GError* e = nullptr;
+  if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_WARNING) {
+    gst_message_parse_warning(message, &e, nullptr);
+    if (warnings) warnings->push_back(e->message);
+  } else {
+    seen = GST_MESSAGE_TYPE(message);
+    if (seen == GST_MESSAGE_ERROR) {
+      gst_message_parse_error(message, &e, nullptr);
+      if (error && error->empty()) *error = e->message;
+    }
+  }
+  if (e) g_error_free(e);
+  gst_message_unref(message);
+  return seen;
+}
+
+}  // namespace
+
+GstMessageType run_pipeline(const std::string& description, std::string* error,
+                            std::vector<std::string>* warnings) {
+  using namespace std::chrono_literals;
+  GError* parse_error = nullptr;
+  GstElement* pipeline = gst_parse_launch(description.c_str(), &parse_error);
+  if (parse_error != nullptr) {
+    ADD_FAILURE() << description << ": " << parse_error->message;
+    g_error_free(parse_error);
+    return GST_MESSAGE_UNKNOWN;
+  }
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessageType seen = GST_MESSAGE_UNKNOWN;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (seen == GST_MESSAGE_UNKNOWN && std::chrono::steady_clock::now() < deadline)
+    seen = pop_messages(bus, 100 * GST_MSECOND, error, warnings);
+  // READY first: what the elements post while they stop is still read (the
+  // bus is flushed at NULL).
+  run_or_die("pipeline to READY", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_READY); });
+  while (gst_bus_have_pending(bus)) pop_messages(bus, 0, error, warnings);
+  gst_object_unref(bus);
+  run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
+  gst_object_unref(pipeline);
+  return seen;
+}
+
 }  // namespace cudaoverlap_test

@@ -146,6 +146,13 @@ class ElementHarness : public ::testing::Test {
   std::unique_ptr<BusWatch> bus_;
 };
 
+// Runs `description` (gst_parse_launch) to EOS or ERROR, 10 s at most, and
+// returns the message type seen (GST_MESSAGE_UNKNOWN for none), with the
+// first error's text in `error` and every warning's in `warnings`, those
+// posted while the pipeline goes back to READY included.
+GstMessageType run_pipeline(const std::string& description, std::string* error = nullptr,
+                            std::vector<std::string>* warnings = nullptr);
+
 // Runs `work` on a thread; fails the test and ends the process when it does
 // not return within `timeout`, since a deadlocked thread cannot be undone.
 void run_or_die(const char* what, std::chrono::milliseconds timeout,

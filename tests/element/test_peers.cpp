@@ -38,46 +38,6 @@ using Properties = std::vector<std::pair<std::string, std::string>>;
 
 class PeerHarness : public ElementHarness {};
 
-// Runs `description` to EOS or ERROR (10 s at most) and returns the message
-// type seen (0 for none), with the error's text in `error`.
-GstMessageType run_pipeline(const std::string& description, std::string* error = nullptr,
-                            std::vector<std::string>* warnings = nullptr) {
-  GError* parse_error = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &parse_error);
-  if (parse_error != nullptr) {
-    ADD_FAILURE() << description << ": " << parse_error->message;
-    g_error_free(parse_error);
-    return GST_MESSAGE_UNKNOWN;
-  }
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessageType seen = GST_MESSAGE_UNKNOWN;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (seen == GST_MESSAGE_UNKNOWN && std::chrono::steady_clock::now() < deadline) {
-    GstMessage* message = gst_bus_timed_pop_filtered(
-        bus, 100 * GST_MSECOND,
-        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING));
-    if (message == nullptr) continue;
-    GError* e = nullptr;
-    if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_WARNING) {
-      gst_message_parse_warning(message, &e, nullptr);
-      if (warnings) warnings->push_back(e->message);
-    } else {
-      seen = GST_MESSAGE_TYPE(message);
-      if (seen == GST_MESSAGE_ERROR) {
-        gst_message_parse_error(message, &e, nullptr);
-        if (error) *error = e->message;
-      }
-    }
-    if (e) g_error_free(e);
-    gst_message_unref(message);
-  }
-  gst_object_unref(bus);
-  run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
-  gst_object_unref(pipeline);
-  return seen;
-}
-
 std::string backend_property() { return " " + backend_properties() + " "; }
 
 // A test name for a video-direction value ("ul-lr" -> "ul_lr").

@@ -456,6 +456,92 @@ TEST(Pipelines, CopiedOutputComesFromAPoolAndStaysExact) {
   for (GstBuffer* b : inputs) gst_buffer_unref(b);
 }
 
+// A copy after the output size changed (a resolution change in a stream
+// whose sink holds ring-size - 1 buffers) used the copy threads that the
+// pool's renewal had just let go, and crashed.
+TEST(Pipelines, CopiedOutputFollowsASizeChange) {
+  SKIP_WITHOUT_BACKEND();
+  // Each over the 64 kB from which a copy is spread over threads.
+  const GstVideoInfo sizes[] = {video_info(GST_VIDEO_FORMAT_RGBA, 320, 240),
+                                video_info(GST_VIDEO_FORMAT_RGBA, 256, 192),
+                                video_info(GST_VIDEO_FORMAT_RGBA, 320, 200)};
+  AppPipeline pipeline(sizes[0], "kernel=invert ring-size=2");
+  ASSERT_TRUE(pipeline.ok());
+  GstSample* held = nullptr;  // ring-size - 1: every later frame is copied
+  int index = 0;
+  for (const GstVideoInfo& info : sizes) {
+    pipeline.set_caps(info);
+    for (int i = 0; i < 3; ++i, ++index) {
+      GstBuffer* input = make_frame(info, 900u + static_cast<uint32_t>(index), index);
+      pipeline.push(gst_buffer_ref(input));
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << "frame " << index << "; error: " << pipeline.error();
+      EXPECT_EQ(compare_frames(info, input, gst_sample_get_buffer(sample), Kernel::kInvert), "")
+          << GST_VIDEO_INFO_WIDTH(&info) << "x" << GST_VIDEO_INFO_HEIGHT(&info) << " frame " << i;
+      gst_buffer_unref(input);
+      if (held == nullptr)
+        held = sample;
+      else
+        gst_sample_unref(sample);
+    }
+  }
+  gst_sample_unref(held);
+  pipeline.end();
+}
+
+// The same through playbin, whose sink is after a queue: a stream whose
+// resolution changes, with the element as the video filter, plays to its
+// end as videoflip does there.
+TEST(Pipelines, PlaybinWithTheElementAsFilterFollowsAResolutionChange) {
+  SKIP_WITHOUT_BACKEND();
+  for (const char* filter : {"videoflip", "cudaoverlap"}) {
+    GstElement* playbin = gst_element_factory_make("playbin", nullptr);
+    ASSERT_NE(playbin, nullptr);
+    GstElement* element = std::string(filter) == "cudaoverlap"
+                              ? make_cudaoverlap({{"kernel", "invert"}, {"ring-size", "2"}})
+                              : gst_element_factory_make(filter, nullptr);
+    GstElement* sink = gst_element_factory_make("fakesink", nullptr);
+    g_object_set(sink, "sync", TRUE, nullptr);
+    g_object_set(playbin, "uri", "appsrc://", "video-filter", element, "video-sink", sink, nullptr);
+    // Two sizes, 20 frames each at 200/s, from appsrc as a demuxer would.
+    auto setup = +[](GstElement*, GstElement* source, gpointer) {
+      g_object_set(source, "format", GST_FORMAT_TIME, nullptr);
+      int index = 0;
+      for (const auto& [w, h] : {std::pair<int, int>{320, 240}, {160, 120}}) {
+        const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, w, h, 200, 1);
+        GstCaps* caps = caps_of(info);
+        for (int i = 0; i < 20; ++i, ++index) {
+          GstBuffer* frame = make_frame(info, static_cast<uint32_t>(index), index);
+          GstSample* sample = gst_sample_new(frame, caps, nullptr, nullptr);
+          gst_app_src_push_sample(GST_APP_SRC(source), sample);
+          gst_sample_unref(sample);
+          gst_buffer_unref(frame);
+        }
+        gst_caps_unref(caps);
+      }
+      gst_app_src_end_of_stream(GST_APP_SRC(source));
+    };
+    g_signal_connect(playbin, "source-setup", G_CALLBACK(setup), nullptr);
+    gst_element_set_state(playbin, GST_STATE_PLAYING);
+    GstBus* bus = gst_element_get_bus(playbin);
+    GstMessage* end = gst_bus_timed_pop_filtered(
+        bus, 20 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    ASSERT_NE(end, nullptr) << filter << ": no EOS";
+    std::string error;
+    if (GST_MESSAGE_TYPE(end) == GST_MESSAGE_ERROR) {
+      GError* e = nullptr;
+      gst_message_parse_error(end, &e, nullptr);
+      error = e->message;
+      g_error_free(e);
+    }
+    EXPECT_EQ(GST_MESSAGE_TYPE(end), GST_MESSAGE_EOS) << filter << ": " << error;
+    gst_message_unref(end);
+    gst_object_unref(bus);
+    run_or_die("playbin to NULL", 10s, [&] { gst_element_set_state(playbin, GST_STATE_NULL); });
+    gst_object_unref(playbin);
+  }
+}
+
 // An upstream pool in miniature: three memory blocks of its own, refilled
 // with a new frame each time the element has let go of them. From the second
 // round on they are pinned and uploaded where they are, without staging; the
