@@ -148,6 +148,7 @@ void Session::stop() {
   std::lock_guard<std::mutex> lock(info_mutex_);
   fps_n_ = 0;
   fps_d_ = 1;
+  latency_estimate_ = GST_CLOCK_TIME_NONE;
   geometry_ = GeometryTransform();
 }
 
@@ -508,6 +509,8 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     fps_n_ = GST_VIDEO_INFO_FPS_N(&in);
     fps_d_ = GST_VIDEO_INFO_FPS_D(&in);
     geometry_ = out->geometry;
+    latency_estimate_ = first_latency_estimate(config.input.size + config.output.size,
+                                               device_ && device_->cuda_device() >= 0);
   }
   if (same_caps) {
     gst_caps_unref(out_caps);
@@ -750,13 +753,16 @@ void Session::add_own_latency(GstQuery* query) {
   const int ring_size =
       settings_().ring_size * static_cast<int>(std::max<size_t>(devices_.size(), 1));
   gint fps_n, fps_d;
+  GstClockTime estimate;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
     fps_n = fps_n_;
     fps_d = fps_d_;
+    estimate = latency_estimate_;
   }
-  // Own latency: min as measured (one frame until measured), max ring-size frames.
-  instruments_.add_own_latency(element_, query, fps_n, fps_d, ring_size);
+  // Own latency: min as measured (the estimate until measured), max
+  // ring-size frames.
+  instruments_.add_own_latency(element_, query, fps_n, fps_d, ring_size, estimate);
 }
 
 void Session::note_refused_caps(GstCaps* caps) {

@@ -206,6 +206,8 @@ class Session {
   gint fps_n_ = 0;
   gint fps_d_ = 1;
   GeometryTransform geometry_;  // of the output now: for NAVIGATION events
+  // The latency reported before any frame was measured, for the caps now.
+  GstClockTime latency_estimate_ = GST_CLOCK_TIME_NONE;
   std::string refused_caps_;
   bool error_posted_ = false;
 

@@ -224,11 +224,26 @@ void StatsTicker::stop() {
 // ---------------------------------------------------------------------------
 // LatencyEstimate
 
+GstClockTime first_latency_estimate(size_t bytes, bool cuda) {
+  constexpr double kCudaBytesPerNs = 10.0;
+  constexpr double kCpuBytesPerNs = 2.0;
+  constexpr GstClockTime kFixedNs = 200000;
+  return kFixedNs + static_cast<GstClockTime>(static_cast<double>(bytes) /
+                                              (cuda ? kCudaBytesPerNs : kCpuBytesPerNs));
+}
+
+int64_t LatencyEstimate::percentile99() const {
+  std::vector<int64_t> sorted(window_);
+  const size_t at = (sorted.size() - 1) * 99 / 100;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(at), sorted.end());
+  return sorted[at];
+}
+
 bool LatencyEstimate::add(int64_t stay_ns) {
-  // With a 10 % margin, rounded up to 0.1 ms, so that ordinary jitter does
+  // With a 10 % margin, rounded up to 10 us, so that ordinary jitter does
   // not announce a new latency with every frame.
   const auto with_margin = [](int64_t ns) {
-    const int64_t step = 100000;
+    const int64_t step = 10000;
     return (ns + ns / 10 + step - 1) / step * step;
   };
   std::lock_guard<std::mutex> lock(mutex_);
@@ -239,23 +254,25 @@ bool LatencyEstimate::add(int64_t stay_ns) {
     window_[next_] = stay_ns;
     next_ = (next_ + 1) % kWindow;
   }
-  if (seen_ < kSkip + kWarmup) return false;
-  const int64_t longest = *std::max_element(window_.begin(), window_.end());
-  if (reported_ns_ < 0 || stay_ns > reported_ns_) {
-    reported_ns_ = with_margin(longest);
-    return true;
-  }
-  if ((seen_ - kSkip - kWarmup) % kLowerEvery != 0) return false;
-  const int64_t lower = with_margin(longest);
-  if (lower >= reported_ns_ * 3 / 4) return false;
-  reported_ns_ = lower;
+  const int measured = seen_ - kSkip;
+  if (measured < kWarmup) return false;
+  // Raised only when a frame stayed longer than reported (it was late);
+  // looked at for a lower value every kLowerEvery frames.
+  const bool late = stay_ns > reported_ns_;
+  const bool lower_tick = measured % kLowerEvery == 0;
+  if (reported_ns_ >= 0 && !late && !lower_tick) return false;
+  const int64_t value = with_margin(percentile99());
+  const bool raise = reported_ns_ < 0 || (late && value > reported_ns_);
+  const bool lower = lower_tick && value < reported_ns_ - reported_ns_ / 10;
+  if (!raise && !lower) return false;
+  reported_ns_ = value;
   return true;
 }
 
-GstClockTime LatencyEstimate::own(GstClockTime frame_duration) const {
+GstClockTime LatencyEstimate::own(GstClockTime estimate) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (reported_ns_ >= 0) return static_cast<GstClockTime>(reported_ns_);
-  return GST_CLOCK_TIME_IS_VALID(frame_duration) ? frame_duration : 0;
+  return GST_CLOCK_TIME_IS_VALID(estimate) ? estimate : 0;
 }
 
 void LatencyEstimate::reset() {
@@ -336,14 +353,14 @@ bool Instruments::drop_late(GstElement* element, GstBuffer* buffer) {
 }
 
 void Instruments::add_own_latency(GstElement* element, GstQuery* query, gint fps_n, gint fps_d,
-                                  int ring_size) const {
+                                  int ring_size, GstClockTime estimate) const {
   gboolean live;
   GstClockTime min, max;
   gst_query_parse_latency(query, &live, &min, &max);
   const bool have_rate = fps_n > 0 && fps_d > 0;
   const GstClockTime frame =
       have_rate ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
-  const GstClockTime own = latency_.own(frame);
+  const GstClockTime own = latency_.own(estimate);
   const GstClockTime buffered = static_cast<GstClockTime>(ring_size) * (have_rate ? frame : own);
   min += own;
   if (GST_CLOCK_TIME_IS_VALID(max)) max += std::max(buffered, own);
@@ -364,21 +381,21 @@ void Instruments::pushed(GstElement* element, const FrameTiming& timing, const T
   stats_.frame_out(timing, push, device);
   trace_.write_frame(pushed_++, timing, push, device);
   warn_trace_failure(element);
-  // The element's own latency leaves out waiting that downstream causes: a
-  // slot it still holds, or the push of the previous frame still blocked in
-  // it (a sink waiting for the clock). Counting those would feed back: the
-  // more latency reported, the longer a syncing sink holds each frame, the
-  // longer the next one waits here.
-  const int64_t ready_ns = std::max(timing.delivered_ns, last_push_end_ns_);
+  // The element's own latency (LatencyEstimate): arrival to ready, less a
+  // wait for a slot downstream holds, plus what it took from then to the
+  // push (fetching the frame, a copy), counted from when this task was free
+  // again where it was still blocked in the previous push.
+  const int64_t previous_push_end_ns = last_push_end_ns_;
   last_push_end_ns_ = push.end_ns;
-  if (timing.arrived_ns < 0 || timing.delivered_ns < timing.arrived_ns) return;
+  if (timing.arrived_ns < 0 || timing.ready_ns < timing.arrived_ns) return;
   const int64_t waited_ns =
       timing.wait_slot.valid() ? timing.wait_slot.end_ns - timing.wait_slot.start_ns : 0;
-  const int64_t stay_ns = timing.delivered_ns - timing.arrived_ns - waited_ns +
-                          std::max<int64_t>(0, push.start_ns - ready_ns);
+  const int64_t free_ns = std::max(timing.ready_ns, previous_push_end_ns);
+  const int64_t stay_ns = std::max<int64_t>(0, timing.ready_ns - timing.arrived_ns - waited_ns) +
+                          std::max<int64_t>(0, push.start_ns - free_ns);
   if (!latency_.add(stay_ns)) return;
   GST_INFO_OBJECT(element, "measured latency is now %" GST_TIME_FORMAT ": asking to recompute",
-                  GST_TIME_ARGS(latency_.own(GST_CLOCK_TIME_NONE)));
+                  GST_TIME_ARGS(latency_.own(0)));
   gst_element_post_message(element, gst_message_new_latency(GST_OBJECT_CAST(element)));
 }
 

@@ -128,35 +128,51 @@ class StatsTicker {
   GstClockID id_ = nullptr;  // owner thread only
 };
 
-// The element's own latency, as measured: how long a frame stays in the
-// element (chain() to push, less the time downstream made it wait: see
-// Instruments::pushed). Until enough frames were seen, one frame duration is
-// reported (the element's answer before it could measure). Then the longest
-// stay of the last kWindow frames, plus 10 %: raised at once when a frame
-// stays longer than reported (it was late), lowered when the window's
-// longest stay falls well below what is reported, so that one hiccup at
-// start does not set the latency for good. Each change is announced with a
-// LATENCY message so that the pipeline asks again.
+// The element's own latency, as measured: how long a frame takes from
+// chain() to its push (Instruments::pushed), less any wait for a slot that
+// downstream still holds and any time the src pad task was still blocked
+// in the previous push once the frame was ready (a syncing sink holds each
+// push: that is the sink's latency, and counting it would feed back, the
+// more reported, the longer the sink holds each push). Before enough frames were measured, the
+// caller's estimate for the caps is reported. Then the 99th percentile of
+// the last kWindow stays, plus 10 %: a high quantile rather than the
+// longest, so one frame in a hundred that the sink's own processing
+// deadline absorbs does not delay every frame; over a window, so the report
+// follows the stays down as well as up. Raised when a frame stayed longer
+// than reported and the percentile passed it too; lowered once the
+// percentile with its margin falls 10 % below, looked at every kLowerEvery
+// frames. Each change is announced with a LATENCY message
+// so that the pipeline asks again.
 class LatencyEstimate {
  public:
   // Src pad task: one frame's stay. True when the reported value changed.
   bool add(int64_t stay_ns);
-  // Any thread: what to add to the LATENCY query's min.
-  GstClockTime own(GstClockTime frame_duration) const;
+  // Any thread: what to add to the LATENCY query's min; `estimate` until
+  // measured.
+  GstClockTime own(GstClockTime estimate) const;
   void reset();  // owner thread
 
- private:
   static constexpr int kSkip = 5;     // first frames: lazy module loads, cold caches
-  static constexpr int kWarmup = 30;  // frames measured before the first estimate
-  static constexpr size_t kWindow = 120;
-  static constexpr int kLowerEvery = 60;  // frames between checks for a lower value
-  mutable std::mutex mutex_;              // a leaf
+  static constexpr int kWarmup = 10;  // frames measured before the first report
+  static constexpr size_t kWindow = 128;
+  static constexpr int kLowerEvery = 16;
+
+ private:
+  int64_t percentile99() const;  // of window_, with mutex_ held
+  mutable std::mutex mutex_;     // a leaf
   // Guarded by mutex_.
   int seen_ = 0;
   std::vector<int64_t> window_;  // the last kWindow stays, as a ring
   size_t next_ = 0;
   int64_t reported_ns_ = -1;  // -1: not measured yet
 };
+
+// The latency reported for a frame of `bytes` (input and output together)
+// before any was measured: those bytes at a modest copy rate (10 GB/s over
+// PCIe on the cuda backend; 2 GB/s, staging and one pass of the kernel, on
+// the cpu backend), plus 0.2 ms for the calls and wake-ups. An honest
+// upper estimate for the caps, replaced after kSkip + kWarmup frames.
+GstClockTime first_latency_estimate(size_t bytes, bool cuda);
 
 class Instruments {
  public:
@@ -207,10 +223,11 @@ class Instruments {
   // LATENCY message when the measured latency changed.
   void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push, int device = 0);
   // Any thread, src pad LATENCY query already answered upstream: adds the
-  // element's own. Min: the measured stay of a frame (LatencyEstimate), one
-  // frame until measured. Max: ring-size frames can wait in the element.
-  void add_own_latency(GstElement* element, GstQuery* query, gint fps_n, gint fps_d,
-                       int ring_size) const;
+  // element's own. Min: the measured stay of a frame (LatencyEstimate),
+  // `estimate` until measured. Max: ring-size frames can wait in the
+  // element.
+  void add_own_latency(GstElement* element, GstQuery* query, gint fps_n, gint fps_d, int ring_size,
+                       GstClockTime estimate) const;
 
  private:
   // Posts the trace writer's failure, if any, as a warning (once).

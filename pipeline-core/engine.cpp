@@ -460,6 +460,15 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
   // call below waits for the device. The slot is still in flight, so its
   // events and timing are not rewritten meanwhile.
   timing.delivered_ns = timing.worker_wait.end_ns;
+  timing.ready_ns = timing.delivered_ns;
+  if (failure.empty() && c.config_.timing) {
+    try {
+      const int64_t at = slot.downloaded->completed_at_ns();
+      if (at >= 0 && at < timing.ready_ns) timing.ready_ns = at;
+    } catch (const Error&) {
+      // No time from the device this once: when it was seen will do.
+    }
+  }
   if (failure.empty() && slot.timed) read_device_times(slot, &timing);
 
   lock.lock();
@@ -773,7 +782,7 @@ Status Engine::submit(InputFrame frame) {
   uint64_t sequence;
   FrameTiming timing;
   bool alone = false;
-  timing.wait_slot.start_ns = host_now_ns();
+  timing.wait_slot.start_ns = frame.submitted_ns >= 0 ? frame.submitted_ns : host_now_ns();
   timing.arrived_ns = frame.arrived_ns >= 0 ? frame.arrived_ns : timing.wait_slot.start_ns;
   std::shared_ptr<const Operation> replaced;
   {

@@ -79,6 +79,12 @@ struct FrameTiming {
   // minus download.end_ns, what waking the host cost).
   TimeSpan worker_wait;
   int64_t delivered_ns = -1;  // the worker saw the download complete and hands it out
+  // When the download completed: the "downloaded" barrier's own time where
+  // EngineConfig::timing makes it a timing event, else delivered_ns. Earlier
+  // than delivered_ns when whoever fetches frames was busy elsewhere (a
+  // consumer blocked downstream), so ready_ns - arrived_ns is the frame's
+  // own stay, whoever made it wait after.
+  int64_t ready_ns = -1;
 };
 
 // EngineConfig::graphs: the graphs a slot keeps, one per input memory it met
@@ -222,6 +228,10 @@ struct InputFrame {
   // When the frame reached the producer (host_now_ns()), for
   // FrameTiming::arrived_ns; -1: when submit() was called.
   int64_t arrived_ns = -1;
+  // When the wait for a slot began, where a caller waited for one before
+  // this engine's submit() (MultiEngine, choosing a device): the start of
+  // FrameTiming::wait_slot. -1: when submit() was called.
+  int64_t submitted_ns = -1;
 };
 
 // A fresh InputFrame::memory_id: never 0, and other than every one handed

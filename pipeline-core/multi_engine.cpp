@@ -153,6 +153,8 @@ Status MultiEngine::submit(InputFrame frame) {
   if (lanes_.size() == 1)
     return lanes_[0].engine ? lanes_[0].engine->submit(std::move(frame)) : Status::kFlushing;
   if (failed_.load(std::memory_order_acquire)) stop_failed();
+  // Waiting here for a device's slot is waiting for a slot (FrameTiming).
+  if (frame.submitted_ns < 0) frame.submitted_ns = host_now_ns();
   for (;;) {
     int i = -1;
     uint64_t sequence;

@@ -4,15 +4,19 @@
 #   trace-4k-serial.json, trace-4k-overlapped.json   (trace-file, 4K RGBA copy)
 #   trace-1080p-serial.json, trace-1080p-overlapped.json
 #   stats-*.txt        the element's stats at the end of each trace run
-#   latency-*.txt/.log scripts/latency-check.sh at 1080p and 4K, live 60 frames/s
+#   latency.txt        scripts/latency-check.sh with its peers at 1080p and 4K,
+#                      live 60 and 30 frames/s, RGBA copy and NV12 -> RGBA convert
 #   timing-cost.txt    what per-frame timing costs on the cuda backend
 # and prints a summary. Draw the timelines afterwards where matplotlib is:
 #   scripts/trace-to-png.py OUTDIR/trace-4k-serial.json OUTDIR/trace-4k-overlapped.json \
 #     -o timeline-4k.png --titles "4K RGBA copy, serial,4K RGBA copy, overlapped"
 #
-#   scripts/gpu-observe.sh OUTDIR
+#   scripts/gpu-observe.sh OUTDIR [traces,latency,timing]
+# (all three parts unless a list says which).
 set -u
-out=${1:?usage: gpu-observe.sh OUTDIR}
+out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing]}
+parts=${2:-traces,latency,timing}
+part() { [[ ",$parts," == *",$1,"* ]]; }
 cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xJf .gpu/bin.txz -C .gpu
@@ -20,7 +24,7 @@ mkdir -p "$out"
 . .gpu/gst/env.sh
 
 frames=300
-for size in 3840x2160 1920x1080; do
+part traces && for size in 3840x2160 1920x1080; do
   name=$([ "$size" = 3840x2160 ] && echo 4k || echo 1080p)
   caps="video/x-raw,format=RGBA,width=${size%x*},height=${size#*x}"
   for mode in serial overlapped; do
@@ -35,16 +39,20 @@ for size in 3840x2160 1920x1080; do
   done
 done
 
-for size in 1920x1080 3840x2160; do
-  scripts/latency-check.sh --backend cuda --size "$size" --fps 60 --frames 600 \
-    --log "$out/latency-$size.log" | tee "$out/latency-$size.txt"
-  # The same with the sink's default 20 ms processing deadline, which the
-  # tracer counts as waiting inside the element (see latency-check.sh).
-  scripts/latency-check.sh --backend cuda --size "$size" --fps 60 --frames 600 \
-    --sink "fakesink sync=true" --log "$out/latency-$size-deadline.log" |
-    tee "$out/latency-$size-deadline.txt"
+# Live, into a syncing sink with its defaults and with no processing
+# deadline, next to the peers (see latency-check.sh); 5 s a pipeline.
+part latency && for size in 3840x2160 1920x1080; do
+  for fps in 60 30; do
+    scripts/latency-check.sh --backend cuda --size "$size" --fps $fps --frames $((fps * 5)) \
+      --skip $fps --peers | tee -a "$out/latency.txt"
+    scripts/latency-check.sh --backend cuda --size "$size" --fps $fps --frames $((fps * 5)) \
+      --skip $fps --format NV12 --kernel convert --caps-out video/x-raw,format=RGBA |
+      tee -a "$out/latency.txt"
+  done
 done
 
-.gpu/bin/timing-cost --backend cuda --frames 20000 --rounds 5 | tee "$out/timing-cost.txt"
-.gpu/bin/timing-cost --backend cuda --frames 2000 --rounds 3 --size 3840x2160 |
-  tee -a "$out/timing-cost.txt"
+part timing && {
+  .gpu/bin/timing-cost --backend cuda --frames 20000 --rounds 5 | tee "$out/timing-cost.txt"
+  .gpu/bin/timing-cost --backend cuda --frames 2000 --rounds 3 --size 3840x2160 |
+    tee -a "$out/timing-cost.txt"
+}

@@ -3,6 +3,7 @@
 // and each stream's order, under random delays. The cuda variants run where
 // a device exists and show that GPU times land on the host clock.
 #include <cstdio>
+#include <thread>
 
 #include "engine_test_util.h"
 
@@ -108,6 +109,13 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     if (f.staging.valid()) {
       EXPECT_LE(f.wait_slot.end_ns, f.staging.start_ns);
     }
+    // Ready when its download completed: with timing, the barrier's own
+    // time, at or before the worker saw it; else when the worker saw it.
+    EXPECT_LE(f.ready_ns, f.delivered_ns);
+    EXPECT_GE(f.ready_ns + slack, f.wait_slot.end_ns);
+    if (!c.timing) {
+      EXPECT_EQ(f.ready_ns, f.delivered_ns);
+    }
     // With an interval, frames 0, N, 2N, … are measured, and only they.
     if (!c.timing || i % c.interval != 0) {
       EXPECT_FALSE(f.upload.valid());
@@ -123,6 +131,8 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     EXPECT_LE(f.upload.end_ns, f.compute.start_ns + slack);
     EXPECT_LE(f.compute.end_ns, f.download.start_ns + slack);
     EXPECT_LE(f.download.end_ns, f.delivered_ns + slack);
+    EXPECT_NEAR(static_cast<double>(f.ready_ns), static_cast<double>(f.download.end_ns),
+                static_cast<double>(slack));
     if (i >= c.interval) {
       // Each stream runs its operations in order.
       const FrameTiming& p = t[i - c.interval];
@@ -209,6 +219,45 @@ TEST(TimingOverlap, StagesOfConsecutiveFramesOverlapOnTheCpuBackend) {
   std::printf("frames whose upload overlapped an earlier download: %d of %d\n", overlapping,
               kFrames - 1);
   EXPECT_GE(overlapping, (kFrames - 1) / 4);
+}
+
+// A consumer that fetches frames late (EngineConfig::pull, a src pad task
+// blocked in a syncing sink's push) makes delivered_ns late, never
+// ready_ns: the frame was ready when its download completed, which is
+// what the element's latency counts.
+TEST(ReadyTime, IsWhenTheDownloadCompletedNotWhenAConsumerFetchedIt) {
+  for (BackendKind backend : {BackendKind::kCpu, BackendKind::kCuda}) {
+    SCOPED_TRACE(backend_name(backend));
+    std::string why;
+    std::shared_ptr<Device> device = make_backend(&why, backend, 0, 0);
+    if (!device) continue;  // no CUDA device
+    const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 16);
+    EngineConfig config;
+    config.ring_size = 3;
+    config.input = layout;
+    config.output = layout;
+    config.timing = true;
+    config.pull = true;
+    Collected collected;
+    Engine engine(device, config, collected.callbacks());
+    engine.start();
+    constexpr int kFrames = 5;
+    constexpr auto kLate = std::chrono::milliseconds(30);
+    for (int i = 0; i < kFrames; ++i) {
+      HostFrame host(layout, i);
+      InputFrame in;
+      in.image = host.image;
+      ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
+      std::this_thread::sleep_for(kLate);  // the consumer is busy elsewhere
+      ASSERT_EQ(engine.deliver(), Delivery::kFrame) << engine.error();
+    }
+    ASSERT_TRUE(collected.wait_for(kFrames));
+    engine.stop();
+    for (const FrameTiming& f : collected.timings) {
+      EXPECT_LT(f.ready_ns - f.wait_slot.end_ns, 20'000'000) << "a 64x16 frame took 20 ms";
+      EXPECT_GE(f.delivered_ns - f.wait_slot.end_ns, 30'000'000);
+    }
+  }
 }
 
 }  // namespace

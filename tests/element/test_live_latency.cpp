@@ -1,0 +1,84 @@
+// The latency the element reports in a live pipeline, which a syncing sink
+// adds to every frame: its own processing, not the time the sink held its
+// pushes. (scripts/latency-check.sh compares the source-to-sink figures
+// with the peers'; meson runs it at several settings.)
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "element_test_util.h"
+
+namespace cudaoverlap_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What the element adds to the LATENCY query's min now.
+GstClockTime own_latency(GstElement* overlap) {
+  GstPad* src = gst_element_get_static_pad(overlap, "src");
+  GstPad* sink = gst_element_get_static_pad(overlap, "sink");
+  GstQuery* upstream = gst_query_new_latency();
+  GstQuery* query = gst_query_new_latency();
+  GstClockTime up_min = 0, min = 0;
+  if (gst_pad_peer_query(sink, upstream) && gst_pad_query(src, query)) {
+    gst_query_parse_latency(upstream, nullptr, &up_min, nullptr);
+    gst_query_parse_latency(query, nullptr, &min, nullptr);
+  }
+  gst_query_unref(upstream);
+  gst_query_unref(query);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  return min - up_min;
+}
+
+// Holds every buffer 40 ms (longer than the 16.7 ms between frames) whose
+// timestamp falls in [1 s, 2 s): a sink slow for a second.
+GstPadProbeReturn slow_second(GstPad*, GstPadProbeInfo* info, gpointer) {
+  const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
+  if (GST_CLOCK_TIME_IS_VALID(pts) && pts >= GST_SECOND && pts < 2 * GST_SECOND)
+    std::this_thread::sleep_for(40ms);
+  return GST_PAD_PROBE_OK;
+}
+
+TEST(LiveLatency, ASinkSlowForASecondDoesNotRaiseWhatTheElementReports) {
+  SKIP_WITHOUT_BACKEND();
+  // Under a sanitizer a 320x240 frame itself takes milliseconds.
+  const double limit_ms = std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD") ? 15.0 : 3.0;
+  GError* error = nullptr;
+  GstElement* pipeline = gst_parse_launch(
+      ("videotestsrc is-live=true num-buffers=240 pattern=solid-color ! "
+       "video/x-raw,format=RGBA,width=320,height=240,framerate=60/1 ! cudaoverlap name=overlap " +
+       backend_properties() + " ! fakesink name=sink sync=true")
+          .c_str(),
+      &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstElement* overlap = gst_bin_get_by_name(GST_BIN(pipeline), "overlap");
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstPad* sink_pad = gst_element_get_static_pad(sink, "sink");
+  gst_pad_add_probe(sink_pad, GST_PAD_PROBE_TYPE_BUFFER, slow_second, nullptr, nullptr);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const auto started = std::chrono::steady_clock::now();
+  const auto at = [&](std::chrono::milliseconds t) {
+    std::this_thread::sleep_until(started + t);
+    return static_cast<double>(own_latency(overlap)) / 1e6;
+  };
+  // Before, during (the sink holds every push 40 ms), and a second after.
+  const double before = at(900ms);
+  const double during = at(1900ms);
+  const double after = at(3000ms);
+  EXPECT_LE(before, limit_ms);
+  EXPECT_LE(during, limit_ms) << "the sink's holding was counted as the element's";
+  EXPECT_LE(after, limit_ms) << "the report did not come back down within a second";
+  run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
+  gst_object_unref(sink_pad);
+  gst_object_unref(sink);
+  gst_object_unref(overlap);
+  gst_object_unref(pipeline);
+}
+
+}  // namespace
+}  // namespace cudaoverlap_test
