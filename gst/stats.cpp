@@ -3,8 +3,21 @@
 
 #include <algorithm>
 
+// Each frame's stay as the latency estimate counts it, at TRACE level:
+// GST_DEBUG=cudaoverlap-latency:7 (scripts/latency-check.sh reads them).
+GST_DEBUG_CATEGORY_STATIC(latency_debug);
+
 namespace cudaoverlap {
 namespace {
+
+GstDebugCategory* latency_category() {
+  static GstDebugCategory* category = [] {
+    GST_DEBUG_CATEGORY_INIT(latency_debug, "cudaoverlap-latency", 0,
+                            "cudaoverlap: each frame's own stay");
+    return latency_debug;
+  }();
+  return category;
+}
 
 constexpr const char* kStageNames[kStatsStages] = {
     "wait-slot", "staging", "upload", "compute", "download", "push", "latency",
@@ -393,6 +406,14 @@ void Instruments::pushed(GstElement* element, const FrameTiming& timing, const T
   const int64_t free_ns = std::max(timing.ready_ns, previous_push_end_ns);
   const int64_t stay_ns = std::max<int64_t>(0, timing.ready_ns - timing.arrived_ns - waited_ns) +
                           std::max<int64_t>(0, push.start_ns - free_ns);
+  GST_CAT_TRACE_OBJECT(latency_category(), element,
+                       "stay %" G_GINT64_FORMAT " ns: arrived to ready %" G_GINT64_FORMAT
+                       ", of which waiting for a slot %" G_GINT64_FORMAT
+                       ", ready to delivered %" G_GINT64_FORMAT ", ready to push %" G_GINT64_FORMAT
+                       ", previous push ended %" G_GINT64_FORMAT " after ready",
+                       stay_ns, timing.ready_ns - timing.arrived_ns, waited_ns,
+                       timing.delivered_ns - timing.ready_ns, push.start_ns - timing.ready_ns,
+                       previous_push_end_ns - timing.ready_ns);
   if (!latency_.add(stay_ns)) return;
   GST_INFO_OBJECT(element, "measured latency is now %" GST_TIME_FORMAT ": asking to recompute",
                   GST_TIME_ARGS(latency_.own(0)));

@@ -446,11 +446,14 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
   bool operations = false;  // the failure is an OperationError
   FrameTiming timing = slot.timing;
   timing.worker_wait.start_ns = host_now_ns();
+  bool done_before = false;  // complete when the wait began: when, the event says
   try {
-    if (polls(c))
-      polling.wait(*slot.downloaded, timing.enqueued_ns);
-    else
-      slot.downloaded->synchronize();
+    if (polls(c)) {
+      done_before = polling.wait(*slot.downloaded, timing.enqueued_ns);
+    } else {
+      done_before = slot.downloaded->query();
+      if (!done_before) slot.downloaded->synchronize();
+    }
   } catch (const Error& e) {
     failure = e.what();
     operations = dynamic_cast<const OperationError*>(&e) != nullptr;
@@ -460,8 +463,12 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
   // call below waits for the device. The slot is still in flight, so its
   // events and timing are not rewritten meanwhile.
   timing.delivered_ns = timing.worker_wait.end_ns;
+  // Seen complete by a waiter that waited: then. Complete before anyone
+  // looked (the consumer was busy elsewhere): the barrier's own time, whose
+  // place on the host clock may be off by the device clock's drift since
+  // its anchor, which a waiter's own reading is not.
   timing.ready_ns = timing.delivered_ns;
-  if (failure.empty() && c.config_.timing) {
+  if (failure.empty() && done_before && c.config_.timing) {
     try {
       const int64_t at = slot.downloaded->completed_at_ns();
       if (at >= 0 && at < timing.ready_ns) timing.ready_ns = at;

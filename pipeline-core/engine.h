@@ -79,11 +79,12 @@ struct FrameTiming {
   // minus download.end_ns, what waking the host cost).
   TimeSpan worker_wait;
   int64_t delivered_ns = -1;  // the worker saw the download complete and hands it out
-  // When the download completed: the "downloaded" barrier's own time where
-  // EngineConfig::timing makes it a timing event, else delivered_ns. Earlier
-  // than delivered_ns when whoever fetches frames was busy elsewhere (a
-  // consumer blocked downstream), so ready_ns - arrived_ns is the frame's
-  // own stay, whoever made it wait after.
+  // When the download completed, as near as known: delivered_ns when the
+  // worker (or whoever delivers) waited for it; when it had completed
+  // before anyone looked (a consumer busy elsewhere, blocked downstream),
+  // the "downloaded" barrier's own time where EngineConfig::timing makes it
+  // a timing event. So ready_ns - arrived_ns is the frame's own stay,
+  // whoever made it wait after.
   int64_t ready_ns = -1;
 };
 

@@ -38,10 +38,10 @@ WaitClock& host_wait_clock() {
   return *clock;
 }
 
-void PollingWait::wait(Event& done, int64_t enqueued_ns) {
+bool PollingWait::wait(Event& done, int64_t enqueued_ns) {
   if (done.query()) {
     previous_done_ns_ = -1;  // done some time ago: not a time to learn from
-    return;
+    return true;
   }
   const bool alone = previous_done_ns_ < 0 || enqueued_ns >= previous_done_ns_;
   int64_t expected = -1;
@@ -81,7 +81,7 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
       if (now <= expected) alone_.add(now - enqueued_ns);
       early_streak_ = std::min(early_streak_ + 1, kMaxProbeDoublings);
       previous_done_ns_ = now;
-      return;
+      return false;
     }
     // Queued: one look's interval sooner, so that the median settles where
     // about half the first looks find the frame done.
@@ -113,6 +113,7 @@ void PollingWait::wait(Event& done, int64_t enqueued_ns) {
   else
     spacing_.add(seen - previous_done_ns_);
   previous_done_ns_ = seen;
+  return false;
 }
 
 int64_t PollingWait::alone_margin() const {

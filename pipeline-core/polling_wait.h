@@ -80,8 +80,10 @@ class PollingWait {
   explicit PollingWait(WaitClock& clock = host_wait_clock()) : clock_(clock) {}
 
   // Returns once `done` has completed; `enqueued_ns` is when its frame was
-  // enqueued (host_now_ns()). Throws what done.query() throws.
-  void wait(Event& done, int64_t enqueued_ns);
+  // enqueued (host_now_ns()). True when it had completed before the wait
+  // began (found done at the first look: when is unknown). Throws what
+  // done.query() throws.
+  bool wait(Event& done, int64_t enqueued_ns);
 
   // Alone: wake this much before the expected time (the margin), and look
   // without sleeping until kAloneSpinNs after it.

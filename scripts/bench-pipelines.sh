@@ -7,7 +7,7 @@
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE]
-#                              [--only copy|convert|yuy2|blur|devices]
+#                              [--only copy|writes|convert|yuy2|blur|devices]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
 # scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
@@ -19,8 +19,8 @@
 # written into cudaoverlap's pinned pool (case "pinned pool"); behind
 # `identity drop-allocation=true` it is in upstream's own memory ("not
 # ours"), which cudaoverlap pins once, or, with pin-upstream-memory=false,
-# copies into pinned staging memory every frame (over the CPU's cores). A
-# last row per size has videotestsrc writing every frame, to show what a real
+# copies into pinned staging memory every frame (over the CPU's cores). The
+# "writes" rows have videotestsrc writing every frame, to show what a real
 # source costs. And how start-up is kept out: the time is gst-launch-1.0's
 # own, from PLAYING to EOS, and each pipeline runs with 60 and with 60 + N
 # frames; frames/s is N over the difference, so whatever the first frames
@@ -29,6 +29,8 @@
 # Cases, for each size:
 #   copy    RGBA -> RGBA: cudaoverlap (pinned pool / not ours, pinned once /
 #           not ours, staged / mode=serial), cudaupload ! cudadownload
+#   writes  videotestsrc writing every frame, as a camera or decoder does:
+#           alone, into cudaoverlap's pinned pool, and into its own memory
 #   convert NV12 -> RGBA: the same with kernel=convert, cudaupload !
 #           cudaconvert ! cudadownload, videoconvert n-threads=<cores>
 #   yuy2    YUY2 -> RGBA (a USB camera's format): cudaoverlap kernel=convert
@@ -223,12 +225,17 @@ for size in "${size_list[@]}"; do
     else
       echo "copy     $size cudaupload ! cudadownload: not available (nvcodec)"
     fi
-    measure copy "$size" "videotestsrc (every frame) ! cudaoverlap" $rgba $rgba \
-      "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! cudaoverlap ! $sink"
     measure copy "$size" "imagefreeze alone (the source's cost)" $rgba 0 \
       "$src ! $freeze ! $sink"
-    measure copy "$size" "videotestsrc (every frame) alone" $rgba 0 \
-      "videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h ! $sink"
+  fi
+
+  if [ -z "$only" ] || [ "$only" = writes ]; then
+    writer="videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h"
+    measure writes "$size" "videotestsrc (every frame) alone" $rgba 0 "$writer ! $sink"
+    measure writes "$size" "videotestsrc (every frame) ! cudaoverlap, pinned pool" $rgba $rgba \
+      "$writer ! cudaoverlap ! $sink"
+    measure writes "$size" "videotestsrc (every frame) ! cudaoverlap, own memory" $rgba $rgba \
+      "$writer ! identity drop-allocation=true ! cudaoverlap ! $sink"
   fi
 
   if [ -z "$only" ] || [ "$only" = convert ]; then

@@ -23,8 +23,12 @@
 #   reported        the min latency the element adds in its last answer to
 #                   the LATENCY query (the tracer's element-reported-latency):
 #                   what the sink adds to every frame's render time;
+#   stay            the element's own measure of each frame, what its report
+#                   is made of (mean and p99): chain() to push, less any
+#                   wait for a slot downstream holds or for the previous
+#                   push to return;
 #   own             the tracer's element-latency of the element: upstream's
-#                   push into it to its push out (mean and p99);
+#                   push into it to its push out, waits included (mean, p99);
 #   source-to-sink  the tracer's pipeline latency, the source's push to the
 #                   sink's (mean and p99): what the frame lived through.
 # Two sinks: "fakesink sync=true" with its defaults, whose 20 ms processing
@@ -78,7 +82,8 @@ i=0
 for run in "${runs[@]}"; do
   IFS='|' read -r _ middle sink <<<"$run"
   LD_PRELOAD="${CUDAOVERLAP_SANITIZER_PRELOAD:-${LD_PRELOAD:-}}" \
-    GST_TRACERS="latency(flags=pipeline+element+reported)" GST_DEBUG="GST_TRACER:7" \
+    GST_TRACERS="latency(flags=pipeline+element+reported)" \
+    GST_DEBUG="GST_TRACER:7,cudaoverlap-latency:7" \
     GST_DEBUG_NO_COLOR=1 GST_DEBUG_FILE="$dir/$i.log" \
     gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$frames" pattern=solid-color \
     ! "video/x-raw,format=$format,width=$width,height=$height,framerate=$fps/1" \
@@ -100,15 +105,18 @@ field = lambda name, line: re.search(name + r"=\(\w+\)([^,;]+)", line)
 
 
 def read(log):
-    own, reported, s2s = [], [], []
+    own, reported, s2s, stays = [], [], [], []
     for line in open(log, errors="replace"):
-        if "element-reported-latency," in line and "element=(string)overlap" in line:
+        stay = re.search(r"stay (\d+) ns:", line)
+        if stay:
+            stays.append(int(stay.group(1)) / 1e6)
+        elif "element-reported-latency," in line and "element=(string)overlap" in line:
             reported.append(int(field("min", line).group(1)) / 1e6)
         elif "element-latency," in line and "element=(string)overlap" in line:
             own.append(int(field("time", line).group(1)) / 1e6)
         elif line.find("latency,") >= 0 and "sink-element=(string)sink" in line:
             s2s.append(int(field("time", line).group(1)) / 1e6)
-    return own[skip:], reported, s2s[skip:]
+    return own[skip:], reported, s2s[skip:], stays[skip:]
 
 
 def stats(values):
@@ -119,17 +127,19 @@ def stats(values):
 
 
 print(f"latency-check: {what}")
-print(f"| in the element's place | sink | reported ms | own mean / p99 ms | source-to-sink mean / p99 ms |")
-print(f"|---|---|---:|---:|---:|")
+print("| in the element's place | sink | reported ms | stay mean / p99 ms | own mean / p99 ms "
+      "| source-to-sink mean / p99 ms |")
+print("|---|---|---:|---:|---:|---:|")
 results = []
+pair = lambda v: "%.3f / %.3f" % v if v else "-"
 for i, (kind, middle, sink) in enumerate(runs):
-    own, reported, s2s = read(f"{folder}/{i}.log")
-    o, s = stats(own), stats(s2s)
+    own, reported, s2s, stays = read(f"{folder}/{i}.log")
+    o, s, st = stats(own), stats(s2s), stats(stays)
     r = reported[-1] if reported else None
     results.append((kind, sink, r, s))
     name = "cudaoverlap" if kind == "element" else middle
-    print(f"| `{name}` | `{sink}` | {'%.3f' % r if r is not None else '-'} | "
-          f"{'%.3f / %.3f' % o if o else '-'} | {'%.3f / %.3f' % s if s else 'none'} |")
+    print(f"| `{name}` | `{sink}` | {'%.3f' % r if r is not None else '-'} | {pair(st)} | "
+          f"{pair(o)} | {pair(s) if s else 'none'} |")
 if not check:
     sys.exit(0)
 limit, failed = float(check), []

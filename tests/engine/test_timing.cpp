@@ -109,8 +109,9 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     if (f.staging.valid()) {
       EXPECT_LE(f.wait_slot.end_ns, f.staging.start_ns);
     }
-    // Ready when its download completed: with timing, the barrier's own
-    // time, at or before the worker saw it; else when the worker saw it.
+    // Ready when its download completed: when the worker saw it, or before
+    // (the barrier's own time, where it was complete before the worker
+    // looked); without timing, when the worker saw it.
     EXPECT_LE(f.ready_ns, f.delivered_ns);
     EXPECT_GE(f.ready_ns + slack, f.wait_slot.end_ns);
     if (!c.timing) {
@@ -131,8 +132,7 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
     EXPECT_LE(f.upload.end_ns, f.compute.start_ns + slack);
     EXPECT_LE(f.compute.end_ns, f.download.start_ns + slack);
     EXPECT_LE(f.download.end_ns, f.delivered_ns + slack);
-    EXPECT_NEAR(static_cast<double>(f.ready_ns), static_cast<double>(f.download.end_ns),
-                static_cast<double>(slack));
+    EXPECT_GE(f.ready_ns + slack, f.download.end_ns);  // never before it completed
     if (i >= c.interval) {
       // Each stream runs its operations in order.
       const FrameTiming& p = t[i - c.interval];
