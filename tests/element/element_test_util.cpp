@@ -381,4 +381,22 @@ GstMessageType run_pipeline(const std::string& description, std::string* error,
   return seen;
 }
 
+// What the element adds to the LATENCY query's min now.
+GstClockTime own_latency(GstElement* overlap) {
+  GstPad* src = gst_element_get_static_pad(overlap, "src");
+  GstPad* sink = gst_element_get_static_pad(overlap, "sink");
+  GstQuery* upstream = gst_query_new_latency();
+  GstQuery* query = gst_query_new_latency();
+  GstClockTime up_min = 0, min = 0;
+  if (gst_pad_peer_query(sink, upstream) && gst_pad_query(src, query)) {
+    gst_query_parse_latency(upstream, nullptr, &up_min, nullptr);
+    gst_query_parse_latency(query, nullptr, &min, nullptr);
+  }
+  gst_query_unref(upstream);
+  gst_query_unref(query);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  return min - up_min;
+}
+
 }  // namespace cudaoverlap_test

@@ -153,6 +153,10 @@ class ElementHarness : public ::testing::Test {
 GstMessageType run_pipeline(const std::string& description, std::string* error = nullptr,
                             std::vector<std::string>* warnings = nullptr);
 
+// What `overlap` (a cudaoverlap in a pipeline) adds to the LATENCY query's
+// min now: its src pad's answer less its upstream's; 0 when either fails.
+GstClockTime own_latency(GstElement* overlap);
+
 // Runs `work` on a thread; fails the test and ends the process when it does
 // not return within `timeout`, since a deadlocked thread cannot be undone.
 void run_or_die(const char* what, std::chrono::milliseconds timeout,
