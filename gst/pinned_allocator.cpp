@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "recent_first_pool.h"
 #include "video_mapping.h"
 
 namespace {
@@ -215,7 +216,8 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
     return nullptr;
   }
   // A video pool parses raw video caps only; a Bayer mosaic's is a plain one.
-  GstBufferPool* pool = is_bayer(format) ? gst_buffer_pool_new() : gst_video_buffer_pool_new();
+  // Raw video's hands out the buffer released last (recent_first_pool.h).
+  GstBufferPool* pool = is_bayer(format) ? gst_buffer_pool_new() : recent_first_pool_new();
   GstStructure* config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);

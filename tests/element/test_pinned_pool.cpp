@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cpu_device.h"
@@ -51,6 +53,72 @@ TEST_F(PinnedPoolTest, PoolBuffersArePinnedMemoryOfTheDeviceAndAreFreedWithThePo
   ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
   gst_object_unref(pool);
   EXPECT_EQ(cpu_live_buffers(), before) << "every pinned buffer freed";
+}
+
+// The pool offered upstream hands out the buffer released last (a writer
+// then fills the buffer whose upload just ended, not the one it filled
+// longest ago); with a maximum set it keeps GStreamer's order, and an
+// acquire waiting for a buffer is woken by a release.
+TEST_F(PinnedPoolTest, TheBufferReleasedLastIsHandedOutFirst) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstBufferPool* pool = pinned_pool_new(device, caps_, 3);
+  ASSERT_NE(pool, nullptr);
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer* b[4];
+  for (GstBuffer*& x : b) ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &x, nullptr), GST_FLOW_OK);
+  std::vector<GstMemory*> memories;
+  for (GstBuffer* x : b) memories.push_back(gst_buffer_peek_memory(x, 0));
+  for (GstBuffer* x : b) gst_buffer_unref(x);  // released 0, 1, 2, 3
+  for (int i = 3; i >= 0; --i) {
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &b[i], nullptr), GST_FLOW_OK);
+    EXPECT_EQ(gst_buffer_peek_memory(b[i], 0), memories[static_cast<size_t>(i)])
+        << "expected the buffer released " << 3 - i << " releases before the last";
+  }
+  for (GstBuffer* x : b) gst_buffer_unref(x);
+  // Flushing: none is handed out, kept ones included.
+  gst_buffer_pool_set_flushing(pool, TRUE);
+  GstBuffer* none = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &none, nullptr), GST_FLOW_FLUSHING);
+  gst_buffer_pool_set_flushing(pool, FALSE);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &none, nullptr), GST_FLOW_OK);
+  gst_buffer_unref(none);
+  // Stopped with buffers kept: every one freed with the pool.
+  const size_t live = cpu_live_buffers();
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
+  EXPECT_LT(cpu_live_buffers(), live);
+  gst_object_unref(pool);
+}
+
+TEST_F(PinnedPoolTest, WithAMaximumTheOrderIsGStreamersAndAWaitingAcquireIsWoken) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstBufferPool* pool = pinned_pool_new(device, caps_, 2);
+  ASSERT_NE(pool, nullptr);
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  GstVideoInfo info;
+  gst_video_info_from_caps(&info, caps_);
+  gst_buffer_pool_config_set_params(config, caps_, GST_VIDEO_INFO_SIZE(&info), 2, 2);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer *first = nullptr, *second = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &first, nullptr), GST_FLOW_OK);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &second, nullptr), GST_FLOW_OK);
+  GstMemory* first_memory = gst_buffer_peek_memory(first, 0);
+  GstBuffer* waited = nullptr;
+  std::thread waiter([&] { gst_buffer_pool_acquire_buffer(pool, &waited, nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gst_buffer_unref(first);  // wakes the waiter
+  waiter.join();
+  ASSERT_NE(waited, nullptr);
+  EXPECT_EQ(gst_buffer_peek_memory(waited, 0), first_memory);
+  gst_buffer_unref(second);
+  gst_buffer_unref(waited);
+  // Released second, then waited's (first's): oldest first.
+  GstBuffer* next = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &next, nullptr), GST_FLOW_OK);
+  EXPECT_NE(gst_buffer_peek_memory(next, 0), first_memory);
+  gst_buffer_unref(next);
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
+  gst_object_unref(pool);
 }
 
 TEST_F(PinnedPoolTest, OtherMemoryIsNotTakenForPinned) {
