@@ -4,6 +4,7 @@
 // with the peers'; meson runs it at several settings.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -28,8 +29,6 @@ GstPadProbeReturn slow_second(GstPad*, GstPadProbeInfo* info, gpointer) {
 
 TEST(LiveLatency, ASinkSlowForASecondDoesNotRaiseWhatTheElementReports) {
   SKIP_WITHOUT_BACKEND();
-  // Under a sanitizer a 320x240 frame itself takes milliseconds.
-  const double limit_ms = std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD") ? 15.0 : 3.0;
   GError* error = nullptr;
   GstElement* pipeline = gst_parse_launch(
       ("videotestsrc is-live=true num-buffers=240 pattern=solid-color ! "
@@ -52,9 +51,18 @@ TEST(LiveLatency, ASinkSlowForASecondDoesNotRaiseWhatTheElementReports) {
   const double before = at(900ms);
   const double during = at(1900ms);
   const double after = at(3000ms);
-  EXPECT_LE(before, limit_ms);
-  EXPECT_LE(during, limit_ms) << "the sink's holding was counted as the element's";
-  EXPECT_LE(after, limit_ms) << "the report did not come back down within a second";
+  // The sink's holding adds nothing to the report, during or after.
+  const double slack_ms = std::max(5.0, before / 2);
+  EXPECT_LE(during, before + slack_ms) << "the sink's holding was counted as the element's";
+  EXPECT_LE(after, before + slack_ms) << "the report did not come back down within a second";
+  // And the report is the element's own work, a fraction of a millisecond
+  // for a 320x240 copy; not under a sanitizer, whose every memory access
+  // makes a frame take tens of milliseconds.
+  if (!std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD")) {
+    EXPECT_LE(before, 3.0);
+    EXPECT_LE(during, 3.0);
+    EXPECT_LE(after, 3.0);
+  }
   run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
   gst_object_unref(sink_pad);
   gst_object_unref(sink);
