@@ -314,17 +314,18 @@ static bool gst_cuda_overlap_caps_query(GstCudaOverlap* self, GstPad* pad, GstQu
 }
 
 // A CAPS event reaches the event function only once ACCEPT_CAPS took its
-// caps; one refused there would leave upstream with a bare not-negotiated,
-// so it is looked at here first, and the refusal explained.
-static GstPadProbeReturn gst_cuda_overlap_caps_probe(GstPad* pad, GstPadProbeInfo* info,
+// caps; caps the kernel can never take would leave upstream with a bare
+// not-negotiated, so they are looked at here first and the refusal is
+// explained. (A refusal that depends on downstream is not: upstream may
+// negotiate again, and a frame without accepted caps says why.)
+static GstPadProbeReturn gst_cuda_overlap_caps_probe(GstPad*, GstPadProbeInfo* info,
                                                      gpointer user_data) {
   GstEvent* event = GST_PAD_PROBE_INFO_EVENT(info);
   if (GST_EVENT_TYPE(event) != GST_EVENT_CAPS) return GST_PAD_PROBE_OK;
   GstCaps* caps = nullptr;
   gst_event_parse_caps(event, &caps);
   try {
-    if (!gst_pad_query_accept_caps(pad, caps))
-      GST_CUDA_OVERLAP(user_data)->priv->session->caps_event_refused(caps);
+    GST_CUDA_OVERLAP(user_data)->priv->session->check_caps_event(caps);
   } catch (const std::exception& e) {
     GST_WARNING_OBJECT(user_data, "caps check failed: %s", e.what());
   }

@@ -14,7 +14,7 @@ namespace {
 
 // The C++ side of the pool (GObject instances are not C++).
 struct RecentFirstState {
-  // Lock order: a leaf; nothing of GStreamer's is called with it held.
+  // Lock order: a leaf (only buffer queries are made with it held).
   std::mutex mutex;
   std::vector<GstBuffer*> released;  // guarded by mutex: the last released at the back
   bool growable = false;             // guarded by mutex: max-buffers 0
@@ -43,9 +43,11 @@ GstBufferPoolClass* parent_pool_class() {
 }
 
 gboolean recent_first_set_config(GstBufferPool* pool, GstStructure* config) {
+  if (!parent_pool_class()->set_config(pool, config)) return FALSE;
+  // Read after the video pool's own: padding it was asked for (alignment)
+  // grows the size it writes back into the config.
   guint size = 0, max = 0;
   if (!gst_buffer_pool_config_get_params(config, nullptr, &size, nullptr, &max)) return FALSE;
-  if (!parent_pool_class()->set_config(pool, config)) return FALSE;
   RecentFirstState* state = state_of(pool);
   std::lock_guard<std::mutex> lock(state->mutex);
   state->growable = max == 0;

@@ -70,7 +70,7 @@ Session::Session(GstElement* element, GstPad* sinkpad, GstPad* srcpad,
   gst_video_info_init(&in_info_);
 }
 
-Session::~Session() { stop(); }
+Session::~Session() { stop(true); }
 
 bool Session::claim_error() {
   std::lock_guard<std::mutex> lock(info_mutex_);
@@ -121,7 +121,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
   return problem.empty();
 }
 
-void Session::stop() {
+void Session::stop(bool finalizing) {
   std::thread compiler;
   {
     std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
@@ -136,7 +136,7 @@ void Session::stop() {
   install_engine(nullptr);
   queue_.clear();
   outputs_.drop_copies();  // the src pad task has stopped
-  instruments_.stop(element_);
+  instruments_.stop(finalizing ? nullptr : element_);
   device_.reset();
   devices_.clear();
   out_format_.reset();
@@ -772,9 +772,26 @@ void Session::note_refused_caps(GstCaps* caps) {
   refused_caps_ = text;
 }
 
-void Session::caps_event_refused(GstCaps* caps) {
+void Session::check_caps_event(GstCaps* caps) {
+  const SessionSettings settings = settings_();
+  GstVideoInfo info;
+  PixelFormat format;
+  bool taken = gst_caps_is_fixed(caps) && video_info_from_caps(caps, &info, &format);
+  if (taken) {
+    GstCapsFeatures* features = gst_caps_get_features(caps, 0);
+    taken = features == nullptr ||
+            gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
+  }
+  if (taken) {
+    try {
+      taken = !make_operation(settings.kernel, settings.params)->output_formats(format).empty();
+    } catch (const Error&) {
+      taken = true;  // the kernel's own error comes at start
+    }
+  }
+  if (taken) return;
   SESSION_ERROR(CORE, NEGOTIATION,
-                "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
+                "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings));
 }
 
 // ---------------------------------------------------------------------------

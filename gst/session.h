@@ -81,7 +81,9 @@ class Session {
   // posting an error. Twice is fine.
   bool start(GstCudaOverlapBackend backend, int device_id, const std::string& devices = "");
   // Owner, PAUSED->READY and finalize: mirrors start(). Twice is fine.
-  void stop();
+  // `finalizing`: from the destructor, where nothing is posted (the
+  // element is being finalized).
+  void stop(bool finalizing = false);
 
   // Owner, pad (de)activation in push mode. Deactivating either pad flushes:
   // a chain() waiting for a free slot returns, the task stops.
@@ -115,10 +117,12 @@ class Session {
   void add_own_latency(GstQuery* query);
   // Any thread: ACCEPT_CAPS refused `caps`; named in a later error message.
   void note_refused_caps(GstCaps* caps);
-  // Streaming thread: a CAPS event with `caps` is being refused (the pad's
-  // ACCEPT_CAPS said no), so upstream will see not-negotiated: posts the
-  // error that says what the kernel takes, unless one was posted.
-  void caps_event_refused(GstCaps* caps);
+  // Streaming thread, before a CAPS event's ACCEPT_CAPS: where the kernel
+  // can never take `caps` (not raw video in system memory, or a format it
+  // does not take), whatever downstream does, upstream will see
+  // not-negotiated: posts the error that says what the kernel takes,
+  // unless one was posted.
+  void check_caps_event(GstCaps* caps);
 
  private:
   // Src pad task.

@@ -267,7 +267,7 @@ bool LatencyEstimate::add(int64_t stay_ns) {
     window_[next_] = stay_ns;
     next_ = (next_ + 1) % kWindow;
   }
-  const int measured = seen_ - kSkip;
+  const int64_t measured = seen_ - kSkip;
   if (measured < kWarmup) return false;
   // Raised only when a frame stayed longer than reported (it was late);
   // looked at for a lower value every kLowerEvery frames.
@@ -276,7 +276,7 @@ bool LatencyEstimate::add(int64_t stay_ns) {
   if (reported_ns_ >= 0 && !late && !lower_tick) return false;
   const int64_t value = with_margin(percentile99());
   const bool raise = reported_ns_ < 0 || (late && value > reported_ns_);
-  const bool lower = lower_tick && value < reported_ns_ - reported_ns_ / 10;
+  const bool lower = lower_tick && value < reported_ns_ - std::max(reported_ns_ / 10, kMinLowerNs);
   if (!raise && !lower) return false;
   reported_ns_ = value;
   return true;
@@ -352,7 +352,7 @@ void Instruments::stop(GstElement* element) {
 
 void Instruments::warn_trace_failure(GstElement* element) {
   const std::string failure = trace_.take_failure();
-  if (failure.empty()) return;
+  if (failure.empty() || element == nullptr) return;
   GST_ELEMENT_WARNING(element, RESOURCE, WRITE, ("cudaoverlap: %s", failure.c_str()), (nullptr));
 }
 

@@ -140,9 +140,10 @@ class StatsTicker {
 // deadline absorbs does not delay every frame; over a window, so the report
 // follows the stays down as well as up. Raised when a frame stayed longer
 // than reported and the percentile passed it too; lowered once the
-// percentile with its margin falls 10 % below, looked at every kLowerEvery
-// frames. Each change is announced with a LATENCY message
-// so that the pipeline asks again.
+// percentile with its margin falls 10 % below (and at least kMinLowerNs),
+// looked at every kLowerEvery frames, so that sub-millisecond jitter does
+// not have the pipeline's latency set again and again. Each change is announced with a LATENCY
+// message so that the pipeline asks again.
 class LatencyEstimate {
  public:
   // Src pad task: one frame's stay. True when the reported value changed.
@@ -156,12 +157,13 @@ class LatencyEstimate {
   static constexpr int kWarmup = 10;  // frames measured before the first report
   static constexpr size_t kWindow = 128;
   static constexpr int kLowerEvery = 16;
+  static constexpr int64_t kMinLowerNs = 50000;
 
  private:
   int64_t percentile99() const;  // of window_, with mutex_ held
   mutable std::mutex mutex_;     // a leaf
   // Guarded by mutex_.
-  int seen_ = 0;
+  int64_t seen_ = 0;
   std::vector<int64_t> window_;  // the last kWindow stays, as a ring
   size_t next_ = 0;
   int64_t reported_ns_ = -1;  // -1: not measured yet
@@ -204,7 +206,7 @@ class Instruments {
   // Owner thread, PAUSED->READY (and finalize): stops the messages and
   // closes the trace. Twice is fine. A trace file that could not be
   // written (here or while frames were pushed) is a WARNING message on
-  // `element`'s bus, once.
+  // `element`'s bus, once; none when `element` is null (finalize).
   void stop(GstElement* element);
 
   // Streaming thread, chain(): counts the frame; true when QoS says it is

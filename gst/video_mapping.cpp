@@ -419,6 +419,7 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
     return {};
   }
   if (!is_yuv(info)) return {};
+  c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
   switch (info.colorimetry.matrix) {
     case GST_VIDEO_COLOR_MATRIX_BT709:
       c->matrix = YuvMatrix::kBT709;
@@ -436,7 +437,6 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
       return message;
     }
   }
-  c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
   return {};
 }
 
@@ -457,9 +457,10 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
   // only to an operation that uses one.
-  std::string matrix_problem;
-  if (!is_bayer(in_format)) matrix_problem = colorimetry_of(in, &params.convert.in);
-  if (matrix_problem.empty()) matrix_problem = colorimetry_of(out, &params.convert.out);
+  const std::string in_problem =
+      is_bayer(in_format) ? std::string() : colorimetry_of(in, &params.convert.in);
+  const std::string out_problem = colorimetry_of(out, &params.convert.out);
+  const std::string matrix_problem = in_problem.empty() ? out_problem : in_problem;
   std::shared_ptr<const Operation> op;
   try {
     op = make_operation(kernel, params);

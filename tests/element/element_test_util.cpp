@@ -388,7 +388,8 @@ GstClockTime own_latency(GstElement* overlap) {
   GstQuery* upstream = gst_query_new_latency();
   GstQuery* query = gst_query_new_latency();
   GstClockTime up_min = 0, min = 0;
-  if (gst_pad_peer_query(sink, upstream) && gst_pad_query(src, query)) {
+  const bool answered = gst_pad_peer_query(sink, upstream) && gst_pad_query(src, query);
+  if (answered) {
     gst_query_parse_latency(upstream, nullptr, &up_min, nullptr);
     gst_query_parse_latency(query, nullptr, &min, nullptr);
   }
@@ -396,7 +397,7 @@ GstClockTime own_latency(GstElement* overlap) {
   gst_query_unref(query);
   gst_object_unref(src);
   gst_object_unref(sink);
-  return min - up_min;
+  return answered && min >= up_min ? min - up_min : GST_CLOCK_TIME_NONE;
 }
 
 }  // namespace cudaoverlap_test

@@ -154,7 +154,8 @@ GstMessageType run_pipeline(const std::string& description, std::string* error =
                             std::vector<std::string>* warnings = nullptr);
 
 // What `overlap` (a cudaoverlap in a pipeline) adds to the LATENCY query's
-// min now: its src pad's answer less its upstream's; 0 when either fails.
+// min now: its src pad's answer less its upstream's; GST_CLOCK_TIME_NONE
+// when either query fails.
 GstClockTime own_latency(GstElement* overlap);
 
 // Runs `work` on a thread; fails the test and ends the process when it does

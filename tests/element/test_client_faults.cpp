@@ -79,6 +79,28 @@ TEST(UnknownMatrixConvert, ToRgbIsRefusedWithASentenceNamingTheMatrices) {
       << error;
 }
 
+// YUV to YUV keeps the samples: a change of range (or matrix) the kernels
+// cannot make is refused with an unknown matrix as with a known one.
+TEST(UnknownMatrixConvert, ARangeChangeBetweenYuvFormatsIsRefused) {
+  SKIP_WITHOUT_BACKEND();
+  GstVideoColorimetry full;
+  ASSERT_TRUE(gst_video_colorimetry_from_string(&full, "bt2020"));
+  full.range = GST_VIDEO_COLOR_RANGE_0_255;
+  gchar* full_text = gst_video_colorimetry_to_string(&full);
+  const std::string full_caps = full_text;
+  g_free(full_text);
+  std::string error;
+  EXPECT_EQ(
+      run_pipeline("videotestsrc num-buffers=5 ! "
+                   "video/x-raw,format=I420,width=64,height=48,colorimetry=" +
+                       full_caps + " !" + element() +
+                       "kernel=convert ! video/x-raw,format=NV12,colorimetry=bt2020 ! fakesink",
+                   &error),
+      GST_MESSAGE_ERROR)
+      << "full range passed as limited";
+  EXPECT_NE(error.find("range"), std::string::npos) << error;
+}
+
 // ---------------------------------------------------------------------------
 // A GstVideoMeta larger than the caps
 

@@ -5,6 +5,7 @@
 // frees the memory. And pin-once of upstream memory that is not ours
 // (upstream_pinning.h): pinned at the second sighting, unpinned when freed.
 #include <gst/gst.h>
+#include <gst/video/gstvideopool.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
@@ -60,6 +61,7 @@ TEST_F(PinnedPoolTest, PoolBuffersArePinnedMemoryOfTheDeviceAndAreFreedWithThePo
 // longest ago); with a maximum set it keeps GStreamer's order, and an
 // acquire waiting for a buffer is woken by a release.
 TEST_F(PinnedPoolTest, TheBufferReleasedLastIsHandedOutFirst) {
+  const size_t before = cpu_live_buffers();
   std::shared_ptr<Device> device = make_cpu_device();
   GstBufferPool* pool = pinned_pool_new(device, caps_, 3);
   ASSERT_NE(pool, nullptr);
@@ -83,9 +85,38 @@ TEST_F(PinnedPoolTest, TheBufferReleasedLastIsHandedOutFirst) {
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &none, nullptr), GST_FLOW_OK);
   gst_buffer_unref(none);
   // Stopped with buffers kept: every one freed with the pool.
-  const size_t live = cpu_live_buffers();
+  EXPECT_EQ(cpu_live_buffers(), before + 4);
   ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
-  EXPECT_LT(cpu_live_buffers(), live);
+  EXPECT_EQ(cpu_live_buffers(), before);
+  gst_object_unref(pool);
+}
+
+// Upstream asking for padded, aligned frames (as decoders do) grows the
+// pool's buffer size; the order must hold there too.
+TEST_F(PinnedPoolTest, TheBufferReleasedLastIsHandedOutFirstWithPaddedFrames) {
+  std::shared_ptr<Device> device = make_cpu_device();
+  GstBufferPool* pool = pinned_pool_new(device, caps_, 2);
+  ASSERT_NE(pool, nullptr);
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
+  GstVideoAlignment align;
+  gst_video_alignment_reset(&align);
+  align.padding_right = 32;
+  align.padding_bottom = 16;
+  gst_buffer_pool_config_set_video_alignment(config, &align);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer *a = nullptr, *b = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &a, nullptr), GST_FLOW_OK);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &b, nullptr), GST_FLOW_OK);
+  GstMemory* last = gst_buffer_peek_memory(b, 0);
+  gst_buffer_unref(a);
+  gst_buffer_unref(b);  // released last
+  GstBuffer* next = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &next, nullptr), GST_FLOW_OK);
+  EXPECT_EQ(gst_buffer_peek_memory(next, 0), last);
+  gst_buffer_unref(next);
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
   gst_object_unref(pool);
 }
 

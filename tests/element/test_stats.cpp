@@ -427,7 +427,9 @@ TEST(Latency, ReportsWhatItMeasuredOnceWarmedUp) {
   // The first measured report replaces the estimate, and is announced.
   EXPECT_FALSE(p.messages(GST_MESSAGE_LATENCY).empty()) << "no LATENCY message after warm-up";
 
-  const double own_ms = static_cast<double>(own_latency(p.overlap())) / 1e6;
+  const GstClockTime own = own_latency(p.overlap());
+  ASSERT_TRUE(GST_CLOCK_TIME_IS_VALID(own)) << "the LATENCY query failed";
+  const double own_ms = static_cast<double>(own) / 1e6;
   GstStructure* s = p.stats();
   const double work_ms = dbl(s, "staging-mean-ms") + dbl(s, "upload-mean-ms") +
                          dbl(s, "compute-mean-ms") + dbl(s, "download-mean-ms");
