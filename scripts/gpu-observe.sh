@@ -7,15 +7,19 @@
 #   latency.txt        scripts/latency-check.sh with its peers at 1080p and 4K,
 #                      live 60 and 30 frames/s, RGBA copy and NV12 -> RGBA convert
 #   timing-cost.txt    what per-frame timing costs on the cuda backend
+#   writes.txt         a source writing every frame, alone, into the element's
+#                      pinned pool and into its own memory: frames/s
+#                      (bench-pipelines.sh --only writes) and the writer's
+#                      thread, us of CPU a frame, three rounds interleaved
 # and prints a summary. Draw the timelines afterwards where matplotlib is:
 #   scripts/trace-to-png.py OUTDIR/trace-4k-serial.json OUTDIR/trace-4k-overlapped.json \
 #     -o timeline-4k.png --titles "4K RGBA copy, serial,4K RGBA copy, overlapped"
 #
-#   scripts/gpu-observe.sh OUTDIR [traces,latency,timing]
-# (all three parts unless a list says which).
+#   scripts/gpu-observe.sh OUTDIR [traces,latency,timing,writes]
+# (all four parts unless a list says which).
 set -u
-out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing]}
-parts=${2:-traces,latency,timing}
+out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing,writes]}
+parts=${2:-traces,latency,timing,writes}
 part() { [[ ",$parts," == *",$1,"* ]]; }
 cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
 mkdir -p "$out"
@@ -55,4 +59,26 @@ part timing && {
   .gpu/bin/timing-cost --backend cuda --frames 20000 --rounds 5 | tee "$out/timing-cost.txt"
   .gpu/bin/timing-cost --backend cuda --frames 2000 --rounds 3 --size 3840x2160 |
     tee -a "$out/timing-cost.txt"
+}
+
+part writes && {
+  scripts/bench-pipelines.sh --only writes --sizes 1920x1080,3840x2160 --frames 300 \
+    --repeats 3 | tee "$out/writes.txt"
+  for size in 1920x1080 3840x2160; do
+    short=200 long=1200
+    [ "$size" = 3840x2160 ] && short=60 long=360
+    writer="videotestsrc num-buffers=@FRAMES@ pattern=solid-color"
+    caps="video/x-raw,format=RGBA,width=${size%x*},height=${size#*x}"
+    for round in 1 2 3; do
+      line="writer's thread, $size, round $round, us a frame:"
+      for case in "alone|fakesink sync=false" "pinned pool|cudaoverlap ! fakesink sync=false" \
+        "own memory|identity drop-allocation=true ! cudaoverlap ! fakesink sync=false"; do
+        # shellcheck disable=SC2086
+        us=$(scripts/thread-cpu.sh --short $short $long gst-launch-1.0 $writer ! $caps ! ${case#*|} |
+          awk '/^videotestsrc/ {print $3}')
+        line="$line ${case%%|*} ${us:-?};"
+      done
+      echo "$line" | tee -a "$out/writes.txt"
+    done
+  done
 }
