@@ -245,11 +245,12 @@ GstClockTime first_latency_estimate(size_t bytes, bool cuda) {
                                               (cuda ? kCudaBytesPerNs : kCpuBytesPerNs));
 }
 
-int64_t LatencyEstimate::percentile99() const {
-  std::vector<int64_t> sorted(window_);
-  const size_t at = (sorted.size() - 1) * 99 / 100;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(at), sorted.end());
-  return sorted[at];
+int64_t LatencyEstimate::percentile99() {
+  sorted_.assign(window_.begin(), window_.end());
+  const size_t at = (sorted_.size() - 1) * 99 / 100;
+  std::nth_element(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(at),
+                   sorted_.end());
+  return sorted_[at];
 }
 
 bool LatencyEstimate::add(int64_t stay_ns) {

@@ -160,11 +160,12 @@ class LatencyEstimate {
   static constexpr int64_t kMinLowerNs = 50000;
 
  private:
-  int64_t percentile99() const;  // of window_, with mutex_ held
-  mutable std::mutex mutex_;     // a leaf
+  int64_t percentile99();     // of window_, with mutex_ held
+  mutable std::mutex mutex_;  // a leaf
   // Guarded by mutex_.
   int64_t seen_ = 0;
   std::vector<int64_t> window_;  // the last kWindow stays, as a ring
+  std::vector<int64_t> sorted_;  // percentile99's, kept to spare an allocation
   size_t next_ = 0;
   int64_t reported_ns_ = -1;  // -1: not measured yet
 };
