@@ -206,6 +206,39 @@ TEST(RefusedCaps, ACapsEventWithAFormatNotTakenIsAnErrorListingWhatIs) {
   EXPECT_NE(error.find("kernel=flip takes"), std::string::npos) << error;
 }
 
+// Caps the kernel takes but downstream does not are downstream's refusal:
+// the kernel is not blamed (upstream may negotiate again; if not, its own
+// not-negotiated is the error).
+TEST(RefusedCaps, ACapsEventDownstreamRefusesDoesNotBlameTheKernel) {
+  SKIP_WITHOUT_BACKEND();
+  GError* parse_error = nullptr;
+  GstElement* pipeline = gst_parse_launch(("appsrc name=src format=time !" + element() +
+                                           "kernel=copy ! video/x-raw,format=NV12 ! fakesink")
+                                              .c_str(),
+                                          &parse_error);
+  ASSERT_EQ(parse_error, nullptr) << parse_error->message;
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 16);
+  GstCaps* caps = caps_of(info);
+  g_object_set(src, "caps", caps, nullptr);
+  gst_caps_unref(caps);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  gst_app_src_push_buffer(GST_APP_SRC(src), make_frame(info, 1, 0));
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
+  ASSERT_NE(message, nullptr) << "appsrc's not-negotiated never came";
+  GError* e = nullptr;
+  gst_message_parse_error(message, &e, nullptr);
+  const std::string text = e->message;
+  g_error_free(e);
+  gst_message_unref(message);
+  EXPECT_EQ(text.find("cudaoverlap cannot process caps"), std::string::npos) << text;
+  gst_object_unref(bus);
+  run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
+  gst_object_unref(src);
+  gst_object_unref(pipeline);
+}
+
 TEST(RefusedCaps, CapsChangedMidStreamToAFormatNotTakenAreAnErrorListingWhatIs) {
   SKIP_WITHOUT_BACKEND();
   GError* parse_error = nullptr;

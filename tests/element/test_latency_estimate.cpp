@@ -68,6 +68,18 @@ TEST(LatencyEstimate, SmallChangesAreNotAnnounced) {
   EXPECT_EQ(feed(&e, 500, 1040 * 1000), 0);
 }
 
+// Below a millisecond 10 % is tens of microseconds: a report is lowered
+// only by at least kMinLowerNs, so that such jitter does not have the
+// pipeline's latency set again every few frames.
+TEST(LatencyEstimate, SubMillisecondJitterIsNotAnnounced) {
+  LatencyEstimate e;
+  feed(&e, kFirst + 200, 300 * 1000);       // reported 0.33 ms
+  EXPECT_EQ(feed(&e, 500, 260 * 1000), 0);  // 13 % lower, 40 us
+  EXPECT_EQ(e.own(0), static_cast<GstClockTime>(330 * 1000));
+  EXPECT_EQ(feed(&e, 500, 200 * 1000), 1);  // 0.22 ms: 110 us lower
+  EXPECT_EQ(e.own(0), static_cast<GstClockTime>(220 * 1000));
+}
+
 TEST(LatencyEstimate, ResetForgetsWhatWasMeasured) {
   LatencyEstimate e;
   feed(&e, kFirst + 10, 3 * kMs);
