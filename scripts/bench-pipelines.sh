@@ -30,7 +30,9 @@
 #   copy    RGBA -> RGBA: cudaoverlap (pinned pool / not ours, pinned once /
 #           not ours, staged / mode=serial), cudaupload ! cudadownload
 #   writes  videotestsrc writing every frame, as a camera or decoder does:
-#           alone, into cudaoverlap's pinned pool, and into its own memory
+#           alone, into cudaoverlap's pinned pool, and into its own memory,
+#           and the element alone on a frozen frame, rounds interleaved;
+#           then each case's frames/s and CPU against the source alone's
 #   convert NV12 -> RGBA: the same with kernel=convert, cudaupload !
 #           cudaconvert ! cudadownload, videoconvert n-threads=<cores>
 #   yuy2    YUY2 -> RGBA (a USB camera's format): cudaoverlap kernel=convert
@@ -160,38 +162,98 @@ run_once() {
   echo "$wall $cpu"
 }
 
-# measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
-# Frames/s over N frames: the difference of a run of warm + N frames and one
-# of warm frames, which takes out what the first frames cost; the median of
-# `repeats` such pairs. Host CPU per frame the same way: the difference of
-# the two runs' CPU time from PLAYING to EOS over N, so that what the first
-# frames cost cancels out too.
-measure() {
-  local workload=$1 size=$2 name=$3 in_bytes=$4 out_bytes=$5 pipeline=$6
-  local short long rates=() cpus=() r
-  for ((r = 0; r < repeats; r++)); do
-    short=$(run_once "${pipeline//@N@/$warm}")
-    long=$(run_once "${pipeline//@N@/$((warm + frames))}")
-    if [ "$short" = fail ] || [ "$long" = fail ] || [ -z "$short" ] || [ -z "$long" ]; then
-      printf "%-8s %-10s %-50s %s\n" "$workload" "$size" "$name" \
-        "failed: $(grep -m1 -i error /tmp/bench-pipelines.log | cut -c1-100)"
-      return
-    fi
-    rates+=("$(awk -v n="$frames" -v s="${short% *}" -v l="${long% *}" \
-      'BEGIN { d = l - s; printf "%.3f", (d > 0 ? n / d : 0) }')")
-    cpus+=("$(awk -v n="$frames" -v s="${short#* }" -v l="${long#* }" \
-      'BEGIN { printf "%.1f", (l - s) / n * 1e6 }')")
-  done
-  local fps cpu
-  fps=$(printf "%s\n" "${rates[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  cpu=$(printf "%s\n" "${cpus[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  awk -v fps="$fps" -v cpu="$cpu" -v i="$in_bytes" -v o="$out_bytes" -v bound="$pcie" -v w="$workload" \
-    -v z="$size" -v c="$name" -v csv="$csv" 'BEGIN {
+# pair PIPELINE-WITH-@N@: "FPS CPU" of one pair of runs, warm + N frames
+# and warm frames: frames/s over the difference, which takes out what the
+# first frames cost, and host CPU per frame (us) the same way; "fail" (with
+# the first error line in /tmp/bench-pipelines.log) when either run failed.
+pair() {
+  local short long
+  short=$(run_once "${1//@N@/$warm}")
+  long=$(run_once "${1//@N@/$((warm + frames))}")
+  if [ "$short" = fail ] || [ "$long" = fail ] || [ -z "$short" ] || [ -z "$long" ]; then
+    echo fail
+    return
+  fi
+  awk -v n="$frames" -v s="$short" -v l="$long" 'BEGIN {
+    split(s, a, " "); split(l, b, " "); d = b[1] - a[1]
+    printf "%.3f %.1f\n", (d > 0 ? n / d : 0), (b[2] - a[2]) / n * 1e6 }'
+}
+
+median() { printf "%s\n" "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+# row WORKLOAD SIZE CASE IN_BYTES OUT_BYTES FPS CPU: one line of the table
+# (and of the CSV).
+row() {
+  awk -v w="$1" -v z="$2" -v c="$3" -v i="$4" -v o="$5" -v fps="$6" -v cpu="$7" -v bound="$pcie" \
+    -v csv="$csv" 'BEGIN {
       gin = fps * i / 1e9; gout = fps * o / 1e9
       big = (i > o ? i : o); pct = 100 * fps * big / (bound * 1e9)
       printf "%-8s %-10s %-50s %9.0f %8.1f %8.1f %7.0f%% %9.0f\n", w, z, c, fps, gin, gout, pct, cpu
       if (csv != "") printf "%s,%s,\"%s\",%.1f,%.2f,%.2f,%.1f,%.1f\n", w, z, c, fps, gin, gout, pct, cpu >> csv
     }'
+}
+
+failed() {
+  printf "%-8s %-10s %-50s %s\n" "$1" "$2" "$3" \
+    "failed: $(grep -m1 -i error /tmp/bench-pipelines.log | cut -c1-100)"
+}
+
+# measure WORKLOAD SIZE CASE IN_BYTES OUT_BYTES PIPELINE-WITH-@N@
+# The median of `repeats` pairs (see pair).
+measure() {
+  local rates=() cpus=() r result
+  for ((r = 0; r < repeats; r++)); do
+    result=$(pair "$6")
+    [ "$result" = fail ] && { failed "$1" "$2" "$3"; return; }
+    rates+=("${result% *}")
+    cpus+=("${result#* }")
+  done
+  row "$1" "$2" "$3" "$4" "$5" "$(median "${rates[@]}")" "$(median "${cpus[@]}")"
+}
+
+# measure_writes SIZE BYTES WRITER ELEMENT-ONLY: the source writing every
+# frame alone, into the element's pinned pool and into its own memory, and
+# the element alone on a frozen frame in its pool (ELEMENT-ONLY: what the
+# element itself costs), one pipeline of each in every round, so that a
+# machine whose speed drifts from run to run (as shared ones do) weighs on
+# all four alike. Then, for the two cases with the element, the median over
+# the rounds of each round's ratio: frames/s against the source alone's, and
+# CPU a frame over the source alone's plus the element's own.
+measure_writes() {
+  local size=$1 bytes=$2 writer=$3 element=$4 sink="fakesink sync=false"
+  local names=("videotestsrc (every frame) alone" "videotestsrc (every frame) ! cudaoverlap, pinned pool"
+    "videotestsrc (every frame) ! cudaoverlap, own memory" "cudaoverlap alone (frozen frame, pinned pool)")
+  local pipes=("$writer ! $sink" "$writer ! cudaoverlap ! $sink"
+    "$writer ! identity drop-allocation=true ! cudaoverlap ! $sink" "$element ! cudaoverlap ! $sink")
+  local fps=() cpu=() r c result  # [r * 4 + c]: round r, case c
+  for ((r = 0; r < repeats; r++)); do
+    for c in 0 1 2 3; do
+      result=$(pair "${pipes[c]}")
+      [ "$result" = fail ] && { failed writes "$size" "${names[c]}"; return; }
+      fps[r * 4 + c]=${result% *}
+      cpu[r * 4 + c]=${result#* }
+    done
+  done
+  local f=() u=()
+  for c in 0 1 2 3; do
+    f=() u=()
+    for ((r = 0; r < repeats; r++)); do
+      f+=("${fps[r * 4 + c]}")
+      u+=("${cpu[r * 4 + c]}")
+    done
+    row writes "$size" "${names[c]}" "$bytes" "$((c ? bytes : 0))" "$(median "${f[@]}")" \
+      "$(median "${u[@]}")"
+  done
+  for c in 1 2; do
+    f=() u=()
+    for ((r = 0; r < repeats; r++)); do
+      f+=("$(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4]}" 'BEGIN {printf "%.1f", 100 * a / b}')")
+      u+=("$(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4]}" -v e="${cpu[r * 4 + 3]}" \
+        'BEGIN {printf "%+.1f", 100 * (a / (b + e) - 1)}')")
+    done
+    printf "%-8s %-10s %-50s %s\n" writes "$size" "  ${names[c]#*! }" \
+      "$(median "${f[@]}")% of alone's frames/s ($(IFS=/; echo "${f[*]}")), CPU $(median "${u[@]}")% over alone + element ($(IFS=/; echo "${u[*]}"))"
+  done
 }
 
 echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), median of" \
@@ -231,11 +293,7 @@ for size in "${size_list[@]}"; do
 
   if [ -z "$only" ] || [ "$only" = writes ]; then
     writer="videotestsrc num-buffers=@N@ pattern=solid-color ! video/x-raw,format=RGBA,width=$w,height=$h"
-    measure writes "$size" "videotestsrc (every frame) alone" $rgba 0 "$writer ! $sink"
-    measure writes "$size" "videotestsrc (every frame) ! cudaoverlap, pinned pool" $rgba $rgba \
-      "$writer ! cudaoverlap ! $sink"
-    measure writes "$size" "videotestsrc (every frame) ! cudaoverlap, own memory" $rgba $rgba \
-      "$writer ! identity drop-allocation=true ! cudaoverlap ! $sink"
+    measure_writes "$size" $rgba "$writer" "$(still RGBA) ! $freeze"
   fi
 
   if [ -z "$only" ] || [ "$only" = convert ]; then
