@@ -42,8 +42,9 @@
 #include <gst/video/video.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "blur.h"
 #include "cudaoverlap/cudaoverlap.h"
 #include "custom.h"
 #include "custom_settings.h"
@@ -69,10 +70,6 @@ constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 constexpr int DEFAULT_DEVICE_ID = 0;
 constexpr bool DEFAULT_PIN_UPSTREAM = true;
 constexpr bool DEFAULT_CUDA_GRAPHS = true;
-constexpr GstCudaOverlapVideoDirection DEFAULT_VIDEO_DIRECTION =
-    GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY;
-const BalanceParams DEFAULT_BALANCE;  // videobalance's defaults
-const double DEFAULT_SIGMA = KernelParams().blur_sigma;
 constexpr const char* DEFAULT_KERNEL_ENTRY = "process";
 constexpr guint DEFAULT_STATS_INTERVAL = 0;
 constexpr bool DEFAULT_QOS = true;
@@ -88,13 +85,7 @@ enum {
   PROP_DEVICES,
   PROP_PIN_UPSTREAM_MEMORY,
   PROP_CUDA_GRAPHS,
-  // The kernels' parameters.
-  PROP_VIDEO_DIRECTION,
-  PROP_BRIGHTNESS,
-  PROP_CONTRAST,
-  PROP_SATURATION,
-  PROP_HUE,
-  PROP_SIGMA,
+  // kernel=custom's.
   PROP_KERNEL_FILE,
   PROP_KERNEL_SOURCE,
   PROP_KERNEL_PARAMS,
@@ -105,7 +96,24 @@ enum {
   PROP_STATS_INTERVAL,
   PROP_TRACE_FILE,
   PROP_QOS,
+  // The operations' declared parameters (declared_parameters()), in order.
+  PROP_PARAMETER_FIRST,
 };
+
+// The declared parameter behind property `prop_id`; null for the others.
+const ParamSpec* parameter_of(guint prop_id) {
+  static const std::vector<const ParamSpec*> specs = declared_parameters();
+  if (prop_id < PROP_PARAMETER_FIRST || prop_id - PROP_PARAMETER_FIRST >= specs.size())
+    return nullptr;
+  return specs[prop_id - PROP_PARAMETER_FIRST];
+}
+
+// Every declared parameter at its default.
+ParamValues default_parameters() {
+  ParamValues values;
+  for (const ParamSpec* spec : declared_parameters()) values.set(spec->name, spec->default_value);
+  return values;
+}
 
 enum {
   SIGNAL_PROCESS,
@@ -118,7 +126,8 @@ guint gst_cuda_overlap_signals[LAST_SIGNAL];
 
 struct GstCudaOverlapPrivate {
   // Properties. Guarded by the object lock; changed only in NULL and READY
-  // (pin-upstream-memory lives in the session: it may change while playing).
+  // but for the operations' parameters and kernel=custom's (pin-upstream-
+  // memory lives in the session, which reads it per frame).
   gint kernel = DEFAULT_KERNEL;  // a GST_TYPE_CUDA_OVERLAP_KERNEL value
   int ring_size = DEFAULT_RING_SIZE;
   int bands = DEFAULT_BANDS;
@@ -127,9 +136,9 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapBackend backend = DEFAULT_BACKEND;
   int device_id = DEFAULT_DEVICE_ID;
   std::string devices;  // empty: device_id alone
-  GstCudaOverlapVideoDirection video_direction = DEFAULT_VIDEO_DIRECTION;
-  BalanceParams balance = DEFAULT_BALANCE;
-  double sigma = DEFAULT_SIGMA;
+  // The operations' parameters, by name; these may change while playing
+  // where declared so (ParamSpec::while_playing).
+  ParamValues parameters = default_parameters();
   std::string kernel_file;
   std::string kernel_source;
   GstStructure* kernel_params = nullptr;  // owned
@@ -158,7 +167,13 @@ struct _GstCudaOverlap {
   GstCudaOverlapPrivate* priv;
 };
 
-G_DEFINE_TYPE(GstCudaOverlap, gst_cuda_overlap, GST_TYPE_ELEMENT);
+// flip's video-direction is GStreamer's GstVideoDirection interface, as
+// videoflip's is.
+static void gst_cuda_overlap_video_direction_init(GstVideoDirectionInterface*) {}
+
+G_DEFINE_TYPE_WITH_CODE(GstCudaOverlap, gst_cuda_overlap, GST_TYPE_ELEMENT,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_VIDEO_DIRECTION,
+                                              gst_cuda_overlap_video_direction_init));
 GST_ELEMENT_REGISTER_DEFINE(cudaoverlap, "cudaoverlap", GST_RANK_NONE, GST_TYPE_CUDA_OVERLAP);
 
 // What the session builds engines from, read under the object lock.
@@ -171,9 +186,7 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.bands = priv->bands;
   settings.graphs = priv->cuda_graphs;
   settings.mode = mode_from_gst(priv->mode);
-  settings.params.flip = flip_direction_from_gst(priv->video_direction);
-  settings.params.balance = priv->balance;
-  settings.params.blur_sigma = priv->sigma;
+  settings.params.values = priv->parameters;
   settings.params.custom = priv->custom;
   settings.params.application = priv->application;
   GST_OBJECT_UNLOCK(self);
@@ -392,6 +405,77 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
   return ret;
 }
 
+// A declared parameter's value as a number (parameter.h), and back.
+static double parameter_from_value(const ParamSpec& spec, const GValue* value) {
+  switch (spec.type) {
+    case ParamSpec::Type::kDouble:
+      return g_value_get_double(value);
+    case ParamSpec::Type::kInt:
+      return g_value_get_int(value);
+    case ParamSpec::Type::kUInt:
+      return g_value_get_uint(value);
+    case ParamSpec::Type::kBool:
+      return g_value_get_boolean(value) ? 1 : 0;
+    case ParamSpec::Type::kEnum:
+      return g_value_get_enum(value);
+  }
+  return 0;
+}
+
+static void parameter_to_value(const ParamSpec& spec, double number, GValue* value) {
+  switch (spec.type) {
+    case ParamSpec::Type::kDouble:
+      g_value_set_double(value, number);
+      break;
+    case ParamSpec::Type::kInt:
+      g_value_set_int(value, static_cast<gint>(number));
+      break;
+    case ParamSpec::Type::kUInt:
+      g_value_set_uint(value, static_cast<guint>(number));
+      break;
+    case ParamSpec::Type::kBool:
+      g_value_set_boolean(value, number != 0);
+      break;
+    case ParamSpec::Type::kEnum:
+      g_value_set_enum(value, static_cast<gint>(number));
+      break;
+  }
+}
+
+// A declared parameter set: taken in NULL and READY, and while playing where
+// it is only a kernel argument, when the next frame renegotiates (the
+// output caps may change, as a flip's do) and runs with it.
+static void gst_cuda_overlap_set_parameter(GstCudaOverlap* self, const ParamSpec& spec,
+                                           const GValue* value, bool playing) {
+  const double number = parameter_from_value(spec, value);
+  if (!spec.takes(number)) {
+    // An enum GStreamer defines may hold values the operation does not take
+    // (video-direction's auto and custom).
+    GEnumValue* named = spec.type == ParamSpec::Type::kEnum
+                            ? g_enum_get_value(G_ENUM_CLASS(g_type_class_peek(G_VALUE_TYPE(value))),
+                                               static_cast<gint>(number))
+                            : nullptr;
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("%s=%s is not taken; it stays as it was", spec.name,
+                         named ? named->value_nick : std::to_string(number).c_str()),
+                        (nullptr));
+    return;
+  }
+  if (playing && !spec.while_playing) {
+    GST_WARNING_OBJECT(self, "'%s' can only be changed in the NULL or READY state; ignored",
+                       spec.name);
+    return;
+  }
+  GST_OBJECT_LOCK(self);
+  const bool changed = self->priv->parameters.number(spec.name) != number;
+  self->priv->parameters.set(spec.name, number);
+  GST_OBJECT_UNLOCK(self);
+  if (changed && playing) {
+    GST_DEBUG_OBJECT(self, "%s changed while playing: the next frame runs with it", spec.name);
+    gst_pad_mark_reconfigure(self->srcpad);
+  }
+}
+
 static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(object);
@@ -404,6 +488,11 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
                                prop_id == PROP_KERNEL_PARAMS || prop_id == PROP_KERNEL_ENTRY ||
                                prop_id == PROP_KERNEL_LAUNCH;
   const bool playing = GST_STATE(self) > GST_STATE_READY;
+  if (const ParamSpec* spec = parameter_of(prop_id)) {
+    GST_OBJECT_UNLOCK(self);
+    gst_cuda_overlap_set_parameter(self, *spec, value, playing);
+    return;
+  }
   // Engines, the device and the instruments are made with these at start
   // and on caps; pin-upstream-memory is read per frame.
   if (playing && prop_id != PROP_PIN_UPSTREAM_MEMORY && !custom_property) {
@@ -441,24 +530,6 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     }
     case PROP_PIN_UPSTREAM_MEMORY:
       session.set_pin_upstream(g_value_get_boolean(value));
-      break;
-    case PROP_VIDEO_DIRECTION:
-      priv->video_direction = static_cast<GstCudaOverlapVideoDirection>(g_value_get_enum(value));
-      break;
-    case PROP_BRIGHTNESS:
-      priv->balance.brightness = g_value_get_double(value);
-      break;
-    case PROP_CONTRAST:
-      priv->balance.contrast = g_value_get_double(value);
-      break;
-    case PROP_SATURATION:
-      priv->balance.saturation = g_value_get_double(value);
-      break;
-    case PROP_HUE:
-      priv->balance.hue = g_value_get_double(value);
-      break;
-    case PROP_SIGMA:
-      priv->sigma = g_value_get_double(value);
       break;
     case PROP_KERNEL_FILE: {
       const gchar* path = g_value_get_string(value);
@@ -511,6 +582,12 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
   GstCudaOverlapPrivate* priv = self->priv;
   const Session& session = *priv->session;
   GST_OBJECT_LOCK(self);
+  if (const ParamSpec* spec = parameter_of(prop_id)) {
+    const double number = priv->parameters.number(spec->name);
+    GST_OBJECT_UNLOCK(self);
+    parameter_to_value(*spec, number, value);
+    return;
+  }
   switch (prop_id) {
     case PROP_KERNEL:
       g_value_set_enum(value, priv->kernel);
@@ -538,24 +615,6 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_PIN_UPSTREAM_MEMORY:
       g_value_set_boolean(value, session.pin_upstream());
-      break;
-    case PROP_VIDEO_DIRECTION:
-      g_value_set_enum(value, priv->video_direction);
-      break;
-    case PROP_BRIGHTNESS:
-      g_value_set_double(value, priv->balance.brightness);
-      break;
-    case PROP_CONTRAST:
-      g_value_set_double(value, priv->balance.contrast);
-      break;
-    case PROP_SATURATION:
-      g_value_set_double(value, priv->balance.saturation);
-      break;
-    case PROP_HUE:
-      g_value_set_double(value, priv->balance.hue);
-      break;
-    case PROP_SIGMA:
-      g_value_set_double(value, priv->sigma);
       break;
     case PROP_KERNEL_FILE:
       g_value_set_string(value, priv->kernel_file.empty() ? nullptr : priv->kernel_file.c_str());
@@ -746,39 +805,47 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
           DEFAULT_PIN_UPSTREAM,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                    GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_VIDEO_DIRECTION,
-      g_param_spec_enum("video-direction", "Video direction",
-                        "kernel=flip: rotation or mirror, with videoflip's values (auto and "
-                        "custom are not taken); 90r, 90l, ul-lr and ur-ll swap width and height",
-                        GST_TYPE_CUDA_OVERLAP_VIDEO_DIRECTION, DEFAULT_VIDEO_DIRECTION, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_BRIGHTNESS,
-      g_param_spec_double("brightness", "Brightness",
-                          "kernel=balance: added to luma as brightness * 255 (as videobalance)",
-                          -1.0, 1.0, DEFAULT_BALANCE.brightness, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_CONTRAST,
-      g_param_spec_double("contrast", "Contrast",
-                          "kernel=balance: luma gain around 16 (as videobalance)", 0.0, 2.0,
-                          DEFAULT_BALANCE.contrast, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_SATURATION,
-      g_param_spec_double("saturation", "Saturation",
-                          "kernel=balance: chroma gain around 128; 0 makes grey (as videobalance)",
-                          0.0, 2.0, DEFAULT_BALANCE.saturation, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_HUE,
-      g_param_spec_double("hue", "Hue",
-                          "kernel=balance: chroma rotation by hue * 180 degrees (as videobalance)",
-                          -1.0, 1.0, DEFAULT_BALANCE.hue, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_SIGMA,
-      g_param_spec_double("sigma", "Sigma",
-                          "kernel=blur: standard deviation of the Gaussian in pixels (the "
-                          "kernel reaches 3 sigma each way; subsampled chroma is blurred by the "
-                          "same extent on the picture)",
-                          kBlurMinSigma, kBlurMaxSigma, DEFAULT_SIGMA, flags));
+  // The operations' parameters, from their declarations: those that are
+  // only a kernel argument also while playing, and controllable.
+  const std::vector<const ParamSpec*> parameters = declared_parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const ParamSpec& spec = *parameters[i];
+    const guint id = PROP_PARAMETER_FIRST + static_cast<guint>(i);
+    if (std::string(spec.name) == "video-direction") {
+      g_object_class_override_property(gobject_class, id, "video-direction");
+      continue;
+    }
+    const auto spec_flags = static_cast<GParamFlags>(
+        G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+        (spec.while_playing ? GST_PARAM_MUTABLE_PLAYING | GST_PARAM_CONTROLLABLE
+                            : GST_PARAM_MUTABLE_READY));
+    GParamSpec* pspec = nullptr;
+    switch (spec.type) {
+      case ParamSpec::Type::kDouble:
+        pspec = g_param_spec_double(spec.name, spec.nick, spec.blurb, spec.min, spec.max,
+                                    spec.default_value, spec_flags);
+        break;
+      case ParamSpec::Type::kInt:
+        pspec = g_param_spec_int(spec.name, spec.nick, spec.blurb, static_cast<gint>(spec.min),
+                                 static_cast<gint>(spec.max), static_cast<gint>(spec.default_value),
+                                 spec_flags);
+        break;
+      case ParamSpec::Type::kUInt:
+        pspec = g_param_spec_uint(spec.name, spec.nick, spec.blurb, static_cast<guint>(spec.min),
+                                  static_cast<guint>(spec.max),
+                                  static_cast<guint>(spec.default_value), spec_flags);
+        break;
+      case ParamSpec::Type::kBool:
+        pspec = g_param_spec_boolean(spec.name, spec.nick, spec.blurb, spec.default_value != 0,
+                                     spec_flags);
+        break;
+      case ParamSpec::Type::kEnum:
+        pspec = g_param_spec_enum(spec.name, spec.nick, spec.blurb, parameter_enum_type(spec),
+                                  static_cast<gint>(spec.default_value), spec_flags);
+        break;
+    }
+    g_object_class_install_property(gobject_class, id, pspec);
+  }
   // kernel=custom's: also while playing (compiled aside, swapped between
   // two frames).
   const auto playing_flags = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
@@ -894,8 +961,6 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_KERNEL, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_MODE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_BACKEND, static_cast<GstPluginAPIFlags>(0));
-  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_OVERLAP_VIDEO_DIRECTION,
-                              static_cast<GstPluginAPIFlags>(0));
   GST_DEBUG_CATEGORY_INIT(gst_cuda_overlap_debug, "cudaoverlap", 0,
                           "overlapped upload/kernel/download of raw video");
 }

@@ -1,6 +1,9 @@
 // See gstcudaoverlapenums.h.
 #include "gstcudaoverlapenums.h"
 
+#include <gst/video/video.h>
+
+#include <string>
 #include <vector>
 
 #include "operation_registry.h"
@@ -72,28 +75,6 @@ GType gst_cuda_overlap_backend_get_type(void) {
   return type;
 }
 
-GType gst_cuda_overlap_video_direction_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_IDENTITY, "Identity (no rotation)", "identity"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_90R, "Rotate clockwise 90 degrees", "90r"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_180, "Rotate 180 degrees", "180"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_90L, "Rotate counter-clockwise 90 degrees", "90l"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_HORIZ, "Flip horizontally", "horiz"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_VERT, "Flip vertically", "vert"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_UL_LR, "Flip across upper left/lower right diagonal",
-       "ul-lr"},
-      {GST_CUDA_OVERLAP_VIDEO_DIRECTION_UR_LL, "Flip across upper right/lower left diagonal",
-       "ur-ll"},
-      {0, nullptr, nullptr},
-  };
-  if (g_once_init_enter(&type)) {
-    GType registered = g_enum_register_static("GstCudaOverlapVideoDirection", values);
-    g_once_init_leave(&type, registered);
-  }
-  return type;
-}
-
 namespace cudaoverlap {
 
 const char* kernel_name_from_gst(gint kernel) {
@@ -102,9 +83,32 @@ const char* kernel_name_from_gst(gint kernel) {
                                                                      : "copy";
 }
 
-// The values are defined in the same order.
-FlipDirection flip_direction_from_gst(GstCudaOverlapVideoDirection direction) {
-  return static_cast<FlipDirection>(direction);
+GType parameter_enum_type(const ParamSpec& spec) {
+  if (spec.gst_enum) {
+    // GStreamer's own types are registered when first asked for.
+    if (std::string(spec.gst_enum) == "GstVideoOrientationMethod")
+      return GST_TYPE_VIDEO_ORIENTATION_METHOD;
+    return g_type_from_name(spec.gst_enum);
+  }
+  // "sharpen-mode" -> GstCudaOverlapSharpenMode.
+  std::string type_name = "GstCudaOverlap";
+  bool upper = true;
+  for (const char* c = spec.name; *c; ++c) {
+    if (*c == '-') {
+      upper = true;
+      continue;
+    }
+    type_name += upper ? static_cast<char>(g_ascii_toupper(*c)) : *c;
+    upper = false;
+  }
+  if (const GType known = g_type_from_name(type_name.c_str())) return known;
+  // Registered once for the process and never freed, as GEnum values are.
+  auto* values = new GEnumValue[spec.choices.size() + 1];
+  for (size_t i = 0; i < spec.choices.size(); ++i)
+    values[i] =
+        GEnumValue{spec.choices[i].value, spec.choices[i].description, spec.choices[i].nick};
+  values[spec.choices.size()] = GEnumValue{0, nullptr, nullptr};
+  return g_enum_register_static(g_intern_string(type_name.c_str()), values);
 }
 
 Mode mode_from_gst(GstCudaOverlapMode mode) {

@@ -85,6 +85,14 @@ bool QosTracker::drop(GstElement* element, GstBuffer* buffer) {
   return true;
 }
 
+GstClockTime QosTracker::stream_time(GstBuffer* buffer) const {
+  const GstClockTime timestamp = GST_BUFFER_PTS(buffer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!have_segment_ || segment_.format != GST_FORMAT_TIME || !GST_CLOCK_TIME_IS_VALID(timestamp))
+    return GST_CLOCK_TIME_NONE;
+  return gst_segment_to_stream_time(&segment_, GST_FORMAT_TIME, timestamp);
+}
+
 void QosTracker::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   gst_segment_init(&segment_, GST_FORMAT_UNDEFINED);

@@ -27,6 +27,9 @@ class QosTracker {
   // Streaming thread: true when `buffer` is late; then a QoS message is
   // posted from `element`. Counts processed and dropped frames.
   bool drop(GstElement* element, GstBuffer* buffer);
+  // Streaming thread: `buffer`'s stream time in the current TIME segment;
+  // GST_CLOCK_TIME_NONE without one or without a timestamp.
+  GstClockTime stream_time(GstBuffer* buffer) const;
   // Owner thread.
   void reset();
 

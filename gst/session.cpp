@@ -446,7 +446,24 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
   }
   if (chosen_caps) gst_caps_unref(chosen_caps);
-  const bool same_engine = engine_ && engine_->config() == config;
+  bool same_engine = engine_ && engine_->config() == config;
+  if (!same_engine && engine_) {
+    // Only the operation's parameters changed (a property set while
+    // playing): the running engine takes it between two frames where it
+    // can, without draining and starting again.
+    EngineConfig with_new_operation = engine_->config();
+    with_new_operation.operation = config.operation;
+    if (with_new_operation == config) {
+      try {
+        engine_->replace_operation(config.operation);
+        same_engine = true;
+        GST_DEBUG_OBJECT(element_, "kernel %s: new parameters from the next frame",
+                         config.operation->name());
+      } catch (const Error& e) {
+        GST_DEBUG_OBJECT(element_, "restarting the engine for the new parameters: %s", e.what());
+      }
+    }
+  }
   const bool same_caps = out_caps_ != nullptr && gst_caps_is_equal(out_caps, out_caps_);
 
   if (!same_engine) {
@@ -559,8 +576,14 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
                       takes(settings_()));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  // Downstream asked for other caps (RECONFIGURE): negotiate again before
-  // this frame, as GstBaseTransform does.
+  // Properties under a control binding take their values for this frame,
+  // as GstBaseTransform has them do; a kernel parameter that changed, here
+  // or from another thread, marks the src pad for the renegotiation below.
+  const GstClockTime stream_time = instruments_.stream_time(buffer);
+  if (GST_CLOCK_TIME_IS_VALID(stream_time))
+    gst_object_sync_values(GST_OBJECT(element_), stream_time);
+  // Downstream asked for other caps (RECONFIGURE), or a kernel parameter
+  // changed: negotiate again before this frame, as GstBaseTransform does.
   if (gst_pad_check_reconfigure(srcpad_) && in_caps_ != nullptr &&
       !configure(in_caps_, GST_SEQNUM_INVALID)) {
     gst_pad_mark_reconfigure(srcpad_);

@@ -214,6 +214,8 @@ class Instruments {
   // too late to be worth uploading, in which case it is counted as dropped
   // and a QoS message is posted.
   bool drop_late(GstElement* element, GstBuffer* buffer);
+  // Streaming thread: `buffer`'s stream time (QosTracker::stream_time).
+  GstClockTime stream_time(GstBuffer* buffer) const { return qos_.stream_time(buffer); }
   void submitted() { stats_.frame_submitted(); }
   // Streaming thread, an engine started.
   void engine_started(int bands) { stats_.set_bands(bands); }

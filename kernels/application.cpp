@@ -33,4 +33,18 @@ void ApplicationOperation::run_reference(const ImageRef& in, const ImageRef& out
   run(in, out, nullptr);
 }
 
+const OperationEntry& application_entry() {
+  static const OperationEntry entry{
+      "application",
+      "Application: the application's own work on each frame, put on the compute stream by a "
+      "handler of the process signal",
+      true,
+      {},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<ApplicationOperation>(p.application);
+      },
+      true};
+  return entry;
+}
+
 }  // namespace cudaoverlap

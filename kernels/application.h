@@ -12,6 +12,7 @@
 #pragma once
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -38,5 +39,8 @@ class ApplicationOperation final : public Operation {
 
   const std::shared_ptr<const ApplicationProcess> process_;
 };
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& application_entry();
 
 }  // namespace cudaoverlap

@@ -53,24 +53,6 @@ BalanceConstants balance_constants(const BalanceParams& params) {
   return k;
 }
 
-namespace {
-
-std::string range_problem(const char* name, double value, double lo, double hi) {
-  if (value >= lo && value <= hi) return {};
-  return std::string(name) + " " + std::to_string(value) + " is out of range: it takes " +
-         std::to_string(lo) + " to " + std::to_string(hi);
-}
-
-}  // namespace
-
-std::string BalanceParams::check() const {
-  for (const std::string& problem :
-       {range_problem("brightness", brightness, -1, 1), range_problem("contrast", contrast, 0, 2),
-        range_problem("saturation", saturation, 0, 2), range_problem("hue", hue, -1, 1)})
-    if (!problem.empty()) return problem;
-  return {};
-}
-
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
   const FormatInfo& info = format_info(format);
   *r = info.comp[0].offset, *g = info.comp[1].offset, *b = info.comp[2].offset;
@@ -131,16 +113,6 @@ std::vector<PixelFormat> BalanceOperation::output_formats(PixelFormat in) const 
   return keep_format_of(in, taken);
 }
 
-std::string BalanceOperation::check(const ImageRef& in, const ImageRef& out) const {
-  const std::string problem = params_.check();
-  return problem.empty() ? Operation::check(in, out) : problem;
-}
-
-bool BalanceOperation::same_as(const Operation& other) const {
-  const auto* o = dynamic_cast<const BalanceOperation*>(&other);
-  return o != nullptr && o->params_ == params_;
-}
-
 size_t BalanceOperation::workspace_bytes() const { return kBalanceChromaTableBytes; }
 
 void BalanceOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
@@ -157,6 +129,28 @@ void BalanceOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
 void BalanceOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                      const Workspace&) const {
   balance_reference(in, out, params_);
+}
+
+const OperationEntry& balance_entry() {
+  const BalanceParams d;  // videobalance's defaults
+  static const OperationEntry entry{
+      "balance",
+      "Balance: brightness, contrast, saturation and hue as videobalance computes them",
+      true,
+      {{"brightness", "Brightness",
+        "kernel=balance: added to luma as brightness * 255 (as videobalance)",
+        ParamSpec::Type::kDouble, -1.0, 1.0, d.brightness},
+       {"contrast", "Contrast", "kernel=balance: luma gain around 16 (as videobalance)",
+        ParamSpec::Type::kDouble, 0.0, 2.0, d.contrast},
+       {"saturation", "Saturation",
+        "kernel=balance: chroma gain around 128; 0 makes grey (as videobalance)",
+        ParamSpec::Type::kDouble, 0.0, 2.0, d.saturation},
+       {"hue", "Hue", "kernel=balance: chroma rotation by hue * 180 degrees (as videobalance)",
+        ParamSpec::Type::kDouble, -1.0, 1.0, d.hue}},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<BalanceOperation>(p.values);
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

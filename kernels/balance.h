@@ -12,11 +12,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernel_params.h"
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
+
+// videobalance's properties, with its ranges and defaults.
+struct BalanceParams {
+  double brightness = 0.0;  // -1..1, added to luma as brightness * 255
+  double contrast = 1.0;    // 0..2, luma gain around 16
+  double saturation = 1.0;  // 0..2, chroma gain around 128
+  double hue = 0.0;         // -1..1, chroma rotation by hue * 180 degrees
+
+  bool is_identity() const {
+    return brightness == 0.0 && contrast == 1.0 && saturation == 1.0 && hue == 0.0;
+  }
+};
 
 // The luma table and the chroma constants both implementations use.
 struct BalanceConstants {
@@ -35,7 +49,10 @@ void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b);
 // (u', v') pair for each (u, v)), built on the device by prepare_cuda.
 class BalanceOperation final : public Operation {
  public:
-  explicit BalanceOperation(const BalanceParams& params) : params_(params) {}
+  explicit BalanceOperation(const ParamValues& values)
+      : Operation(values),
+        params_{values.number("brightness"), values.number("contrast"), values.number("saturation"),
+                values.number("hue")} {}
   const char* name() const override { return "balance"; }
   // The 8-bit formats: videobalance's (4-byte and 3-byte RGB, I420, NV12,
   // NV21, Y42B, Y444, YUY2, UYVY), and GRAY8 and NV16.
@@ -43,8 +60,6 @@ class BalanceOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   // Each output row from its own input row.
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
-  std::string check(const ImageRef& in, const ImageRef& out) const override;
-  bool same_as(const Operation& other) const override;
   size_t workspace_bytes() const override;
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
@@ -63,5 +78,8 @@ constexpr size_t kBalanceChromaTableBytes = 256 * 256 * 2;
 void balance_prepare_cuda(const BalanceParams& params, uint8_t* chroma_table, CUstream_st* stream);
 void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& params,
                   const uint8_t* chroma_table, CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& balance_entry();
 
 }  // namespace cudaoverlap

@@ -103,26 +103,12 @@ int blur_band_halo(PixelFormat format, double sigma) {
   return halo;
 }
 
-std::string BlurOperation::check(const ImageRef& in, const ImageRef& out) const {
-  if (!(sigma_ >= kBlurMinSigma && sigma_ <= kBlurMaxSigma))
-    return "blur sigma " + std::to_string(sigma_) + " is out of range: it takes " +
-           std::to_string(kBlurMinSigma) + " to " + std::to_string(kBlurMaxSigma) + " pixels";
-  return Operation::check(in, out);
-}
-
 std::vector<PixelFormat> BlurOperation::output_formats(PixelFormat in) const {
   return keep_format(in);
 }
 
-bool BlurOperation::same_as(const Operation& other) const {
-  const auto* o = dynamic_cast<const BlurOperation*>(&other);
-  return o != nullptr && o->sigma_ == sigma_;
-}
-
 int BlurOperation::band_halo(PixelFormat in, PixelFormat out) const {
-  if (in != out || output_formats(in).empty() ||
-      !(sigma_ >= kBlurMinSigma && sigma_ <= kBlurMaxSigma))
-    return -1;
+  if (in != out || output_formats(in).empty()) return -1;
   return blur_band_halo(in, sigma_);
 }
 
@@ -143,6 +129,21 @@ void BlurOperation::run_reference(const ImageRef& in, const ImageRef& out, const
 void BlurOperation::run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
                                        int y0, int y1) const {
   blur_reference(in, out, sigma_, y0, y1);
+}
+
+const OperationEntry& blur_entry() {
+  static const OperationEntry entry{
+      "blur",
+      "Blur: Gaussian of sigma pixels, separable, edges clamped; alpha kept",
+      true,
+      {{"sigma", "Sigma",
+        "kernel=blur: standard deviation of the Gaussian in pixels (the kernel reaches 3 sigma "
+        "each way; subsampled chroma is blurred by the same extent on the picture)",
+        ParamSpec::Type::kDouble, kBlurMinSigma, kBlurMaxSigma, 2.0}},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<BlurOperation>(p.values);
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

@@ -1,5 +1,5 @@
-// The `blur` kernel: a Gaussian blur with KernelParams::blur_sigma (0.5 to
-// 20 pixels), separable (a horizontal then a vertical pass), with the image
+// The `blur` kernel: a Gaussian blur of standard deviation `sigma` (0.5
+// to 20 pixels), separable (a horizontal then a vertical pass), with the image
 // edges clamped (samples beyond an edge repeat the edge).
 //
 // Every colour component (R, G, B; Y, U, V; grey) is blurred at its own
@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -45,13 +46,12 @@ BlurTaps blur_taps(double sigma, int shift);
 
 class BlurOperation final : public Operation {
  public:
-  explicit BlurOperation(double sigma) : sigma_(sigma) {}
+  explicit BlurOperation(const ParamValues& values)
+      : Operation(values), sigma_(values.number("sigma")) {}
   const char* name() const override { return "blur"; }
   // Every raw format.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
-  std::string check(const ImageRef& in, const ImageRef& out) const override;
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -79,5 +79,8 @@ int blur_band_halo(PixelFormat format, double sigma);
 void blur_reference(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1);
 void blur_cuda(const ImageRef& in, const ImageRef& out, double sigma, int y0, int y1,
                CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& blur_entry();
 
 }  // namespace cudaoverlap

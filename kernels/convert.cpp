@@ -324,4 +324,18 @@ void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
   convert_reference(in, out, params_);
 }
 
+const OperationEntry& convert_entry() {
+  static const OperationEntry entry{
+      "convert",
+      "Convert: to the format downstream asks for, with the caps' colorimetry (BT.601/BT.709, "
+      "full/limited range) as videoconvert converts; e.g. cudaoverlap kernel=convert ! "
+      "video/x-raw,format=NV12",
+      true,
+      {},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<ConvertOperation>(p.convert);
+      }};
+  return entry;
+}
+
 }  // namespace cudaoverlap

@@ -51,6 +51,7 @@
 
 #include "kernel_params.h"
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -157,5 +158,8 @@ bool convert_copies_bytes(const ImageRef& in, const ImageRef& out);
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& convert_entry();
 
 }  // namespace cudaoverlap

@@ -17,10 +17,6 @@ void copy_reference(const ImageRef& in, const ImageRef& out) {
   }
 }
 
-bool CopyOperation::same_as(const Operation& other) const {
-  return dynamic_cast<const CopyOperation*>(&other) != nullptr;
-}
-
 void CopyOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                  CUstream_st* stream) const {
   CO_CUDA_ONLY(copy_cuda(in, out, stream));
@@ -28,6 +24,17 @@ void CopyOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const 
 
 void CopyOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
   copy_reference(in, out);
+}
+
+const OperationEntry& copy_entry() {
+  static const OperationEntry entry{"copy",
+                                    "Copy: the output equals the input byte for byte",
+                                    true,
+                                    {},
+                                    [](const KernelParams&) -> std::shared_ptr<const Operation> {
+                                      return std::make_shared<CopyOperation>();
+                                    }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

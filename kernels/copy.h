@@ -2,6 +2,7 @@
 #pragma once
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -12,7 +13,6 @@ class CopyOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   // Each output row from its own input row.
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -22,5 +22,8 @@ class CopyOperation final : public Operation {
 // The implementations, also used by operations that reduce to a copy.
 void copy_reference(const ImageRef& in, const ImageRef& out);
 void copy_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& copy_entry();
 
 }  // namespace cudaoverlap

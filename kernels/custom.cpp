@@ -256,4 +256,19 @@ std::string kernel_cache_dir() { return {}; }
 std::string runtime_compiler_version() { return {}; }
 #endif
 
+const OperationEntry& custom_entry() {
+  static const OperationEntry entry{
+      "custom",
+      "Custom: your own CUDA C from kernel-file or kernel-source, compiled for the GPU when the "
+      "element starts (cached on disk), with kernel-params' fields as its Params; cuda backend "
+      "only",
+      true,
+      {},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<CustomOperation>(p.custom, p.convert.in);
+      },
+      true};
+  return entry;
+}
+
 }  // namespace cudaoverlap

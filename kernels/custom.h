@@ -24,6 +24,7 @@
 #include <string>
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -102,5 +103,8 @@ struct CustomColorimetry {
   int rgb_limited;
 };
 CustomColorimetry custom_colorimetry(const Colorimetry& c);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& custom_entry();
 
 }  // namespace cudaoverlap

@@ -66,10 +66,6 @@ std::vector<PixelFormat> EdgeOperation::output_formats(PixelFormat in) const {
   return keep_format(in);
 }
 
-bool EdgeOperation::same_as(const Operation& other) const {
-  return dynamic_cast<const EdgeOperation*>(&other) != nullptr;
-}
-
 int EdgeOperation::band_halo(PixelFormat in, PixelFormat out) const {
   // The luma (or RGB) rows are the picture's, never subsampled down.
   if (in != out || output_formats(in).empty() || format_info(in).comp[0].y_sub != 0) return -1;
@@ -93,6 +89,19 @@ void EdgeOperation::run_reference(const ImageRef& in, const ImageRef& out, const
 void EdgeOperation::run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
                                        int y0, int y1) const {
   edge_reference(in, out, y0, y1);
+}
+
+const OperationEntry& edge_entry() {
+  static const OperationEntry entry{
+      "edge",
+      "Edge: Sobel gradient magnitude of luma, as grey in R, G and B (alpha kept) or in Y with "
+      "neutral chroma",
+      true,
+      {},
+      [](const KernelParams&) -> std::shared_ptr<const Operation> {
+        return std::make_shared<EdgeOperation>();
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

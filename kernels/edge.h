@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -26,7 +27,6 @@ class EdgeOperation final : public Operation {
   // Every raw format.
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool mixes_rows(PixelFormat, PixelFormat) const override { return true; }
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -62,5 +62,8 @@ std::vector<uint8_t> edge_magnitudes_cuda(int limit);
 // Only in CUDA builds.
 std::vector<uint32_t> edge_deep_magnitudes_cuda(const std::vector<std::pair<int, int>>& gradients,
                                                 uint32_t max);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& edge_entry();
 
 }  // namespace cudaoverlap

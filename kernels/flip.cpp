@@ -92,11 +92,6 @@ std::vector<PixelFormat> FlipOperation::output_formats(PixelFormat in) const {
   return keep_format_of(in, taken);
 }
 
-bool FlipOperation::same_as(const Operation& other) const {
-  const auto* o = dynamic_cast<const FlipOperation*>(&other);
-  return o != nullptr && o->direction_ == direction_;
-}
-
 void FlipOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                  CUstream_st* stream) const {
   CO_CUDA_ONLY(flip_cuda(in, out, direction_, stream));
@@ -104,6 +99,37 @@ void FlipOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const 
 
 void FlipOperation::run_reference(const ImageRef& in, const ImageRef& out, const Workspace&) const {
   flip_reference(in, out, direction_);
+}
+
+const OperationEntry& flip_entry() {
+  // GstVideoOrientationMethod's values and nicks, but auto and custom, which
+  // need tags or a matrix.
+  static const OperationEntry entry{
+      "flip",
+      "Flip: rotate or mirror as videoflip does, by video-direction (width and height swap "
+      "for 90r, 90l, ul-lr and ur-ll)",
+      true,
+      {{"video-direction",
+        "Video direction",
+        "kernel=flip: rotation or mirror, as videoflip's (auto and custom are not taken); 90r, "
+        "90l, ul-lr and ur-ll swap width and height",
+        ParamSpec::Type::kEnum,
+        0,
+        7,
+        0,
+        {{0, "identity", "Identity (no rotation)"},
+         {1, "90r", "Rotate clockwise 90 degrees"},
+         {2, "180", "Rotate 180 degrees"},
+         {3, "90l", "Rotate counter-clockwise 90 degrees"},
+         {4, "horiz", "Flip horizontally"},
+         {5, "vert", "Flip vertically"},
+         {6, "ul-lr", "Flip across upper left/lower right diagonal"},
+         {7, "ur-ll", "Flip across upper right/lower left diagonal"}},
+        "GstVideoOrientationMethod"}},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<FlipOperation>(p.values);
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

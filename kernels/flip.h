@@ -1,5 +1,5 @@
 // The `flip` kernel: rotates or mirrors the image as videoflip's
-// video-direction does (KernelParams::flip). Every plane is rearranged on its
+// video-direction does. Every plane is rearranged on its
 // own grid of pixel groups (4 or 3 bytes for packed RGB, 1 or 2 for luma and
 // planar chroma, 2 or 4 for NV12's or P010's interleaved UV), which is what
 // videoflip does, so
@@ -9,12 +9,14 @@
 
 #include "kernel_params.h"
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
 class FlipOperation final : public Operation {
  public:
-  explicit FlipOperation(FlipDirection direction) : direction_(direction) {}
+  explicit FlipOperation(const ParamValues& values)
+      : Operation(values), direction_(values.choice<FlipDirection>("video-direction")) {}
   const char* name() const override { return "flip"; }
   // Every format whose planes are grids of whole samples or sample pairs,
   // 4:2:2 (NV16, Y42B) only where the axes stay; and packed 4:2:2 (YUY2,
@@ -29,7 +31,6 @@ class FlipOperation final : public Operation {
   }
   bool swaps_axes() const override { return flip_swaps_size(direction_); }
   FlipDirection orientation() const override { return direction_; }
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -44,5 +45,8 @@ void flip_reference(const ImageRef& in, const ImageRef& out, FlipDirection direc
 bool is_packed422(PixelFormat format);
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& flip_entry();
 
 }  // namespace cudaoverlap

@@ -46,10 +46,6 @@ void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]) {
   }
 }
 
-bool InvertOperation::same_as(const Operation& other) const {
-  return dynamic_cast<const InvertOperation*>(&other) != nullptr;
-}
-
 void InvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                    CUstream_st* stream) const {
   CO_CUDA_ONLY(invert_cuda(in, out, stream));
@@ -58,6 +54,18 @@ void InvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, cons
 void InvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                     const Workspace&) const {
   invert_reference(in, out);
+}
+
+const OperationEntry& invert_entry() {
+  static const OperationEntry entry{
+      "invert",
+      "Invert: max - v on every colour, luma and chroma sample; alpha and padding kept",
+      true,
+      {},
+      [](const KernelParams&) -> std::shared_ptr<const Operation> {
+        return std::make_shared<InvertOperation>();
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -17,7 +18,6 @@ class InvertOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   // Each output row from its own input row.
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -31,5 +31,8 @@ void invert_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 // pattern that repeats every 4 bytes of a row (x XOR max == max - x for a
 // sample of all-ones max). Every format of the table has one.
 void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& invert_entry();
 
 }  // namespace cudaoverlap

@@ -1,7 +1,8 @@
-// The parameters of the built-in operations, as the element's properties
-// (and, for convert, the caps) give them. The registry
-// (operation_registry.h) makes an operation from a name and these; each
-// operation keeps the fields it uses.
+// What the built-in operations are made from besides their declared
+// parameters (parameter.h): convert's colorimetry from the caps, custom's
+// source, the application's callback; and the flip directions that
+// positions are mapped through. The registry (operation_registry.h) makes
+// an operation from a name and these.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parameter.h"
 #include "video_format.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -31,24 +33,6 @@ enum class FlipDirection {
 
 // True when `direction` turns a WxH image into an HxW one.
 bool flip_swaps_size(FlipDirection direction);
-
-// videobalance's properties, with its ranges and defaults.
-struct BalanceParams {
-  double brightness = 0.0;  // -1..1, added to luma as brightness * 255
-  double contrast = 1.0;    // 0..2, luma gain around 16
-  double saturation = 1.0;  // 0..2, chroma gain around 128
-  double hue = 0.0;         // -1..1, chroma rotation by hue * 180 degrees
-
-  bool operator==(const BalanceParams& o) const {
-    return brightness == o.brightness && contrast == o.contrast && saturation == o.saturation &&
-           hue == o.hue;
-  }
-  bool is_identity() const {
-    return brightness == 0.0 && contrast == 1.0 && saturation == 1.0 && hue == 0.0;
-  }
-  // Empty when every value is in range, else a sentence saying what is allowed.
-  std::string check() const;
-};
 
 // convert's colorimetry of one side: the matrix and range where that side
 // is YUV; where it is RGB, whether its caps say range 16-235 (as
@@ -115,23 +99,26 @@ struct ImageRef;
 using ApplicationProcess =
     std::function<bool(const ImageRef& in, const ImageRef& out, ::CUstream_st* stream)>;
 
-// What the built-in operations are made from; each takes the fields named
-// after it and ignores the others.
+// What the built-in operations are made from; each takes the fields it
+// needs and ignores the others.
 struct KernelParams {
-  // synthetic: how long it keeps the compute stream busy per frame.
-  uint32_t synthetic_us = 0;
-  FlipDirection flip = FlipDirection::kIdentity;
-  BalanceParams balance;
-  // blur: the Gaussian's standard deviation in pixels, 0.5 to 20.
-  double blur_sigma = 2.0;
-  ConvertParams convert;
+  // The parameters operations declare (operation_entry.h), by name: the
+  // element's properties such as sigma or brightness.
+  ParamValues values;
+  ConvertParams convert;  // from the caps
   CustomKernelParams custom;
   // kernel=application; the same callback compares equal only to itself.
   std::shared_ptr<const ApplicationProcess> application;
 
+  // Sets one declared parameter: params.set("sigma", 3.0), or an
+  // enumeration's value: params.set("video-direction", FlipDirection::k90R).
+  template <typename T>
+  KernelParams& set(const std::string& name, T value) {
+    values.set(name, static_cast<double>(value));
+    return *this;
+  }
   bool operator==(const KernelParams& o) const {
-    return synthetic_us == o.synthetic_us && flip == o.flip && balance == o.balance &&
-           blur_sigma == o.blur_sigma && convert == o.convert && custom == o.custom &&
+    return values == o.values && convert == o.convert && custom == o.custom &&
            application == o.application;
   }
   bool operator!=(const KernelParams& o) const { return !(*this == o); }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <typeinfo>
 
 #include "error.h"
 
@@ -15,6 +16,10 @@ std::vector<PixelFormat> Operation::input_formats() const {
   for (PixelFormat f : all_pixel_formats())
     if (!output_formats(f).empty()) taken.push_back(f);
   return taken;
+}
+
+bool Operation::same_as(const Operation& other) const {
+  return typeid(*this) == typeid(other) && declared_ == other.declared_;
 }
 
 std::string Operation::check(const ImageRef& in, const ImageRef& out) const {

@@ -22,9 +22,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernel_params.h"
+#include "parameter.h"
 #include "video_format.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -41,6 +43,9 @@ struct Workspace {
 
 class Operation {
  public:
+  // `declared`: the values of the parameters its registry entry declares
+  // (operation_entry.h), which same_as() compares.
+  explicit Operation(ParamValues declared = {}) : declared_(std::move(declared)) {}
   virtual ~Operation() = default;
 
   // The registry's name ("copy", "convert", …): the element's kernel=.
@@ -75,8 +80,12 @@ class Operation {
   virtual std::string check(const ImageRef& in, const ImageRef& out) const;
 
   // True when `other` is the same operation with the same parameters: an
-  // engine made for one computes exactly what the other would.
-  virtual bool same_as(const Operation& other) const = 0;
+  // engine made for one computes exactly what the other would. By default:
+  // of the same class, with equal declared parameters; an operation with
+  // state of another kind (caps' colorimetry, a callback) adds its own.
+  virtual bool same_as(const Operation& other) const;
+  // Its declared parameters' values.
+  const ParamValues& declared() const { return declared_; }
 
   // --- Start ----------------------------------------------------------------
 
@@ -141,6 +150,9 @@ class Operation {
 
   // The formats it takes: those with a non-empty output_formats().
   std::vector<PixelFormat> input_formats() const;
+
+ private:
+  ParamValues declared_;
 };
 
 // Rows [y0, y1) of `image` as an image of their own: every plane's data

@@ -7,11 +7,6 @@ namespace cudaoverlap {
 
 void synthetic_reference(const ImageRef& in, const ImageRef& out) { copy_reference(in, out); }
 
-bool SyntheticOperation::same_as(const Operation& other) const {
-  const auto* o = dynamic_cast<const SyntheticOperation*>(&other);
-  return o != nullptr && o->busy_us_ == busy_us_;
-}
-
 void SyntheticOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                       CUstream_st* stream) const {
   CO_CUDA_ONLY(synthetic_cuda(in, out, busy_us_, stream));
@@ -27,6 +22,20 @@ void SyntheticOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& o
 void SyntheticOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                        const Workspace&) const {
   synthetic_reference(in, out);
+}
+
+const OperationEntry& synthetic_entry() {
+  static const OperationEntry entry{
+      "synthetic",
+      "Synthetic: a copy plus synthetic-us of GPU busy time per frame (benchmarks)",
+      false,
+      {{"synthetic-us", "Synthetic busy time",
+        "kernel=synthetic: microseconds the GPU is kept busy per frame", ParamSpec::Type::kUInt, 0,
+        4294967295.0, 0}},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<SyntheticOperation>(p.values);
+      }};
+  return entry;
 }
 
 }  // namespace cudaoverlap

@@ -1,5 +1,5 @@
 // The `synthetic` kernel, for measuring overlap: a copy followed by a fixed
-// busy time on the GPU (KernelParams::synthetic_us, timed on the GPU's own
+// busy time on the GPU (its parameter synthetic-us, timed on the GPU's own
 // global timer), so compute can be set to match the transfer time of a
 // frame. The CPU reference is the copy; the cpu backend does not emulate the
 // busy time.
@@ -8,12 +8,14 @@
 #include <cstdint>
 
 #include "operation.h"
+#include "operation_entry.h"
 
 namespace cudaoverlap {
 
 class SyntheticOperation final : public Operation {
  public:
-  explicit SyntheticOperation(uint32_t busy_us) : busy_us_(busy_us) {}
+  explicit SyntheticOperation(const ParamValues& values)
+      : Operation(values), busy_us_(static_cast<uint32_t>(values.number("synthetic-us"))) {}
   const char* name() const override { return "synthetic"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override { return keep_format(in); }
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
@@ -21,7 +23,6 @@ class SyntheticOperation final : public Operation {
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
   void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                          int y0, int y1, CUstream_st* stream) const override;
-  bool same_as(const Operation& other) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
@@ -33,5 +34,8 @@ class SyntheticOperation final : public Operation {
 
 void synthetic_reference(const ImageRef& in, const ImageRef& out);
 void synthetic_cuda(const ImageRef& in, const ImageRef& out, uint32_t busy_us, CUstream_st* stream);
+
+// Its registry entry (operation_entry.h).
+const OperationEntry& synthetic_entry();
 
 }  // namespace cudaoverlap

@@ -307,7 +307,7 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
   config.input = layout;
   config.output = layout;
   KernelParams params;
-  params.synthetic_us = synthetic_us;
+  params.set("synthetic-us", synthetic_us);
   config.operation = make_operation(kernel, params);
   config.staging_threads = input.staging_threads;
 
@@ -369,7 +369,7 @@ Result run_plain_loop(const std::shared_ptr<Device>& device, const Options& opt,
       FrameLayout::packed(PixelFormat::kRGBA, size.width, size.height, 256, 256);
   InputPool pool(dev, layout, ring + 2, true);
   KernelParams params;
-  params.synthetic_us = synthetic_us;
+  params.set("synthetic-us", synthetic_us);
   const auto op = make_operation(kernel, params);
   struct LoopSlot {
     std::unique_ptr<Buffer> device_in, device_out, pinned_out;
@@ -756,15 +756,15 @@ std::vector<TimedKernel> timed_kernels() {
                                  {FlipDirection::k90R, "flip 90r"},
                                  {FlipDirection::kUlLr, "flip ul-lr"}}) {
     TimedKernel k{name, "flip", {}};
-    k.params.flip = direction;
+    k.params.set("video-direction", direction);
     kernels.push_back(k);
   }
   TimedKernel balance{"balance 0.1 1.2 1.3 0.2", "balance", {}};
-  balance.params.balance = {0.1, 1.2, 1.3, 0.2};
+  balance.params.set("brightness", 0.1).set("contrast", 1.2).set("saturation", 1.3).set("hue", 0.2);
   kernels.push_back(balance);
   for (double sigma : {1.0, 5.0, 20.0}) {
     TimedKernel blur{"blur sigma " + std::to_string(static_cast<int>(sigma)), "blur", {}};
-    blur.params.blur_sigma = sigma;
+    blur.params.set("sigma", sigma);
     kernels.push_back(blur);
   }
   return kernels;
@@ -1536,7 +1536,7 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   config.ring_size = opt.ring;
   config.input = config.output = layout;
   KernelParams params;
-  params.synthetic_us = synthetic_us;
+  params.set("synthetic-us", synthetic_us);
   config.operation = make_operation(kernel, params);
 
   // What a frame carries through the engine: its input buffer and the

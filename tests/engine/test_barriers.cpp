@@ -235,10 +235,10 @@ TEST(BandTest, BandsAreWhatTheOperationModeAndRowsAllow) {
   EXPECT_EQ(bands_of(PixelFormat::kNV12, 32, 17, make_operation("invert"), 16), 8);
   EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), 4, Mode::kSerial), 1);
   KernelParams vertical;
-  vertical.flip = FlipDirection::kVert;
+  vertical.set("video-direction", FlipDirection::kVert);
   EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("flip", vertical), 4), 1);
   KernelParams horizontal;
-  horizontal.flip = FlipDirection::kHoriz;
+  horizontal.set("video-direction", FlipDirection::kHoriz);
   EXPECT_EQ(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("flip", horizontal), 4), 4);
   for (int bad : {0, 17})
     EXPECT_THROW(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), bad), Error) << bad;

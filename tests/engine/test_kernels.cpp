@@ -149,7 +149,7 @@ TEST(ReplaceOperation, OnBandsTheNewKernelsHaloIsWaitedFor) {
   config.input = config.output = layout;
   config.operation = make_operation("copy");
   KernelParams params;
-  params.blur_sigma = 3.0;
+  params.set("sigma", 3.0);
   const std::shared_ptr<const Operation> blur = make_operation("blur", params);
   ASSERT_GT(blur->band_halo(layout.format, layout.format), 0);
   constexpr uint64_t kFrames = 24, kSwapAt = 8;
@@ -186,8 +186,8 @@ TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {
   engine.start();
   // Its output would be 32x64; and balance keeps its tables in a workspace.
   KernelParams params;
-  params.flip = FlipDirection::k90R;
-  params.balance.brightness = 0.2;
+  params.set("video-direction", FlipDirection::k90R);
+  params.set("brightness", 0.2);
   EXPECT_THROW(engine.replace_operation(make_operation("flip", params)), Error);
   ASSERT_GT(make_operation("balance", params)->workspace_bytes(), 0u);
   EXPECT_THROW(engine.replace_operation(make_operation("balance", params)), Error);

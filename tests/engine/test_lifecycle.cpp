@@ -76,7 +76,7 @@ TEST_P(LifecycleTest, AnEventQueryTellsRunningFromDoneAndReportsAFailure) {
       busy = std::make_shared<GatedOperation>(open.get_future().share());
     } else {
       KernelParams params;
-      params.synthetic_us = 200000;  // the GPU is busy for 200 ms
+      params.set("synthetic-us", 200000);  // the GPU is busy for 200 ms
       busy = make_operation("synthetic", params);
     }
     auto stream = device->create_stream();
@@ -406,13 +406,13 @@ TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
       {"convert", [](KernelParams* p) { p->convert.in.full_range = true; }},
       {"convert", [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; }},
       {"convert", [](KernelParams* p) { p->convert.out.full_range = true; }},
-      {"flip", [](KernelParams* p) { p->flip = FlipDirection::k180; }},
-      {"balance", [](KernelParams* p) { p->balance.brightness = 0.5; }},
-      {"balance", [](KernelParams* p) { p->balance.contrast = 0.5; }},
-      {"balance", [](KernelParams* p) { p->balance.saturation = 0.5; }},
-      {"balance", [](KernelParams* p) { p->balance.hue = 0.5; }},
-      {"blur", [](KernelParams* p) { p->blur_sigma = 3.0; }},
-      {"synthetic", [](KernelParams* p) { p->synthetic_us = 10; }},
+      {"flip", [](KernelParams* p) { p->set("video-direction", FlipDirection::k180); }},
+      {"balance", [](KernelParams* p) { p->set("brightness", 0.5); }},
+      {"balance", [](KernelParams* p) { p->set("contrast", 0.5); }},
+      {"balance", [](KernelParams* p) { p->set("saturation", 0.5); }},
+      {"balance", [](KernelParams* p) { p->set("hue", 0.5); }},
+      {"blur", [](KernelParams* p) { p->set("sigma", 3.0); }},
+      {"synthetic", [](KernelParams* p) { p->set("synthetic-us", 10); }},
   };
   for (const auto& change : changes) {
     KernelParams params;
@@ -424,7 +424,7 @@ TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
   }
   // Parameters a kernel does not take do not make it another.
   KernelParams other;
-  other.blur_sigma = 5.0;
+  other.set("sigma", 5.0);
   EXPECT_TRUE(make_operation("copy")->same_as(*make_operation("copy", other)));
   EXPECT_FALSE(make_operation("copy")->same_as(*make_operation("invert")));
 }

@@ -191,7 +191,7 @@ inline std::vector<BandedOperation> banded_operations() {
   std::vector<BandedOperation> ops;
   for (double sigma : {0.5, 1.0, 2.0, 7.3, 20.0}) {
     BandedOperation op{"blur sigma " + std::to_string(sigma), "blur", {}};
-    op.params.blur_sigma = sigma;
+    op.params.set("sigma", sigma);
     ops.push_back(op);
   }
   ops.push_back({"edge", "edge", {}});

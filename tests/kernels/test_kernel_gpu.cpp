@@ -7,6 +7,7 @@
 // strides). The kernels do integer work, or double arithmetic rounded
 // operation by operation as on the host, so no tolerance is needed. Skips
 // where no CUDA device exists.
+#include "balance.h"
 #include "edge.h"
 #include "kernel_test_util.h"
 
@@ -33,7 +34,7 @@ std::vector<NamedParams> parameter_sets(long pixels) {
     if (!entry.user_code) sets.push_back({"defaults", entry.name, {}});
   for (FlipDirection d : kAllDirections) {
     NamedParams n{direction_name(d), "flip", {}};
-    n.params.flip = d;
+    n.params.set("video-direction", d);
     sets.push_back(n);
   }
   const BalanceParams balances[] = {
@@ -44,7 +45,10 @@ std::vector<NamedParams> parameter_sets(long pixels) {
   };
   for (const BalanceParams& b : balances) {
     NamedParams n{"balance", "balance", {}};
-    n.params.balance = b;
+    n.params.set("brightness", b.brightness)
+        .set("contrast", b.contrast)
+        .set("saturation", b.saturation)
+        .set("hue", b.hue);
     sets.push_back(n);
   }
   // sigma 20 (121 taps) only up to 1080p: its CPU reference at 4K would
@@ -52,7 +56,7 @@ std::vector<NamedParams> parameter_sets(long pixels) {
   for (double sigma : {0.5, 2.0, 7.3, 20.0}) {
     if (sigma > 10 && pixels > 1920 * 1080) continue;
     NamedParams n{"blur", "blur", {}};
-    n.params.blur_sigma = sigma;
+    n.params.set("sigma", sigma);
     sets.push_back(n);
   }
   return sets;
