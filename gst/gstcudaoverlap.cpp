@@ -150,6 +150,9 @@ struct GstCudaOverlapPrivate {
   // kernel=application: emits `process` (made in _init, for the element's
   // whole life; engines are stopped before it goes).
   std::shared_ptr<const ApplicationProcess> application;
+  // The operation the properties above make, for the caps queries; made
+  // when first asked for after any of them changed (null until then).
+  std::shared_ptr<const Operation> operation;
 
   ~GstCudaOverlapPrivate() {
     if (kernel_params) gst_structure_free(kernel_params);
@@ -176,10 +179,9 @@ G_DEFINE_TYPE_WITH_CODE(GstCudaOverlap, gst_cuda_overlap, GST_TYPE_ELEMENT,
                                               gst_cuda_overlap_video_direction_init));
 GST_ELEMENT_REGISTER_DEFINE(cudaoverlap, "cudaoverlap", GST_RANK_NONE, GST_TYPE_CUDA_OVERLAP);
 
-// What the session builds engines from, read under the object lock.
-static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
+// What the session builds engines from; the caller holds the object lock.
+static SessionSettings gst_cuda_overlap_settings_unlocked(GstCudaOverlap* self) {
   SessionSettings settings;
-  GST_OBJECT_LOCK(self);
   const GstCudaOverlapPrivate* priv = self->priv;
   settings.kernel = kernel_name_from_gst(priv->kernel);
   settings.ring_size = priv->ring_size;
@@ -189,6 +191,13 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   settings.params.values = priv->parameters;
   settings.params.custom = priv->custom;
   settings.params.application = priv->application;
+  return settings;
+}
+
+// What the session builds engines from, read under the object lock.
+static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  SessionSettings settings = gst_cuda_overlap_settings_unlocked(self);
   GST_OBJECT_UNLOCK(self);
   return settings;
 }
@@ -219,6 +228,7 @@ static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKern
   if (keep) {
     GST_OBJECT_LOCK(self);
     priv->custom = params;
+    priv->operation.reset();
     GST_OBJECT_UNLOCK(self);
   }
   *made = std::move(params);
@@ -288,12 +298,28 @@ static gboolean gst_cuda_overlap_src_event(GstPad*, GstObject* parent, GstEvent*
   return gst_cuda_overlap_session(parent).src_event(event);
 }
 
+// The operation the properties make now: made once after they change.
+static std::shared_ptr<const Operation> gst_cuda_overlap_operation(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  std::shared_ptr<const Operation> op = self->priv->operation;
+  GST_OBJECT_UNLOCK(self);
+  if (op) return op;
+  const SessionSettings settings = gst_cuda_overlap_settings(self);
+  op = make_operation(settings.kernel, settings.params);
+  GST_OBJECT_LOCK(self);
+  // Kept unless a property changed meanwhile (then the next query makes it).
+  if (gst_cuda_overlap_settings_unlocked(self).params == settings.params &&
+      kernel_name_from_gst(self->priv->kernel) == settings.kernel)
+    self->priv->operation = op;
+  GST_OBJECT_UNLOCK(self);
+  return op;
+}
+
 // The caps either pad can take: the other side's peer through the kernel.
 static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, GstCaps* filter) {
-  const SessionSettings settings = gst_cuda_overlap_settings(self);
   std::shared_ptr<const Operation> op;
   try {
-    op = make_operation(settings.kernel, settings.params);
+    op = gst_cuda_overlap_operation(self);
   } catch (const Error&) {
     return gst_caps_new_empty();
   }
@@ -469,6 +495,7 @@ static void gst_cuda_overlap_set_parameter(GstCudaOverlap* self, const ParamSpec
   GST_OBJECT_LOCK(self);
   const bool changed = self->priv->parameters.number(spec.name) != number;
   self->priv->parameters.set(spec.name, number);
+  if (changed) self->priv->operation.reset();
   GST_OBJECT_UNLOCK(self);
   if (changed && playing) {
     GST_DEBUG_OBJECT(self, "%s changed while playing: the next frame runs with it", spec.name);
@@ -504,6 +531,7 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
   switch (prop_id) {
     case PROP_KERNEL:
       priv->kernel = g_value_get_enum(value);
+      priv->operation.reset();
       break;
     case PROP_RING_SIZE:
       priv->ring_size = g_value_get_int(value);

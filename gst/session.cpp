@@ -110,10 +110,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
     return false;
   }
   GST_INFO_OBJECT(element_, "running on %s", describe_devices().c_str());
-  {
-    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
-    swap_accepting_ = true;
-  }
+  custom_swap_.start();
   std::vector<std::string> names;
   for (const auto& device : devices_) names.push_back(device->describe());
   const std::string problem = instruments_.start(element_, names);  // stats, trace-file
@@ -122,17 +119,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
 }
 
 void Session::stop(bool finalizing) {
-  std::thread compiler;
-  {
-    std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
-    swap_accepting_ = false;  // no compiler starts after this
-    compiler = std::move(swap_compiler_);
-  }
-  if (compiler.joinable()) compiler.join();
-  {
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    swap_accepted_.reset();
-  }
+  custom_swap_.stop();
   install_engine(nullptr);
   queue_.clear();
   outputs_.drop_copies();  // the src pad task has stopped
@@ -195,22 +182,8 @@ void Session::install_engine(std::unique_ptr<MultiEngine> engine) {
     // A flush that began before this engine existed covers it too.
     if (engine_ && queue_.flow() == GST_FLOW_FLUSHING) engine_->flush_start();
   }
-  {
-    // A replacement compiled for the old engine is not for this one.
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    ++swap_generation_;
-    swap_ready_.reset();
-    swap_base_.reset();
-    if (engine_ && dynamic_cast<const CustomOperation*>(engine_->config().operation.get())) {
-      const EngineConfig& config = engine_->config();
-      swap_base_ = config.operation;
-      if (!swap_accepted_)
-        swap_accepted_ = std::make_shared<const CustomKernelParams>(
-            static_cast<const CustomOperation&>(*config.operation).params());
-      swap_in_ = ImageRef{config.input.format, config.input.width, config.input.height, {}};
-      swap_out_ = ImageRef{config.output.format, config.output.width, config.output.height, {}};
-    }
-  }
+  // A replacement compiled for the old engine is not for this one.
+  custom_swap_.engine_installed(engine_ ? &engine_->config() : nullptr);
   // Joins the workers, or waits for the task's deliver() under way, here
   // rather than wherever the last reference goes (the task holds one while
   // it pulls). Frames already downstream keep their slots alive.
@@ -233,69 +206,11 @@ std::shared_ptr<MultiEngine> Session::pulled_engine() {
 }
 
 void Session::replace_custom_kernel(CustomKernelParams params) {
-  // The latest request is the only one that may be swapped in: a replacement
-  // compiled for an earlier one is dropped now, whatever this one becomes.
-  uint64_t request;
-  std::shared_ptr<const Operation> base;
-  ImageRef in, out;
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    request = ++swap_request_;
-    swap_ready_.reset();
-    base = swap_base_;
-    in = swap_in_;
-    out = swap_out_;
-    generation = swap_generation_;
-  }
-  if (!base) return;
-  const auto& running = static_cast<const CustomOperation&>(*base);
-  params.device = running.params().device;
-  auto op = std::make_shared<const CustomOperation>(std::move(params), running.colorimetry());
-  if (op->same_as(running)) return;
-  auto compile = [this, op, in, out, generation, request] {
-    auto latest = [&] {
-      std::lock_guard<std::mutex> lock(swap_mutex_);
-      return generation == swap_generation_ && request == swap_request_;
-    };
-    // Superseded before it started (several properties set in one call):
-    // only the last request is compiled.
-    if (!latest()) return;
-    const std::string problem = op->check(in, out);
-    if (!problem.empty()) {
-      if (!latest()) return;  // a newer request answers for itself
-      const std::string message =
-          "kernel=custom: the new source is not taken, the running kernel stays: " + problem;
-      GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
-      return;
-    }
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    if (generation != swap_generation_ || request != swap_request_) return;  // superseded
-    swap_ready_ = op;
-    GST_INFO_OBJECT(element_, "kernel=custom: new source compiled; it runs from the next frame");
-  };
-  // Compiles run one after another, each on a thread that first waits for
-  // the one before: the caller (often an application's main loop) never
-  // waits for a compile. Started only between start() and stop(), which
-  // joins the last (and so all of them).
-  std::lock_guard<std::mutex> lock(swap_compiler_mutex_);
-  if (!swap_accepting_) return;
-  std::thread previous = std::move(swap_compiler_);
-  // A bus handler of a compile's warning setting a property again runs on
-  // that compile's thread, which ends right after: it cannot wait for itself.
-  if (previous.joinable() && previous.get_id() == std::this_thread::get_id()) previous.detach();
-  swap_compiler_ = std::thread([previous = std::move(previous), compile]() mutable {
-    if (previous.joinable()) previous.join();
-    compile();
-  });
+  custom_swap_.request(std::move(params));
 }
 
 void Session::take_replacement_kernel() {
-  std::shared_ptr<const Operation> op;
-  {
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    op = std::move(swap_ready_);
-  }
+  const std::shared_ptr<const Operation> op = custom_swap_.take_ready();
   if (!op || !engine_) return;
   std::string problem;
   const EngineConfig& config = engine_->config();
@@ -317,10 +232,7 @@ void Session::take_replacement_kernel() {
     GST_ELEMENT_WARNING(element_, RESOURCE, SETTINGS, ("%s", message.c_str()), (nullptr));
     return;
   }
-  std::lock_guard<std::mutex> lock(swap_mutex_);
-  swap_base_ = op;  // what the next replacement is compared with
-  swap_accepted_ =
-      std::make_shared<const CustomKernelParams>(static_cast<const CustomOperation&>(*op).params());
+  custom_swap_.swapped_in(op);
   GST_INFO_OBJECT(element_, "kernel=custom replaced between frames");
 }
 
@@ -387,12 +299,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     return false;
   }
   SessionSettings settings = settings_();
-  {
-    // A kernel=custom swapped in while playing stays what runs; a refused
-    // change of the properties is not taken up by new caps either.
-    std::lock_guard<std::mutex> lock(swap_mutex_);
-    if (swap_accepted_) settings.params.custom = *swap_accepted_;
-  }
+  // A kernel=custom swapped in while playing stays what runs; a refused
+  // change of the properties is not taken up by new caps either.
+  if (const auto accepted = custom_swap_.accepted()) settings.params.custom = *accepted;
   // kernel=custom compiles for the architecture of the device it runs on.
   settings.params.custom.device = device_ ? device_->cuda_device() : -1;
   EngineConfig config;

@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 
+#include "custom_swap.h"
 #include "engine.h"
 #include "gstcudaoverlapenums.h"
 #include "multi_engine.h"
@@ -215,27 +216,8 @@ class Session {
   std::string refused_caps_;
   bool error_posted_ = false;
 
-  // kernel=custom replaced while playing. swap_mutex_ is a leaf.
-  std::mutex swap_mutex_;
-  // Guarded by swap_mutex_. What a replacement is compiled for: the running
-  // engine's kernel=custom (its geometry and colorimetry), set by the
-  // streaming thread when it installs an engine; null when it runs another
-  // kernel or none.
-  std::shared_ptr<const Operation> swap_base_;
-  uint64_t swap_generation_ = 0;                 // counts engines installed
-  uint64_t swap_request_ = 0;                    // counts replace_custom_kernel calls
-  std::shared_ptr<const Operation> swap_ready_;  // the latest request, compiled
-  ImageRef swap_in_, swap_out_;                  // the engine's geometry, no planes
-  // The last kernel=custom parameters swapped in: what the next caps build
-  // the engine with, rather than the properties (which may hold a change
-  // that was refused). Cleared by stop().
-  std::shared_ptr<const CustomKernelParams> swap_accepted_;
-  // Compiles one replacement at a time; joined before the next and in stop().
-  std::thread swap_compiler_;
-  std::mutex swap_compiler_mutex_;  // guards the two below; taken before swap_mutex_
-  bool swap_accepting_ = false;     // from start() to stop(): a compiler may be started
-
-  OutputQueue queue_;  // the flow state; its own lock
+  CustomKernelSwap custom_swap_{element_};  // kernel=custom replaced while playing
+  OutputQueue queue_;                       // the flow state; its own lock
   OutputBuffers outputs_;
   Instruments instruments_;  // stats, trace, QoS, measured latency: its own locks
 };

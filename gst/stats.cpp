@@ -25,8 +25,6 @@ constexpr const char* kStageNames[kStatsStages] = {
 
 }  // namespace
 
-const char* stats_stage_name(StatsStage stage) { return kStageNames[static_cast<int>(stage)]; }
-
 // ---------------------------------------------------------------------------
 // ElementStats
 

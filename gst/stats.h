@@ -35,7 +35,6 @@ namespace cudaoverlap {
 // the whole stay of a frame in the element: chain() to the start of its push.
 enum class StatsStage { kWaitSlot, kStaging, kUpload, kCompute, kDownload, kPush, kLatency };
 constexpr int kStatsStages = 7;
-const char* stats_stage_name(StatsStage stage);  // "wait-slot", "staging", …
 
 // Counters and per-stage mean/max since start() (or reset()).
 class ElementStats {

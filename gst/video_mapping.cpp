@@ -504,13 +504,6 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   return problem;
 }
 
-bool same_output(const GstVideoInfo& a, const GstVideoInfo& b) {
-  return GST_VIDEO_INFO_FORMAT(&a) == GST_VIDEO_INFO_FORMAT(&b) &&
-         GST_VIDEO_INFO_WIDTH(&a) == GST_VIDEO_INFO_WIDTH(&b) &&
-         GST_VIDEO_INFO_HEIGHT(&a) == GST_VIDEO_INFO_HEIGHT(&b) &&
-         gst_video_colorimetry_is_equal(&a.colorimetry, &b.colorimetry);
-}
-
 GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter) {
   GstCaps* templ = gst_pad_get_pad_template_caps(pad);
   GstCaps* other_templ = gst_pad_get_pad_template_caps(other);

@@ -124,7 +124,4 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
                              GstPad* srcpad, std::shared_ptr<const Operation>* op,
                              GstVideoInfo* out, GstCaps** out_caps = nullptr);
 
-// Whether two output infos need the same engine (format, size, colorimetry).
-bool same_output(const GstVideoInfo& a, const GstVideoInfo& b);
-
 }  // namespace cudaoverlap

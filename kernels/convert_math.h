@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "convert.h"
+#include "convert_coefficients.h"
 
 #ifdef __CUDACC__
 #define CO_HD __host__ __device__ __forceinline__

@@ -1,4 +1,4 @@
-// The CPU references of flip and balance against their definitions, written
+// The CPU references of the operations against their definitions, written
 // independently here, and the checks that refuse what a kernel cannot do.
 // (Agreement with GStreamer's own elements is test_vs_gstreamer.cpp; GPU
 // against these references is test_kernel_gpu.cpp.)
