@@ -13,7 +13,7 @@
 #                      thread, us of CPU a frame, three rounds interleaved
 # and prints a summary. Draw the timelines afterwards where matplotlib is:
 #   scripts/trace-to-png.py OUTDIR/trace-4k-serial.json OUTDIR/trace-4k-overlapped.json \
-#     -o timeline-4k.png --titles "4K RGBA copy, serial,4K RGBA copy, overlapped"
+#     -o timeline-4k.png --title "4K RGBA copy, serial" --title "4K RGBA copy, overlapped"
 #
 #   scripts/gpu-observe.sh OUTDIR [traces,latency,timing,writes]
 # (all four parts unless a list says which).
