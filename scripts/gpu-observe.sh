@@ -21,10 +21,11 @@ set -u
 out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing,writes]}
 parts=${2:-traces,latency,timing,writes}
 part() { [[ ",$parts," == *",$1,"* ]]; }
-cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
+cd "$(dirname "$0")/.." || exit 1  # OUTDIR is relative to the repository root
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xJf .gpu/bin.txz -C .gpu
 [ -d .gpu/gst ] || tar xzf .gpu/gst.tgz -C .gpu
+# shellcheck source=/dev/null # made by gpu-bundle.sh on the GPU machine
 . .gpu/gst/env.sh
 
 frames=300
