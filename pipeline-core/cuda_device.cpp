@@ -424,6 +424,34 @@ class CudaDevice final : public Device {
   std::shared_ptr<HostClockAnchor> anchor_;  // made with the first timing event
 };
 
+// "12.4" from CUDA's 1000 * major + 10 * minor.
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+// Why cudaGetDeviceCount failed, in the user's terms first: what is missing
+// on the machine (a driver, a GPU), then CUDA's own words in parentheses.
+// CUDA says "driver version is insufficient" when there is no driver at
+// all, which reads as if an update would help.
+std::string no_device_reason(cudaError_t status) {
+  const std::string cuda = std::string("(CUDA: ") + cudaGetErrorString(status) + ")";
+  if (status == cudaErrorInsufficientDriver) {
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    (void)cudaGetLastError();
+    if (driver == 0) return "no NVIDIA driver found " + cuda;
+    return "the NVIDIA driver supports CUDA up to " + cuda_version_text(driver) +
+           (runtime > 0
+                ? ", older than the CUDA " + cuda_version_text(runtime) + " this build needs"
+                : ", older than this build needs") +
+           ": update the driver " + cuda;
+  }
+  if (status == cudaErrorNoDevice) return "no NVIDIA GPU found " + cuda;
+  return "CUDA cannot be used: " + std::string(cudaGetErrorString(status)) + " (" +
+         cudaGetErrorName(status) + ")";
+}
+
 }  // namespace
 
 int cuda_device_count(std::string* why) {
@@ -432,17 +460,20 @@ int cuda_device_count(std::string* why) {
   if (status != cudaSuccess) {
     // Clear the error so it does not surface in a later, unrelated check.
     (void)cudaGetLastError();
-    if (why) *why = std::string(cudaGetErrorString(status));
+    if (why) *why = no_device_reason(status);
     return 0;
   }
-  if (count == 0 && why) *why = "the CUDA driver reports no device";
+  if (count == 0 && why) *why = "no NVIDIA GPU found (the CUDA driver reports no device)";
   return count;
 }
 
 std::unique_ptr<Device> make_cuda_device(int device_id) {
   std::string why;
   const int count = cuda_device_count(&why);
-  if (count == 0) throw Error("no CUDA device: " + why + "; use backend=cpu to run without a GPU");
+  if (count == 0)
+    throw Error("no CUDA device: " + why +
+                "; backend=cuda needs one: use backend=cpu, or backend=auto (the default), "
+                "which falls back to the cpu backend without a GPU");
   if (device_id < 0 || device_id >= count)
     throw Error("CUDA device " + std::to_string(device_id) + " does not exist: this machine has " +
                 std::to_string(count) + " (device-id 0 to " + std::to_string(count - 1) + ")");

@@ -13,7 +13,7 @@
 #                      thread, us of CPU a frame, three rounds interleaved
 # and prints a summary. Draw the timelines afterwards where matplotlib is:
 #   scripts/trace-to-png.py OUTDIR/trace-4k-serial.json OUTDIR/trace-4k-overlapped.json \
-#     -o timeline-4k.png --titles "4K RGBA copy, serial,4K RGBA copy, overlapped"
+#     -o timeline-4k.png --title "4K RGBA copy, serial" --title "4K RGBA copy, overlapped"
 #
 #   scripts/gpu-observe.sh OUTDIR [traces,latency,timing,writes]
 # (all four parts unless a list says which).
@@ -21,10 +21,11 @@ set -u
 out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing,writes]}
 parts=${2:-traces,latency,timing,writes}
 part() { [[ ",$parts," == *",$1,"* ]]; }
-cd "$(dirname "$0")/.."  # OUTDIR is relative to the repository root
+cd "$(dirname "$0")/.." || exit 1  # OUTDIR is relative to the repository root
 mkdir -p "$out"
 [ -d .gpu/bin ] || tar xJf .gpu/bin.txz -C .gpu
 [ -d .gpu/gst ] || tar xzf .gpu/gst.tgz -C .gpu
+# shellcheck source=/dev/null # made by gpu-bundle.sh on the GPU machine
 . .gpu/gst/env.sh
 
 frames=300

@@ -13,6 +13,9 @@ packages=(
   gstreamer1.0-plugins-bad
   libgtest-dev
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+  # GStreamer's Python overrides: without them Python cannot read a
+  # GstValueArray, such as the `devices` field of the element's `stats`
+  python3-gst-1.0
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -42,6 +45,7 @@ fi
 options=()
 [ -n "${CI:-}" ] && options+=(-Dwerror=true)
 if [ ! -f build/build.ninja ]; then
+  # shellcheck disable=SC2086 # the extra options are split into words
   meson setup build "${options[@]}" ${CUDAOVERLAP_MESON_OPTIONS:-}
 elif [ ${#options[@]} -gt 0 ]; then
   meson configure build "${options[@]}" >/dev/null
@@ -50,6 +54,7 @@ fi
 # object when a header it includes changes (and a stale object reads a
 # changed struct at old offsets): drop the CUDA objects older than the
 # newest header in kernels/, where every .cu file's includes live.
+# shellcheck disable=SC2012 # ls sorts by time; the names are the project's
 newest=$(ls -t kernels/*.h kernels/*.cuh | head -n 1)
 find build -name '*.cu.o' ! -newer "$newest" -delete
 ninja -C build -j "${CUDAOVERLAP_JOBS:-2}"

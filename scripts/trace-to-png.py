@@ -6,7 +6,7 @@ overlapping stages of consecutive frames stand out. Several traces (e.g.
 serial and overlapped) are drawn one above the other on the same time scale.
 
   scripts/trace-to-png.py serial.json overlapped.json -o timeline.png \\
-      --titles "serial,overlapped" --skip-frames 60 --frames 6
+      --title serial --title overlapped --skip-frames 60 --frames 6
   scripts/trace-to-png.py --summary trace.json      # numbers only, no matplotlib
 
 Rendering needs matplotlib (Debian: apt-get install python3-matplotlib);
@@ -144,7 +144,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("traces", nargs="+", help="trace files written by cudaoverlap trace-file=...")
     p.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
-    p.add_argument("--titles", default="", help="comma-separated panel titles")
+    # One --title per panel, so that a title may hold any character (commas
+    # included); panels without one are named by their trace file.
+    p.add_argument("--title", dest="titles", action="append", default=[], metavar="TITLE",
+                   help="a panel's title, once per trace in their order (\"4K, serial\")")
     p.add_argument("--skip-frames", type=int, default=30,
                    help="frames to leave out at the start (warm-up); default 30")
     p.add_argument("--frames", type=int, default=6,
@@ -152,14 +155,19 @@ def main():
     p.add_argument("--window-ms", type=float, default=0.0, help="fixed window length in ms")
     p.add_argument("--columns", action="store_true", help="panels side by side, not stacked")
     p.add_argument("--summary", action="store_true", help="print numbers only, draw nothing")
+    # The old comma-separated form mislabelled titles with commas in them.
+    p.add_argument("--titles", dest="titles_list", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.titles_list is not None:
+        p.error("--titles is gone: give --title once per trace instead")
+    if len(a.titles) > len(a.traces):
+        p.error(f"{len(a.titles)} --title for {len(a.traces)} traces: give one per trace")
     traces = [load(path) for path in a.traces]
     if a.summary:
         for path, lanes in zip(a.traces, traces):
             summary(path, lanes, a.skip_frames)
         return
-    titles = [t.strip() for t in a.titles.split(",")] if a.titles else []
-    render(a.traces, traces, titles, a.output, a.skip_frames, a.frames, a.window_ms, a.columns)
+    render(a.traces, traces, a.titles, a.output, a.skip_frames, a.frames, a.window_ms, a.columns)
 
 
 if __name__ == "__main__":

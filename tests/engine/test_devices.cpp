@@ -4,8 +4,11 @@
 // consumer checks each one (bytes, sequence, order, the device named) on
 // arrival and again when it releases it after a random hold. Then: how
 // frames are dealt, drain, flush, stop, a device that fails or cannot
-// start, a kernel replaced while running, what a callback may ask, and
-// frames through every CUDA device of the machine.
+// start, a kernel replaced while running, what a callback may ask, what a
+// machine without a GPU is told, and frames through every CUDA device of the
+// machine.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -1266,6 +1269,38 @@ INSTANTIATE_TEST_SUITE_P(Devices, MultiDevicesTest, ::testing::Values(1, 2, 3),
 
 // ---------------------------------------------------------------------------
 // CUDA
+
+// Without a GPU the reason names what is missing (a driver, a GPU) before
+// CUDA's own words: CUDA says "driver version is insufficient" when there is
+// no driver at all, which sends users to update one. The driver's library
+// is looked for here directly, as CUDA looks for it, to know which it is.
+TEST(CudaDeviceTest, WithoutADeviceTheReasonNamesWhatIsMissing) {
+  std::string why;
+  if (cuda_device_count(&why) > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  const auto starts_with = [&](const char* prefix) { return why.rfind(prefix, 0) == 0; };
+#ifdef CUDAOVERLAP_HAVE_CUDA
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver) {
+    dlclose(driver);
+    EXPECT_TRUE(starts_with("no NVIDIA GPU found") || starts_with("the NVIDIA driver supports") ||
+                starts_with("CUDA cannot be used"))
+        << why;
+  } else {
+    EXPECT_TRUE(starts_with("no NVIDIA driver found (CUDA: ")) << why;
+  }
+  try {
+    make_cuda_device(0);
+    FAIL() << "no device, yet make_cuda_device succeeded";
+  } catch (const Error& e) {
+    const std::string error = e.what();
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+    EXPECT_NE(error.find("backend=auto"), std::string::npos) << error;
+    EXPECT_NE(error.find("falls back to the cpu backend"), std::string::npos) << error;
+  }
+#else
+  EXPECT_TRUE(starts_with("cudaoverlap was built without CUDA support")) << why;
+#endif
+}
 
 // One device, for sanity: the plain path with one lane.
 TEST(MultiEngineCudaTest, OneCudaDeviceDeliversIntactFramesInOrder) {
