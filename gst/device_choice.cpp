@@ -39,9 +39,9 @@ std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id
   }
   std::string why;
   if (cuda_device_count(&why) > 0) return make_cuda_device(device_id);
-  *warning = "No CUDA device (" + why +
-             "): cudaoverlap runs on its cpu backend, which is much slower. Set backend=cpu to "
-             "silence this warning.";
+  *warning = "No CUDA device: " + why +
+             ". cudaoverlap runs on its cpu backend, the slow fallback for machines without a "
+             "GPU; set backend=cpu to silence this warning.";
   return make_cpu_device(cpu_options_from_environment());
 }
 
