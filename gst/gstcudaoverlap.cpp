@@ -50,6 +50,7 @@
 #include "custom_settings.h"
 #include "element_properties.h"
 #include "gstcudaoverlapenums.h"
+#include "negotiation.h"
 #include "session.h"
 #include "video_mapping.h"
 

@@ -257,4 +257,31 @@ bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
   return true;
 }
 
+bool propose_video_pool(GstQuery* query, guint min_buffers) {
+  GstCaps* caps = nullptr;
+  gboolean need_pool = FALSE;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  GstVideoInfo info;
+  PixelFormat format;
+  if (!video_info_from_caps(caps, &info, &format)) return false;
+  GstBufferPool* pool = nullptr;
+  if (need_pool) {
+    // A video pool parses raw video caps only; a mosaic's is a plain one.
+    pool = is_bayer(format) ? gst_buffer_pool_new() : gst_video_buffer_pool_new();
+    GstStructure* config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+    if (!is_bayer(format))
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!gst_buffer_pool_set_config(pool, config)) {
+      gst_object_unref(pool);
+      return false;
+    }
+  }
+  gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  if (pool) gst_object_unref(pool);
+  // A GstVideoMeta describes raw video only.
+  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  return true;
+}
+
 }  // namespace cudaoverlap

@@ -50,4 +50,9 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
 bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device, guint min_buffers,
                          std::string* problem = nullptr);
 
+// Answers an ALLOCATION query with a plain system-memory video pool of at
+// least `min_buffers` buffers and GstVideoMeta support. False when the
+// query's caps are not raw video. For when there is no pinned memory to offer.
+bool propose_video_pool(GstQuery* query, guint min_buffers);
+
 }  // namespace cudaoverlap

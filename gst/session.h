@@ -43,6 +43,7 @@
 #include "engine.h"
 #include "gstcudaoverlapenums.h"
 #include "multi_engine.h"
+#include "negotiation.h"
 #include "output_buffer.h"
 #include "output_queue.h"
 #include "stats.h"

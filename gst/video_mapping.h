@@ -13,12 +13,23 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "frame_layout.h"
 #include "geometry_transform.h"
 #include "operation_registry.h"
 
 namespace cudaoverlap {
+
+// Caps of Bayer mosaics (the sink pad's, for convert).
+inline constexpr const char* kBayerCaps = "video/x-bayer";
+bool is_bayer_structure(const GstStructure* s);
+// The table's formats of one kind: video/x-raw's, or video/x-bayer's.
+std::vector<PixelFormat> formats_of_kind(bool bayer);
+// The format of that kind called `name` in caps.
+bool format_named(const char* name, bool bayer, PixelFormat* out);
+// Sets a structure's format field: one string or a list of them.
+void set_formats(GstStructure* s, const std::vector<PixelFormat>& formats);
 
 // The caps of a pad template: raw video in system memory in every format of
 // the table (video_format.h), and on the sink pad also its Bayer mosaics
@@ -64,64 +75,5 @@ struct OutputFormat {
   bool default_layout = true;  // false would need a GstVideoMeta on each buffer
   GeometryTransform geometry;  // what the kernel does to positions: for metas
 };
-
-// The caps on the other side of the element for `op`, given `caps` on the
-// pad of direction `direction`: the formats the operation makes from (SINK)
-// or makes (SRC) those of `caps`, structures it takes none of dropped; a
-// format field it leaves alone stays as it came, so caps it keeps compare
-// equal. Where the format is downstream's choice (convert), colorimetry and
-// chroma-site go too; where the axes swap (flip's rotations), width and
-// height swap and a fixed pixel-aspect-ratio is inverted, as videoflip does.
-// Transfer full.
-GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps);
-
-// The caps of `pad` that the peer of `other` (the element's other pad) can
-// take through `op`, limited to the pad templates and to `filter`.
-// Transfer full. Answers the CAPS query of either pad.
-GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter);
-
-// ACCEPT_CAPS: `caps` are within `allowed` (from query_caps_through) and,
-// when fixed, describe a frame the engine can take.
-bool caps_acceptable(GstCaps* caps, GstCaps* allowed);
-
-// Answers an ALLOCATION query with a plain system-memory video pool of at
-// least `min_buffers` buffers and GstVideoMeta support. False when the
-// query's caps are not raw video. (A later change makes the pool pinned.)
-bool propose_video_pool(GstQuery* query, guint min_buffers);
-
-// The output video info of an `op` whose format is not downstream's
-// choice (negotiate_output_info asks downstream for the others). False
-// when it cannot, and for a Bayer mosaic (`in_format`), which only convert
-// takes.
-bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                     GstVideoInfo* out);
-
-// Like output_info_for, but where the format is downstream's choice asks
-// the peer of `srcpad` what it takes: the input's own format and
-// colorimetry when downstream accepts them (no conversion), else
-// downstream's first preference fixated towards the input's size and rate,
-// with the colorimetry videoconvert would give it when downstream fixes
-// none and the input's caps had one (`in_colorimetry`). False when
-// downstream takes nothing.
-// Where downstream fixed the colorimetry, *out_caps (unless null) gets the
-// caps it chose, to send as they are (else null: send `out`'s caps).
-bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
-                           GstCaps** out_caps = nullptr);
-
-// The operation that turns `in` into `out`: `kernel` made with `params` and
-// what the caps add (convert: each side's colorimetry), refused where it
-// would mix interlaced fields, and checked by the operation itself. Null,
-// with a sentence in *problem, when it cannot.
-std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
-                                               const GstVideoInfo& in, PixelFormat in_format,
-                                               const GstVideoInfo& out, std::string* problem);
-
-// negotiate_output_info then operation_for: the output info and the
-// operation for `in`, or a sentence saying why there are none.
-std::string negotiate_output(const std::string& kernel, const KernelParams& params,
-                             const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
-                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
-                             GstVideoInfo* out, GstCaps** out_caps = nullptr);
 
 }  // namespace cudaoverlap

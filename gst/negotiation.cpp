@@ -1,0 +1,371 @@
+// See negotiation.h.
+#include "negotiation.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "error.h"
+
+namespace cudaoverlap {
+
+namespace {
+
+// videoflip's caps for the directions that swap axes: width and height
+// exchanged, and a fixed pixel-aspect-ratio inverted.
+GstCaps* swap_axes(GstCaps* caps) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* swapped = gst_caps_copy(caps);
+  for (guint i = 0; i < gst_caps_get_size(swapped); ++i) {
+    GstStructure* s = gst_caps_get_structure(swapped, i);
+    const GValue* width = gst_structure_get_value(s, "width");
+    const GValue* height = gst_structure_get_value(s, "height");
+    if (width != nullptr && height != nullptr) {
+      GValue w = G_VALUE_INIT;
+      GValue h = G_VALUE_INIT;
+      g_value_init(&w, G_VALUE_TYPE(width));
+      g_value_copy(width, &w);
+      g_value_init(&h, G_VALUE_TYPE(height));
+      g_value_copy(height, &h);
+      gst_structure_take_value(s, "width", &h);
+      gst_structure_take_value(s, "height", &w);
+    } else if (width != nullptr || height != nullptr) {
+      // Only one of them constrained: the other side's is unconstrained.
+      gst_structure_remove_fields(s, "width", "height", nullptr);
+    }
+    gint par_n, par_d;
+    if (gst_structure_get_fraction(s, "pixel-aspect-ratio", &par_n, &par_d))
+      gst_structure_set(s, "pixel-aspect-ratio", GST_TYPE_FRACTION, par_d, par_n, nullptr);
+  }
+  return swapped;
+}
+
+bool is_yuv(const GstVideoInfo& info) { return GST_VIDEO_INFO_IS_YUV(&info); }
+
+// Both YUV, both RGB or both grey: a colorimetry means the same on both.
+bool same_family(const GstVideoInfo& a, const GstVideoInfo& b) {
+  return (GST_VIDEO_INFO_IS_YUV(&a) && GST_VIDEO_INFO_IS_YUV(&b)) ||
+         (GST_VIDEO_INFO_IS_RGB(&a) && GST_VIDEO_INFO_IS_RGB(&b)) ||
+         (GST_VIDEO_INFO_IS_GRAY(&a) && GST_VIDEO_INFO_IS_GRAY(&b));
+}
+
+// The formats a caps structure allows: its format field's strings (one or a
+// list) that the engine knows, or every format of its kind (video/x-bayer's
+// or video/x-raw's) when it has none.
+std::vector<PixelFormat> formats_of(const GstStructure* s, bool* has_field) {
+  const bool bayer = is_bayer_structure(s);
+  const GValue* value = gst_structure_get_value(s, "format");
+  *has_field = value != nullptr;
+  if (value == nullptr) return formats_of_kind(bayer);
+  std::vector<PixelFormat> formats;
+  auto add = [&formats, bayer](const GValue* v) {
+    PixelFormat f;
+    if (G_VALUE_HOLDS_STRING(v) && format_named(g_value_get_string(v), bayer, &f))
+      formats.push_back(f);
+  };
+  if (GST_VALUE_HOLDS_LIST(value)) {
+    for (guint i = 0; i < gst_value_list_get_size(value); ++i)
+      add(gst_value_list_get_value(value, i));
+  } else {
+    add(value);
+  }
+  return formats;
+}
+
+void add_unique(std::vector<PixelFormat>* formats, PixelFormat f) {
+  if (std::find(formats->begin(), formats->end(), f) == formats->end()) formats->push_back(f);
+}
+
+// What `op` makes from any of `formats` (direction SINK), or what makes any
+// of them (SRC), in order of preference.
+std::vector<PixelFormat> formats_through(const Operation& op, GstPadDirection direction,
+                                         const std::vector<PixelFormat>& formats) {
+  std::vector<PixelFormat> other;
+  if (direction == GST_PAD_SINK) {
+    for (PixelFormat f : formats)
+      for (PixelFormat g : op.output_formats(f)) add_unique(&other, g);
+  } else {
+    for (PixelFormat f : formats)
+      for (PixelFormat g : all_pixel_formats()) {
+        const std::vector<PixelFormat> made = op.output_formats(g);
+        if (std::find(made.begin(), made.end(), f) != made.end()) add_unique(&other, g);
+      }
+  }
+  return other;
+}
+
+bool same_set(std::vector<PixelFormat> a, std::vector<PixelFormat> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+}  // namespace
+
+GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* result = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    const GstStructure* structure = gst_caps_get_structure(caps, i);
+    const bool bayer_here = is_bayer_structure(structure);
+    bool has_format = false;
+    const std::vector<PixelFormat> here = formats_of(structure, &has_format);
+    const std::vector<PixelFormat> there = formats_through(op, direction, here);
+    // One structure for the raw formats there, then one for the mosaics.
+    for (const bool bayer : {false, true}) {
+      std::vector<PixelFormat> kind;
+      for (PixelFormat f : there)
+        if (is_bayer(f) == bayer) kind.push_back(f);
+      if (kind.empty()) continue;
+      GstStructure* s = gst_structure_copy(structure);
+      if (bayer != bayer_here) gst_structure_set_name(s, bayer ? kBayerCaps : "video/x-raw");
+      // A field the operation does not change stays as it came, so caps it
+      // leaves alone compare equal.
+      if (!(bayer == bayer_here && same_set(here, kind) &&
+            (has_format || kind.size() == formats_of_kind(bayer).size())))
+        set_formats(s, kind);
+      // Colorimetry and chroma siting go with the format (a mosaic has
+      // neither).
+      if (op.format_from_downstream() || bayer)
+        gst_structure_remove_fields(s, "colorimetry", "chroma-site", nullptr);
+      GstCapsFeatures* features = gst_caps_get_features(caps, i);
+      GstCaps* one = gst_caps_new_full(s, nullptr);
+      if (features) gst_caps_set_features(one, 0, gst_caps_features_copy(features));
+      // Each swapping direction is its own inverse up to the pixels, so the
+      // same transform serves both pad directions.
+      if (op.swaps_axes()) {
+        GstCaps* swapped = swap_axes(one);
+        gst_caps_unref(one);
+        one = swapped;
+      }
+      result = gst_caps_merge(result, one);
+    }
+  }
+  return result;
+}
+
+bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                     GstVideoInfo* out) {
+  // Only convert takes a mosaic, and convert's format is downstream's
+  // choice (negotiate_output_info): no operation here does.
+  if (is_bayer(in_format)) return false;
+  if (!op.swaps_axes()) {
+    *out = in;  // the input's format and size
+    return true;
+  }
+  // Through caps, so the result is exactly what negotiation announces.
+  GstCaps* in_caps = gst_video_info_to_caps(&in);
+  GstCaps* out_caps = transform_caps(op, GST_PAD_SINK, in_caps);
+  const bool ok = !gst_caps_is_empty(out_caps) && gst_video_info_from_caps(out, out_caps);
+  gst_caps_unref(out_caps);
+  gst_caps_unref(in_caps);
+  return ok;
+}
+
+bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
+                           GstCaps** out_caps) {
+  if (out_caps) *out_caps = nullptr;
+  if (!op.format_from_downstream()) return output_info_for(op, in, in_format, out);
+  GstCaps* in_caps = caps_from_info(in, in_format);
+  GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
+  GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
+  GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
+  GstCaps* peer = gst_pad_peer_query_caps(srcpad, allowed);
+  GstCaps* candidates = gst_caps_intersect_full(peer, allowed, GST_CAPS_INTERSECT_FIRST);
+  bool ok = false;
+  if (gst_caps_can_intersect(candidates, in_caps)) {
+    // Downstream takes the input as it is: no conversion (videoconvert's
+    // passthrough preference).
+    *out = in;
+    ok = true;
+  } else if (!gst_caps_is_empty(candidates)) {
+    // Downstream's first preference, fixated towards the input's values.
+    GstCaps* chosen = gst_caps_truncate(gst_caps_copy(candidates));
+    chosen = gst_caps_make_writable(chosen);
+    GstStructure* s = gst_caps_get_structure(chosen, 0);
+    const bool had_colorimetry = gst_structure_has_field(s, "colorimetry");
+    gst_structure_fixate_field_nearest_int(s, "width", GST_VIDEO_INFO_WIDTH(&in));
+    gst_structure_fixate_field_nearest_int(s, "height", GST_VIDEO_INFO_HEIGHT(&in));
+    gst_structure_fixate_field_nearest_fraction(s, "framerate", GST_VIDEO_INFO_FPS_N(&in),
+                                                GST_VIDEO_INFO_FPS_D(&in));
+    gst_structure_fixate_field_nearest_fraction(s, "pixel-aspect-ratio", GST_VIDEO_INFO_PAR_N(&in),
+                                                GST_VIDEO_INFO_PAR_D(&in));
+    chosen = gst_caps_fixate(chosen);
+    ok = gst_video_info_from_caps(out, chosen);
+    // Unless downstream asks for one, the colorimetry follows the input's
+    // caps' as videoconvert's does: kept whole within YUV, RGB or grey; across them
+    // the input's transfer and primaries with the output's own range and
+    // matrix (the pixels are not re-graded, so the label must not change).
+    // A mosaic's output keeps the defaults.
+    if (ok && !had_colorimetry && in_colorimetry && !is_bayer(in_format)) {
+      if (same_family(in, *out)) {
+        out->colorimetry = in.colorimetry;
+      } else {
+        out->colorimetry.transfer = in.colorimetry.transfer;
+        out->colorimetry.primaries = in.colorimetry.primaries;
+      }
+    }
+    // Downstream's own colorimetry string goes back as it came: written
+    // from the info, RGB's "bt709" would come out as "2:1:5:1" (the same
+    // range, GStreamer's RGB matrix), which a capsfilter of "bt709" refuses.
+    if (ok && had_colorimetry && out_caps) *out_caps = gst_caps_ref(chosen);
+    gst_caps_unref(chosen);
+  }
+  gst_caps_unref(candidates);
+  gst_caps_unref(peer);
+  gst_caps_unref(allowed);
+  gst_caps_unref(templ);
+  gst_caps_unref(any);
+  gst_caps_unref(in_caps);
+  return ok;
+}
+
+namespace {
+
+// Empty when `op` treats each row on its own, or mixes rows only within one
+// field, so interlaced frames (two fields in alternate rows) come out right;
+// else a sentence saying why they are refused.
+std::string interlace_check(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
+                            PixelFormat out_format) {
+  if (!GST_VIDEO_INFO_IS_INTERLACED(&in) || !op.mixes_rows(in_format, out_format)) return {};
+  return std::string("kernel '") + op.name() +
+         "' would mix the two fields of interlaced video (interlace-mode=" +
+         gst_video_interlace_mode_to_string(GST_VIDEO_INFO_INTERLACE_MODE(&in)) +
+         "); put deinterlace before it, or use copy, invert, balance, flip "
+         "video-direction=horiz or convert between formats without vertical chroma "
+         "subsampling, which keep each row to itself";
+}
+
+// The colorimetry of one side, from the caps, for the operations that use
+// a matrix; empty, or which matrices they take when this one is not one.
+std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
+  if (GST_VIDEO_INFO_IS_RGB(&info)) {
+    // RGB with range 16-235 in its caps (colorimetry=bt709 says so).
+    c->rgb_limited = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235;
+    return {};
+  }
+  if (!is_yuv(info)) return {};
+  c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  switch (info.colorimetry.matrix) {
+    case GST_VIDEO_COLOR_MATRIX_BT709:
+      c->matrix = YuvMatrix::kBT709;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT601:
+    case GST_VIDEO_COLOR_MATRIX_UNKNOWN:
+      c->matrix = YuvMatrix::kBT601;
+      break;
+    default: {
+      gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
+      const std::string message =
+          std::string("the BT.601 and BT.709 matrices, not the one of colorimetry ") +
+          (text ? text : "?");
+      g_free(text);
+      return message;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::shared_ptr<const Operation> operation_for(const std::string& kernel, KernelParams params,
+                                               const GstVideoInfo& in, PixelFormat in_format,
+                                               const GstVideoInfo& out, std::string* problem) {
+  ImageRef a, b;
+  a.format = in_format;
+  if (!pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out), &b.format)) {
+    *problem = "cudaoverlap does not take this format";
+    return nullptr;
+  }
+  a.width = GST_VIDEO_INFO_WIDTH(&in);
+  a.height = GST_VIDEO_INFO_HEIGHT(&in);
+  b.width = GST_VIDEO_INFO_WIDTH(&out);
+  b.height = GST_VIDEO_INFO_HEIGHT(&out);
+  // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
+  // only to an operation that uses one.
+  const std::string in_problem =
+      is_bayer(in_format) ? std::string() : colorimetry_of(in, &params.convert.in);
+  const std::string out_problem = colorimetry_of(out, &params.convert.out);
+  const std::string matrix_problem = in_problem.empty() ? out_problem : in_problem;
+  std::shared_ptr<const Operation> op;
+  try {
+    op = make_operation(kernel, params);
+  } catch (const Error& e) {
+    *problem = e.what();
+    return nullptr;
+  }
+  // Two YUV sides of different matrices (convert's alone) would need one.
+  const bool matrices_differ =
+      is_yuv(in) && is_yuv(out) && in.colorimetry.matrix != out.colorimetry.matrix;
+  if (!matrix_problem.empty() && (matrices_differ || op->uses_matrix(a.format, b.format))) {
+    *problem = std::string("kernel '") + op->name() + "' takes " + matrix_problem;
+    return nullptr;
+  }
+  *problem = interlace_check(*op, in, a.format, b.format);
+  // The operation's own check with every parameter known: asked here, at
+  // caps time, so a refusal is a negotiation error naming what is allowed.
+  if (problem->empty()) *problem = op->check(a, b);
+  return problem->empty() ? op : nullptr;
+}
+
+std::string negotiate_output(const std::string& kernel, const KernelParams& params,
+                             const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
+                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
+                             GstVideoInfo* out, GstCaps** out_caps) {
+  if (out_caps) *out_caps = nullptr;
+  std::shared_ptr<const Operation> rules;
+  try {
+    rules = make_operation(kernel, params);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (!negotiate_output_info(*rules, in, in_format, in_colorimetry, srcpad, out, out_caps)) {
+    return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
+           std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
+           std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
+  }
+  std::string problem;
+  *op = operation_for(kernel, params, in, in_format, *out, &problem);
+  if (!problem.empty() && out_caps && *out_caps) gst_caps_replace(out_caps, nullptr);
+  return problem;
+}
+
+GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter) {
+  GstCaps* templ = gst_pad_get_pad_template_caps(pad);
+  GstCaps* other_templ = gst_pad_get_pad_template_caps(other);
+  GstCaps* peer_filter = gst_caps_ref(other_templ);
+  if (filter) {
+    GstCaps* transformed = transform_caps(op, GST_PAD_DIRECTION(pad), filter);
+    gst_caps_unref(peer_filter);
+    peer_filter = gst_caps_intersect_full(transformed, other_templ, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(transformed);
+  }
+  GstCaps* peer = gst_pad_peer_query_caps(other, peer_filter);
+  GstCaps* back = transform_caps(op, GST_PAD_DIRECTION(other), peer);
+  GstCaps* result = gst_caps_intersect_full(back, templ, GST_CAPS_INTERSECT_FIRST);
+  if (filter) {
+    GstCaps* filtered = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(result);
+    result = filtered;
+  }
+  gst_caps_unref(back);
+  gst_caps_unref(peer);
+  gst_caps_unref(peer_filter);
+  gst_caps_unref(other_templ);
+  gst_caps_unref(templ);
+  return result;
+}
+
+bool caps_acceptable(GstCaps* caps, GstCaps* allowed) {
+  // Intersecting, not a subset: fixed caps may leave out fields that have a
+  // default (framerate 0/1, pixel-aspect-ratio 1/1), as videoconvert,
+  // videoflip and queue accept.
+  if (!gst_caps_can_intersect(caps, allowed)) return false;
+  if (!gst_caps_is_fixed(caps)) return true;
+  GstVideoInfo info;
+  PixelFormat format;
+  return video_info_from_caps(caps, &info, &format);
+}
+
+}  // namespace cudaoverlap
