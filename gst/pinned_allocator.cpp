@@ -231,14 +231,35 @@ GstBufferPool* pinned_pool_new(std::shared_ptr<Device> device, GstCaps* caps, gu
   return pool;
 }
 
+namespace {
+
+// The raw video (or Bayer mosaic) an ALLOCATION query asks about; false for
+// other caps.
+bool allocation_video(GstQuery* query, GstCaps** caps, bool* need_pool, GstVideoInfo* info,
+                      PixelFormat* format) {
+  gboolean need = FALSE;
+  gst_query_parse_allocation(query, caps, &need);
+  *need_pool = need != FALSE;
+  return video_info_from_caps(*caps, info, format);
+}
+
+// The answer's pool (none when null) and, for raw video, GstVideoMeta.
+void add_pool_and_meta(GstQuery* query, GstBufferPool* pool, const GstVideoInfo& info,
+                       PixelFormat format, guint min_buffers) {
+  gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  // A GstVideoMeta describes raw video only.
+  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+}
+
+}  // namespace
+
 bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device, guint min_buffers,
                          std::string* problem) {
   GstCaps* caps = nullptr;
-  gboolean need_pool = FALSE;
-  gst_query_parse_allocation(query, &caps, &need_pool);
+  bool need_pool = false;
   GstVideoInfo info;
   PixelFormat format;
-  if (!video_info_from_caps(caps, &info, &format)) return false;
+  if (!allocation_video(query, &caps, &need_pool, &info, &format)) return false;
   GstBufferPool* pool = pinned_pool_new(device, caps, min_buffers, problem);
   if (pool == nullptr) return false;
   // The pool's own allocator, so that memory upstream allocates beside the
@@ -250,20 +271,17 @@ bool propose_pinned_pool(GstQuery* query, const std::shared_ptr<Device>& device,
   gst_allocation_params_init(&params);
   gst_query_add_allocation_param(query, allocator, &params);
   gst_structure_free(config);
-  gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  add_pool_and_meta(query, pool, info, format, min_buffers);
   gst_object_unref(pool);
-  // A GstVideoMeta describes raw video only.
-  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
   return true;
 }
 
 bool propose_video_pool(GstQuery* query, guint min_buffers) {
   GstCaps* caps = nullptr;
-  gboolean need_pool = FALSE;
-  gst_query_parse_allocation(query, &caps, &need_pool);
+  bool need_pool = false;
   GstVideoInfo info;
   PixelFormat format;
-  if (!video_info_from_caps(caps, &info, &format)) return false;
+  if (!allocation_video(query, &caps, &need_pool, &info, &format)) return false;
   GstBufferPool* pool = nullptr;
   if (need_pool) {
     // A video pool parses raw video caps only; a mosaic's is a plain one.
@@ -277,10 +295,8 @@ bool propose_video_pool(GstQuery* query, guint min_buffers) {
       return false;
     }
   }
-  gst_query_add_allocation_pool(query, pool, GST_VIDEO_INFO_SIZE(&info), min_buffers, 0);
+  add_pool_and_meta(query, pool, info, format, min_buffers);
   if (pool) gst_object_unref(pool);
-  // A GstVideoMeta describes raw video only.
-  if (!is_bayer(format)) gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
   return true;
 }
 
