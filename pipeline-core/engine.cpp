@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "error.h"
+#include "operation_registry.h"
 #include "parallel_copy.h"
 #include "polling_wait.h"
 

@@ -23,8 +23,9 @@
 // (a frame crosses both ways: the slower direction, or half of both at
 // once). Then, for `copy` (transfer-bound) and `synthetic` (copy plus a GPU
 // busy time equal to one frame's upload, so upload, compute and download
-// take about the same time): a plain loop (DESIGN.md's three streams and
-// events written out on one thread, nothing else: run_plain_loop) and the
+// take about the same time): a plain loop (the three streams and events of
+// docs/architecture.md, "The engine", written out on one thread, nothing
+// else: run_plain_loop) and the
 // engine on the same frames, for each ring size of --rings with its
 // worker's default wait for downloads (poll) and, at the default ring, the
 // other two (block, spin; EngineConfig::host_wait);
@@ -136,6 +137,7 @@
 #include "cuda_device.h"
 #include "engine.h"
 #include "multi_engine.h"
+#include "operation_registry.h"
 #include "parallel_copy.h"
 #include "runtime_compiler.h"
 
@@ -354,8 +356,9 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
   return Result{opt.frames / seconds, output_ok, staging_ms / opt.frames, cpu / opt.frames};
 }
 
-// The plain loop the engine is measured against: DESIGN.md's upload,
-// compute and download on three streams with the same events, written out
+// The plain loop the engine is measured against: the upload, compute and
+// download of docs/architecture.md, "The engine", on three streams with the
+// same events, written out
 // on one thread with nothing else (no worker, no callbacks, no locks). Frame
 // i goes into slot i % ring, after waiting for the download of the frame
 // that had the slot before (the consumer reads its output at once). The
@@ -590,6 +593,7 @@ LiveResult live_engine(const std::shared_ptr<Device>& device, const Options& opt
   EngineConfig config;
   config.ring_size = opt.ring;
   config.input = config.output = layout;
+  config.operation = make_operation("copy");
   config.timing = true;
   config.host_wait = wait;
   config.bands = bands;
