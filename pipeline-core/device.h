@@ -2,7 +2,8 @@
 // buffers with CUDA's semantics.
 //
 // The engine enqueues copies and kernels on Streams and orders them with
-// Events exactly as DESIGN.md describes; a backend supplies the real thing.
+// Events exactly as docs/architecture.md, "The engine", describes; a backend
+// supplies the real thing.
 // `cuda` maps each call onto the CUDA runtime; `cpu` runs each Stream on a
 // host thread, so the engine's barriers are the same code on both and the
 // CPU tests exercise them.

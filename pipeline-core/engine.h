@@ -1,9 +1,9 @@
 // The overlap engine: a ring of staging slots, three streams and a worker
 // thread that delivers finished frames in submission order.
 //
-// Data flow (DESIGN.md, "The engine"): submit() takes a free slot (blocking
-// while all are in flight), stages the frame into the slot's pinned input
-// unless it is already pinned, and enqueues
+// Data flow (docs/architecture.md, "The engine"): submit() takes a free
+// slot (blocking while all are in flight), stages the frame into the slot's
+// pinned input unless it is already pinned, and enqueues
 //   upload stream:   H2D            -> record uploaded[i]
 //   compute stream:  wait uploaded[i], kernel   -> record computed[i]
 //   download stream: wait computed[i], D2H      -> record downloaded[i]
@@ -40,7 +40,7 @@
 #include "device.h"
 #include "error.h"
 #include "frame_layout.h"
-#include "operation_registry.h"
+#include "operation.h"
 
 namespace cudaoverlap {
 
@@ -105,8 +105,9 @@ struct EngineConfig {
   // (any strides, e.g. GStreamer's default layout).
   FrameLayout input;
   FrameLayout output;
-  // What runs on each frame (operation_registry.h makes one by name).
-  std::shared_ptr<const Operation> operation = make_operation("copy");
+  // What runs on each frame (operation_registry.h makes one by name). No
+  // default: the caller chooses; start() refuses an engine without one.
+  std::shared_ptr<const Operation> operation;
   // Measure the device stages of every frame (OutputFrame::timing()): three
   // more events recorded per frame, and the barrier events become timing
   // events. Host stages (wait, staging) are measured always: two clock reads.

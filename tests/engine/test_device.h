@@ -28,7 +28,7 @@
 
 namespace cudaoverlap::test {
 
-// The engine's barriers (DESIGN.md, "The engine").
+// The engine's barriers (docs/architecture.md, "The engine").
 enum class Barrier {
   kNone,
   kUploaded,    // compute waits for the upload of its slot

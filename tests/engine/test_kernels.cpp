@@ -182,6 +182,7 @@ TEST(ReplaceOperation, AnOperationTheEngineCannotTakeLeavesItUnchanged) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu);
   EngineConfig config;
   config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 64, 32);
+  config.operation = make_operation("copy");
   Engine engine(device, config, {});
   engine.start();
   // Its output would be 32x64; and balance keeps its tables in a workspace.

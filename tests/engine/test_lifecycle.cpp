@@ -473,6 +473,7 @@ TEST(StartupTest, TooLittleDeviceMemorySaysHowMuchWasAsked) {
   CpuDeviceOptions options;
   options.memory_limit = 10'000'000;
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 8;
   config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 1000, 1080);
   const std::string error = start_error(make_cpu_device(options), config);
@@ -491,6 +492,7 @@ TEST(StartupTest, TooLittlePinnedMemorySaysHowMuchWasAsked) {
   // Room for the device buffers (allocated first) but not for the pinned ones.
   options.memory_limit = 100'000'000;
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 8;
   config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 1000, 1080);
   const std::string error = start_error(make_cpu_device(options), config);
@@ -505,6 +507,7 @@ TEST(StartupTest, MoreDeviceMemoryThanTheGpuHasIsRefusedBeforeAllocating) {
   if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
   const size_t before = cuda_live_buffers();
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 16;
   // 16 slots x 2 x 8.6 GB: far beyond any GPU's memory today.
   config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 65536, 32768);

@@ -230,6 +230,7 @@ TEST_P(StagingThreadsTest, PageableFramesComeOutAsTheyWentIn) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 4, 3);
   const FrameLayout layout = FrameLayout::packed(c.format, c.width, c.height);
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 3;
   config.input = layout;
   config.output = layout;
@@ -285,6 +286,7 @@ TEST(StagingThreads, OutOfRangeIsRefused) {
   for (int threads : {-1, 65}) {
     CO_DEVICE_OR_SKIP(device, BackendKind::kCpu);
     EngineConfig config;
+    config.operation = make_operation("copy");
     config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 16, 4);
     config.staging_threads = threads;
     Engine engine(device, config, {});
@@ -317,6 +319,7 @@ TEST(StagingThreads, WorkersAreNamedStartedOnceAndJoinedByStop) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu);
   ASSERT_TRUE(threads_named("co-stage-").empty());
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.input = config.output = FrameLayout::packed(PixelFormat::kRGBA, 16, 4);
   config.staging_threads = 4;
   Engine engine(device, config, {});

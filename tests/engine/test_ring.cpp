@@ -16,6 +16,7 @@ FrameLayout small_rgba() { return FrameLayout::packed(PixelFormat::kRGBA, 32, 8)
 
 EngineConfig ring_config(int ring_size) {
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = ring_size;
   config.input = small_rgba();
   config.output = small_rgba();

@@ -58,6 +58,7 @@ TEST_P(TimingTest, EveryStageIsMeasuredInBarrierAndStreamOrder) {
   CO_DEVICE_OR_SKIP(device, c.backend, 20, 5);
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 16);
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 3;
   config.mode = c.mode;
   config.input = layout;
@@ -165,6 +166,7 @@ TEST(TimingInterval, OutOfRangeIsRefusedAtStart) {
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 16, 4);
   for (const int interval : {0, 1025}) {
     EngineConfig config;
+    config.operation = make_operation("copy");
     config.input = layout;
     config.output = layout;
     config.timing = true;
@@ -186,6 +188,7 @@ TEST(TimingOverlap, StagesOfConsecutiveFramesOverlapOnTheCpuBackend) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 300, 9);
   const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 32, 8);
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.ring_size = 3;
   config.input = layout;
   config.output = layout;
@@ -233,6 +236,7 @@ TEST(ReadyTime, IsWhenTheDownloadCompletedNotWhenAConsumerFetchedIt) {
     if (!device) continue;  // no CUDA device
     const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 16);
     EngineConfig config;
+    config.operation = make_operation("copy");
     config.ring_size = 3;
     config.input = layout;
     config.output = layout;

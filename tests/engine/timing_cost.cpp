@@ -24,6 +24,7 @@
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
+#include "operation_registry.h"
 
 namespace cudaoverlap {
 namespace {
@@ -33,6 +34,7 @@ namespace {
 double run_once(const std::shared_ptr<Device>& device, const FrameLayout& layout, bool timing,
                 int frames) {
   EngineConfig config;
+  config.operation = make_operation("copy");
   config.input = layout;
   config.output = layout;
   config.timing = timing;
