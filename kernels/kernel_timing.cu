@@ -1,4 +1,4 @@
-// time_operation_cuda (declared in operation.h): GPU time of one operation
+// time_operation_cuda (declared in kernel_timing.h): GPU time of one operation
 // alone, for the benchmark's per-kernel table. CUDA events bracket many
 // launches on a stream of its own, queued in batches behind a kernel that
 // holds the stream until the host has enqueued the batch, so they run back
@@ -13,6 +13,7 @@
 #include "cuda_check.h"
 #include "cuda_resources.h"
 #include "error.h"
+#include "kernel_timing.h"
 #include "operation.h"
 
 namespace cudaoverlap {

@@ -8,6 +8,7 @@
 #include <typeinfo>
 
 #include "error.h"
+#include "kernel_timing.h"
 
 namespace cudaoverlap {
 

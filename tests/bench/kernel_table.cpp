@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
+#include "kernel_timing.h"
 #include "operation_registry.h"
 #include "runtime_compiler.h"
 
