@@ -557,9 +557,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const auto table = [chroma](int index) { return static_cast<uint32_t>(__ldg(chroma + index)); };
-  // Planes chosen, not indexed: an index known only at run time made the
-  // device copy both image arguments to each thread's local memory (about
-  // 100 times the memory bound on YUY2).
+  // Planes chosen, not indexed: an index known only at run time makes the
+  // device copy both image arguments to each thread's local memory, many
+  // times slower.
   const auto plane = [](const ImageRef& image, int p) {
     return p == 0 ? image.planes[0] : (p == 1 ? image.planes[1] : image.planes[2]);
   };

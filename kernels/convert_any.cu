@@ -159,8 +159,7 @@ bool tile_out(const ConvertCoefficients& k, TileOut* o) {
   const int kind = convert_math::side_kind(k.out_family, os);
   o->pairs = kind == convert_math::kSideYuv422 && os.plane[0] == os.plane[1];
   // Where a subsampled input's chroma is interpolated, a thread per block
-  // measured faster (NV12 -> YUY2 8.4x against 9.1x, NV16 -> RGBA 4.2x
-  // against 4.6x of the memory bound).
+  // is the faster of the two kernels.
   const bool interpolates =
       k.in_family == convert_math::kYuv && k.in_side.x_sub == 1 && k.chroma_x == kUpLinear;
   if (k.deep || interpolates || (kind != convert_math::kSidePacked && !o->pairs)) return false;
@@ -187,10 +186,9 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   if (bw == 0 || bh == 0) return;
   const dim3 grid((bw + kBlockX - 1) / kBlockX,
                   static_cast<unsigned>(std::min<int>((bh + kBlockY - 1) / kBlockY, kMaxGridY)));
-  // The tile kernel where it measured faster (4K, H100: 8-bit sides to
-  // packed RGB or packed 4:2:2 without interpolated chroma, e.g. RGB ->
-  // RGBA 2.4x -> 1.7x of the memory bound, I420 -> YUY2 5.7x -> 4.0x); a
-  // thread per block writing its own samples elsewhere (see tile_out).
+  // The tile kernel where it is the faster (8-bit sides to packed RGB or
+  // packed 4:2:2 without interpolated chroma); a thread per block writing
+  // its own samples elsewhere (see tile_out).
   TileOut o;
   if (tile_out(k, &o)) {
     convert_tile_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, o, in, out, bw, bh);

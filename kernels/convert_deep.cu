@@ -318,9 +318,8 @@ __device__ __forceinline__ void deep420_fast(const ConvertLayout& L, const Image
   }
 }
 
-// Five blocks per multiprocessor, as yuv_to_packed_kernel (4K, H200:
-// P010_10LE -> RGBA 3.9x -> 3.5x, I420_10LE -> YUY2 4.2x -> 3.5x,
-// P010_10LE -> Y444 3.7x -> 3.1x).
+// Five blocks per multiprocessor, as yuv_to_packed_kernel (see there): the
+// faster setting for these kernels too.
 // kFast: deep420_fast for every thread, at four blocks per multiprocessor
 // (its pointers, and the raw words a block row ahead, spilled at five).
 template <int kOut, bool kP010, bool kFast>

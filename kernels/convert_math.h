@@ -1,5 +1,5 @@
 // The per-pixel-block arithmetic of the `convert` kernel, shared by its CPU
-// reference (convert.cpp) and its CUDA kernel (convert.cu) so the two
+// reference (convert.cpp) and its CUDA kernels (convert_*.cu) so the two
 // agree to the byte; its agreement with videoconvert is tested on real
 // pipelines (tests/kernels/test_vs_gstreamer.cpp).
 //
@@ -90,7 +90,7 @@ CO_HD PlaneRef plane_of(const ImageRef& image, int p) {
 }
 
 // How the block functions below reach an image's bytes, for the reference
-// and for convert.cu's kernels alike: at(plane, y, byte) is byte `byte` of
+// and for the CUDA kernels alike: at(plane, y, byte) is byte `byte` of
 // row y of a plane. Held by value, so a kernel's parameters are read into
 // registers once.
 struct ImageAccess {

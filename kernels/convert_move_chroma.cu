@@ -19,8 +19,8 @@ namespace {
 // launch: its first luma_blocks blocks across copy luma 16 bytes a thread,
 // the rest move 8 chroma samples of each of U and V a thread (one 16-byte
 // pair load or store on a semi-planar side, an 8-byte one per plane on a
-// planar side, the bytes sorted by byte permutes), for 4 rows. The 4x2
-// block kernel had made these pairs 2.0-2.1x the memory bound on 4:2:0.
+// planar side, the bytes sorted by byte permutes), for 4 rows. A kernel of
+// their own, as the 4x2 block kernel is slower on these pairs.
 struct ChromaMove {
   LumaCopy luma;  // luma_blocks(luma) blocks across, before the chroma's
   // Chroma, each side: U and V planes (semi-planar: both the plane of

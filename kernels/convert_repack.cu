@@ -19,8 +19,8 @@ namespace {
 // input's sample at the same place, taken to 16 bits and back
 // (convert_math::unpack16, packed16), which is what the reference's blocks
 // compute there (nearest chroma, averages of equal samples). One launch
-// for every output plane, each block on one plane (a launch per plane had
-// made I420 <-> I420_10LE 2.3x the memory bound: three kernels' ramps and
+// for every output plane, each block on one plane (a launch per plane is
+// slower, paying three kernels' ramps and
 // tails for one frame); each thread makes 4 samples of each of the plane's
 // components (one, or the two of a semi-planar pair) in each of
 // kRepackRows rows, stored as a word, two or four where the plane is
@@ -186,9 +186,8 @@ bool repacks_samples(const ImageRef& out, const ConvertCoefficients& k) {
   if (k.in_family == kGrey && k.out_family == kGrey) return true;
   if (k.in_family != kYuv || k.out_family != kYuv) return false;
   const bool packed422_out = k.out_side.plane[0] == k.out_side.plane[1];
-  // 8-bit pairs to a plane per component (Y42B, Y444) measured slower here
-  // than on the block kernel (4K, H100: Y444 -> Y444 5.4x against 3.8x of
-  // the memory bound; three launches of 4-byte stores).
+  // 8-bit pairs to a plane per component (Y42B, Y444) are slower here than
+  // on the block kernel, and go there.
   const bool planar_out = k.out_side.plane[1] != k.out_side.plane[2];
   if (!k.deep && planar_out) return false;
   return !packed422_out && k.in_side.x_sub == k.out_side.x_sub &&

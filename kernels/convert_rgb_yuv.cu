@@ -408,10 +408,8 @@ __device__ __forceinline__ void yuv_to_packed_fast(const ConvertLayout& L, const
 }
 
 // Five blocks per multiprocessor (at most 48 registers, a few bytes
-// spilled for some outputs): with four (64 registers) too few warps were
-// ready to issue; 4K, H200: NV12 -> RGB 3.4x -> 3.0x of the memory bound,
-// NV12 -> YUY2 3.1x -> 2.9x. Six (40 registers) spilled more and gained
-// nothing.
+// spilled for some outputs): with four (64 registers) too few warps are
+// ready to issue; six (40 registers) spill more for no gain.
 //
 // kFast: every thread runs yuv_to_packed_fast (the picture's width a
 // multiple of 4 and the planes aligned, yuv_fast); a kernel of its own, as
@@ -512,10 +510,9 @@ void launch(int out_family, dim3 grid, dim3 block, cudaStream_t stream, const Co
   if constexpr (kIn == kYuv) {
     // 4:2:0 input to packed RGB, 4:2:2 or 4:4:4: yuv_to_packed_kernel.
     if (out_family == kPacked || L.yuv_out != kToRgb) {
-      // At most 2 block rows a thread: at 4 (4K) 8-bit 4:2:0 to 4:2:2 ran
-      // 2.03x of the memory bound on an H100 against 1.97x at 2 (I420 ->
-      // NV16; NV12 -> Y42B 1.98x -> 1.90x), and no output gained from 4.
-      // The 10-bit kernel keeps 4 (P010 -> NV16 1.64x, 1.83x at 2).
+      // At most 2 block rows a thread: 8-bit 4:2:0 to 4:2:2 is faster at 2
+      // than at 4, and no output gains from 4. The 10-bit kernel keeps 4,
+      // where it is the faster.
       const int rows = std::min(2, rows_per_thread(bw, bh));
       if (grid.x != 0)
         grid.y = static_cast<unsigned>(

@@ -360,9 +360,8 @@ __device__ __forceinline__ void rows_body(const ConvertLayout& L, const ImageRef
   const bool full = kFast || x0 + 4 <= width;
   // Both rows read before either is written (the kFast instance, planar
   // and semi-planar 4:2:2): the compiler cannot move a load above a store
-  // that may alias it, so the second row's loads had waited for the first
-  // row's stores (Y42B -> NV12 2.3x -> 1.9x the memory bound). The other
-  // sources measured slower that way (UYVY -> NV12 1.8x -> 2.1x).
+  // that may alias it, so the second row's loads would wait for the first
+  // row's stores. The other sources are slower that way.
   constexpr bool kAhead = kFast && kSrc == kFromPlanes422;
   const int cw = (width + 1) >> 1;
   for (int by = blockIdx.y * blockDim.y + threadIdx.y; by < blocks_y;
@@ -538,8 +537,8 @@ bool rows_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficient
   const bool fast = rows_fast(in, out);
   // kernel(std::true_type) and kernel(std::false_type): the kFast instance
   // and the other (the same for sources without a kFast one: planar and
-  // semi-planar 4:2:2 have it, the others were within 2x of the memory
-  // bound without it).
+  // semi-planar 4:2:2 have it, the others are near enough the memory bound
+  // without it).
   auto run = [&](auto kernel) {
     if (fast)
       kernel(std::true_type{})<<<grid, block, 0, stream>>>(L, in, out, bw, bh);

@@ -1,6 +1,6 @@
 // `convert`'s debayering of 8-bit Bayer mosaics (bggr, rggb, grbg, gbrg)
 // to 4- and 3-byte RGB, shared by its CPU reference (convert.cpp) and its
-// CUDA kernel (convert.cu), so the two agree to the byte.
+// CUDA kernel (debayer.cu), so the two agree to the byte.
 //
 // The method is bayer2rgb's (gst-plugins-bad 1.22), pixel for pixel:
 //

@@ -74,13 +74,11 @@ constexpr int kTileX = 32 * 4;  // columns per warp and block
 // taken apart twice (kRows + 2 for kRows, up to 14: the halo of each input
 // row lives in a lane of its own half-warp); the fewer, the more warps the
 // grid has. A warp loads, then computes, then stores, so it is other warps
-// that keep the memory busy while it computes: at 14 rows a 4K luma plane
-// was 2340 blocks, under one wave of an H100's multiprocessors at this
-// kernel's occupancy, every warp loading at the start and computing after.
-// At 4 rows (8-bit luma) and 6 (packed 4:2:2) NV12 went from 2.1x to 1.8x
-// of the memory bound and packed 4:2:2 from 2.0x to 1.8x; packed RGB and
-// 16-bit samples, whose rows hold more bytes and registers, lose at fewer
-// than 8.
+// that keep the memory busy while it computes: too many rows a thread
+// leave a frame's grid under one wave of the GPU, every warp loading at the
+// start and computing after. 4 rows for 8-bit luma and 6 for packed 4:2:2
+// are the faster; packed RGB and 16-bit samples, whose rows hold more bytes
+// and registers, lose at fewer than 8.
 template <int K>
 constexpr int kRows = K == kLuma8 ? 4 : (K == kPacked422 ? 6 : 8);
 template <int K>
@@ -504,7 +502,7 @@ __device__ __forceinline__ void sobel_strip(const uint8_t* __restrict__ src,
 // Fills the chroma planes with the neutral value, each thread of the grid
 // 16 bytes of a row at a time before its Sobel strip. Stores leave without
 // waiting, so this costs the strip's loads almost nothing; blocks of their
-// own for it took 2 us of a 4K NV12 frame's 12.
+// own for it are slower.
 __device__ __forceinline__ void fill_chroma(const EdgeLayout& l) {
   // 32-bit indices (the host checks that they fit): 64-bit division is a
   // long software routine.

@@ -1,7 +1,7 @@
 // Four 3-byte pixels (RGB, BGR) are three 32-bit words: turning those into
 // a word per pixel (bytes 0..2 the pixel's, byte 3 unspecified) and back,
-// with one byte permute each. Shared by convert.cu and balance.cu;
-// CUDA-only.
+// with one byte permute each. Shared by convert's CUDA kernels
+// (convert_*.cu) and balance.cu; CUDA-only.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -193,12 +193,8 @@ struct EngineConfig {
 // output pixels, from kMinLiveBands to kMaxLiveBands: 4 for 1080p RGBA
 // (8.3 MB), 8 for 4K RGBA (33 MB). Frames of a source faster than the
 // device wait for the ones before them, and bands would only add host work:
-// run those whole. Latency tracer, live 60/s, interleaved rounds on H200s:
-// at 4K RGBA, 8 bands were 22-100 us below 4 in every round of three calls
-// and 100-250 us above in a fourth (a busy machine, before the calls were
-// made band by band, whose tails look like the element's output copies into
-// fresh memory); 12 and 16 came within 31 us of 8, either side; 1080p is
-// the same with 4 and 8 (README, "Bands").
+// run those whole. At most 8: past it each band's own start costs about
+// what a shorter first band saves (docs/benchmarks.md, "Bands").
 constexpr size_t kLiveBandBytes = size_t{4} << 20;
 constexpr int kMinLiveBands = 4;
 constexpr int kMaxLiveBands = 8;
