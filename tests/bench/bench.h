@@ -171,6 +171,15 @@ struct CopyRates {
 };
 CopyRates measure_copy_rates(Device& dev, size_t bytes, int runs);
 
+// The two kernels the throughput tables run: the copy, and the copy kept
+// busy for `balanced_us` on the GPU (the synthetic kernel), labelled.
+struct KernelCase {
+  const char* kernel;
+  uint32_t us;
+  std::string label;
+};
+std::vector<KernelCase> balanced_kernel_cases(uint32_t balanced_us);
+
 // One frame at a time (--live): where each frame's time went.
 struct LiveResult {
   std::vector<double> latency_ms;  // submit to the host seeing the frame out, per frame

@@ -63,6 +63,11 @@ const char* wait_name(HostWait wait) {
   return "";
 }
 
+std::vector<KernelCase> balanced_kernel_cases(uint32_t balanced_us) {
+  return {{"copy", 0, "copy"},
+          {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"}};
+}
+
 Spread spread_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return Spread{values[values.size() / 2], values.front(), values.back()};

@@ -362,15 +362,7 @@ int run_devices_table(const std::vector<ListedDevice>& devices, const Options& o
     const uint32_t balanced_us =
         opt.synthetic_us >= 0 ? static_cast<uint32_t>(opt.synthetic_us)
                               : static_cast<uint32_t>(bytes / (links.front().h2d.median * 1e3));
-    struct KernelCase {
-      const char* kernel;
-      uint32_t us;
-      std::string label;
-    };
-    const KernelCase kernels[] = {
-        {"copy", 0, "copy"},
-        {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
-    };
+    const std::vector<KernelCase> kernels = balanced_kernel_cases(balanced_us);
     // The configurations: each device alone, then all together.
     std::vector<std::vector<ListedDevice>> sets;
     for (const ListedDevice& d : devices) sets.push_back({d});

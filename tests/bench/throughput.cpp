@@ -124,15 +124,7 @@ int run_throughput_table(const std::shared_ptr<Device>& device, const Options& o
         "of "
         "loop | engine %% of bound | loop CPU us/frame | engine CPU us/frame | output |\n");
     std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    struct KernelCase {
-      const char* kernel;
-      uint32_t us;
-      std::string label;
-    };
-    const KernelCase kernels[] = {
-        {"copy", 0, "copy"},
-        {"synthetic", balanced_us, "copy + " + std::to_string(balanced_us) + " us"},
-    };
+    const std::vector<KernelCase> kernels = balanced_kernel_cases(balanced_us);
     for (const KernelCase& k : kernels) {
       // The kernel's own bound: a stage cannot be shorter than the kernel.
       const double k_bound = std::min(bound_fps, k.us > 0 ? 1e6 / k.us : bound_fps);
