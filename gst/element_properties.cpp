@@ -160,7 +160,8 @@ void install_element_properties(GObjectClass* gobject_class) {
                                      spec_flags);
         break;
       case ParamSpec::Type::kEnum:
-        pspec = g_param_spec_enum(spec.name, spec.nick, spec.blurb, parameter_enum_type(spec),
+        // A GStreamer type, registered by the library that defines it.
+        pspec = g_param_spec_enum(spec.name, spec.nick, spec.blurb, g_type_from_name(spec.gst_enum),
                                   static_cast<gint>(spec.default_value), spec_flags);
         break;
     }

@@ -1,9 +1,6 @@
 // See gstcudaoverlapenums.h.
 #include "gstcudaoverlapenums.h"
 
-#include <gst/video/video.h>
-
-#include <string>
 #include <vector>
 
 #include "operation_registry.h"
@@ -81,34 +78,6 @@ const char* kernel_name_from_gst(gint kernel) {
   const auto offered = offered_operations();
   return kernel >= 0 && static_cast<size_t>(kernel) < offered.size() ? offered[kernel]->name
                                                                      : "copy";
-}
-
-GType parameter_enum_type(const ParamSpec& spec) {
-  if (spec.gst_enum) {
-    // GStreamer's own types are registered when first asked for.
-    if (std::string(spec.gst_enum) == "GstVideoOrientationMethod")
-      return GST_TYPE_VIDEO_ORIENTATION_METHOD;
-    return g_type_from_name(spec.gst_enum);
-  }
-  // "sharpen-mode" -> GstCudaOverlapSharpenMode.
-  std::string type_name = "GstCudaOverlap";
-  bool upper = true;
-  for (const char* c = spec.name; *c; ++c) {
-    if (*c == '-') {
-      upper = true;
-      continue;
-    }
-    type_name += upper ? static_cast<char>(g_ascii_toupper(*c)) : *c;
-    upper = false;
-  }
-  if (const GType known = g_type_from_name(type_name.c_str())) return known;
-  // Registered once for the process and never freed, as GEnum values are.
-  auto* values = new GEnumValue[spec.choices.size() + 1];
-  for (size_t i = 0; i < spec.choices.size(); ++i)
-    values[i] =
-        GEnumValue{spec.choices[i].value, spec.choices[i].description, spec.choices[i].nick};
-  values[spec.choices.size()] = GEnumValue{0, nullptr, nullptr};
-  return g_enum_register_static(g_intern_string(type_name.c_str()), values);
 }
 
 Mode mode_from_gst(GstCudaOverlapMode mode) {

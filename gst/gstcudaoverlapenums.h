@@ -9,7 +9,6 @@
 #include <glib-object.h>
 
 #include "engine.h"
-#include "parameter.h"
 
 G_BEGIN_DECLS
 
@@ -40,8 +39,5 @@ namespace cudaoverlap {
 // The registry name of a GST_TYPE_CUDA_OVERLAP_KERNEL value.
 const char* kernel_name_from_gst(gint kernel);
 Mode mode_from_gst(GstCudaOverlapMode mode);
-// The GEnum type of a declared enumerated parameter: GStreamer's own where
-// the declaration names one, else one registered from its choices.
-GType parameter_enum_type(const ParamSpec& spec);
 
 }  // namespace cudaoverlap

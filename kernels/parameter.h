@@ -27,9 +27,8 @@ struct ParamSpec {
   double min = 0;
   double max = 0;
   double default_value = 0;
-  // kEnum: the values taken, and the GStreamer enum type that carries them
-  // where one exists (its name, e.g. "GstVideoOrientationMethod"; null: the
-  // element registers one of its own from `choices`).
+  // kEnum: the values taken, and the name of the GStreamer enum type that
+  // carries them (e.g. "GstVideoOrientationMethod").
   std::vector<ParamChoice> choices = {};
   const char* gst_enum = nullptr;
   // True when the value is only a kernel argument: it may change while
