@@ -246,17 +246,19 @@ static gboolean gst_cuda_overlap_src_event(GstPad*, GstObject* parent, GstEvent*
 
 // The operation the properties make now: made once after they change.
 static std::shared_ptr<const Operation> gst_cuda_overlap_operation(GstCudaOverlap* self) {
+  // Made under the object lock, so no property change can slip in between
+  // (making one only constructs it: nothing is compiled or allocated).
   GST_OBJECT_LOCK(self);
   std::shared_ptr<const Operation> op = self->priv->operation;
-  GST_OBJECT_UNLOCK(self);
-  if (op) return op;
-  const SessionSettings settings = gst_cuda_overlap_settings(self);
-  op = make_operation(settings.kernel, settings.params);
-  GST_OBJECT_LOCK(self);
-  // Kept unless a property changed meanwhile (then the next query makes it).
-  if (gst_cuda_overlap_settings_unlocked(self).params == settings.params &&
-      kernel_name_from_gst(self->priv->kernel) == settings.kernel)
-    self->priv->operation = op;
+  try {
+    if (!op) {
+      const SessionSettings settings = gst_cuda_overlap_settings_unlocked(self);
+      op = self->priv->operation = make_operation(settings.kernel, settings.params);
+    }
+  } catch (...) {
+    GST_OBJECT_UNLOCK(self);
+    throw;
+  }
   GST_OBJECT_UNLOCK(self);
   return op;
 }
