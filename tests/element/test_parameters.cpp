@@ -53,7 +53,9 @@ TEST(ParameterProperties, EveryDeclaredParameterIsAPropertyWithItsRangeAndDefaul
       EXPECT_EQ(d->maximum, spec->max) << spec->name;
       EXPECT_EQ(d->default_value, spec->default_value) << spec->name;
     }
-    if (spec->while_playing) EXPECT_TRUE(property->flags & GST_PARAM_CONTROLLABLE) << spec->name;
+    if (spec->while_playing) {
+      EXPECT_TRUE(property->flags & GST_PARAM_CONTROLLABLE) << spec->name;
+    }
   }
   gst_object_unref(element);
 }
