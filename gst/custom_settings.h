@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_params.h"
+#include "kernels/kernel_params.h"
 
 namespace cudaoverlap {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "custom.h"
+#include "kernels/custom/custom.h"
 #include "engine.h"
 
 namespace cudaoverlap {

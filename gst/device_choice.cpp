@@ -8,7 +8,7 @@
 
 #include "cpu_device.h"
 #include "cuda_device.h"
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap {
 

@@ -6,7 +6,7 @@
 #include <gst/gst.h>
 
 #include "gstcudaoverlapenums.h"
-#include "parameter.h"
+#include "kernels/parameter.h"
 
 namespace cudaoverlap {
 

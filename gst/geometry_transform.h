@@ -17,7 +17,7 @@
 
 #include <gst/gst.h>
 
-#include "kernel_params.h"
+#include "kernels/kernel_params.h"
 
 namespace cudaoverlap {
 

@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "cudaoverlap/cudaoverlap.h"
-#include "custom.h"
+#include "kernels/custom/custom.h"
 #include "custom_settings.h"
 #include "element_properties.h"
 #include "gstcudaoverlapenums.h"

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace {
 

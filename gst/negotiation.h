@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 #include "video_mapping.h"
 
 namespace cudaoverlap {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine.h"
-#include "error.h"
+#include "kernels/error.h"
 #include "recent_first_pool.h"
 #include "video_mapping.h"
 

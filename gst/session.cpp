@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "custom.h"
+#include "kernels/custom/custom.h"
 #include "device_choice.h"
-#include "error.h"
+#include "kernels/error.h"
 #include "input_frame.h"
 #include "pinned_allocator.h"
 #include "upstream_pinning.h"

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "engine.h"
-#include "error.h"
+#include "kernels/error.h"
 
 GST_DEBUG_CATEGORY_STATIC(upstream_pinning_debug);
 #define GST_CAT_DEFAULT upstream_pinning_debug

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "error.h"
-#include "operation_registry.h"
+#include "kernels/error.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap {
 

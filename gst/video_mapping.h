@@ -17,7 +17,7 @@
 
 #include "frame_layout.h"
 #include "geometry_transform.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap {
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda_check.h"
-#include "video_format.h"
+#include "kernels/cuda_check.h"
+#include "kernels/video_format.h"
 
 namespace cudaoverlap {
 namespace {

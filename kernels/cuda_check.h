@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <string>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 
 namespace cudaoverlap {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "parameter.h"
-#include "video_format.h"
+#include "kernels/parameter.h"
+#include "kernels/video_format.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 

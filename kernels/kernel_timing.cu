@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
-#include "cuda_resources.h"
-#include "error.h"
-#include "kernel_timing.h"
-#include "operation.h"
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_resources.h"
+#include "kernels/error.h"
+#include "kernels/kernel_timing.h"
+#include "kernels/operation.h"
 
 namespace cudaoverlap {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "operation.h"
+#include "kernels/operation.h"
 
 namespace cudaoverlap {
 

@@ -1,14 +1,14 @@
 // What every operation shares (see operation.h): the size and format check
 // from its own answers, and the answers derived from them.
-#include "operation.h"
+#include "kernels/operation.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <typeinfo>
 
-#include "error.h"
-#include "kernel_timing.h"
+#include "kernels/error.h"
+#include "kernels/kernel_timing.h"
 
 namespace cudaoverlap {
 
@@ -21,6 +21,12 @@ std::vector<PixelFormat> Operation::input_formats() const {
 
 bool Operation::same_as(const Operation& other) const {
   return typeid(*this) == typeid(other) && declared_ == other.declared_;
+}
+
+bool same_operation(const std::shared_ptr<const Operation>& a,
+                    const std::shared_ptr<const Operation>& b) {
+  if (!a || !b) return !a && !b;
+  return a->same_as(*b);
 }
 
 std::string Operation::check(const ImageRef& in, const ImageRef& out) const {

@@ -21,13 +21,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "kernel_params.h"
-#include "parameter.h"
-#include "video_format.h"
+#include "kernels/kernel_params.h"
+#include "kernels/parameter.h"
+#include "kernels/video_format.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -209,5 +210,9 @@ std::string format_list(const std::vector<PixelFormat>& formats);
 // workspace of its own: the whole CPU path in one call, for tests and tools.
 // Throws Error with the check's sentence when `op` cannot do `in` -> `out`.
 void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out);
+
+// Both null, or the same operation with the same parameters.
+bool same_operation(const std::shared_ptr<const Operation>& a,
+                    const std::shared_ptr<const Operation>& b);
 
 }  // namespace cudaoverlap

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "kernel_params.h"
-#include "operation.h"
-#include "parameter.h"
+#include "kernels/kernel_params.h"
+#include "kernels/operation.h"
+#include "kernels/parameter.h"
 
 namespace cudaoverlap {
 

@@ -1,25 +1,20 @@
 // The table of built-in operations (see operation_registry.h).
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
-#include "application.h"
-#include "balance.h"
-#include "blur.h"
-#include "convert.h"
-#include "copy.h"
-#include "custom.h"
-#include "edge.h"
-#include "error.h"
-#include "flip.h"
-#include "invert.h"
-#include "synthetic.h"
+#include "kernels/error.h"
+#include "operation_list.h"
 
 namespace cudaoverlap {
 
+// Each operation's entry, defined in its own folder (kernels/NAME/NAME.cpp).
+#define CUDAOVERLAP_DECLARE_ENTRY(name) const OperationEntry& name##_entry();
+CUDAOVERLAP_OPERATIONS(CUDAOVERLAP_DECLARE_ENTRY)
+#undef CUDAOVERLAP_DECLARE_ENTRY
+
 const std::vector<OperationEntry>& operation_registry() {
-  static const std::vector<OperationEntry> entries = {
-      copy_entry(), invert_entry(),  flip_entry(),   balance_entry(),     blur_entry(),
-      edge_entry(), convert_entry(), custom_entry(), application_entry(), synthetic_entry(),
-  };
+#define CUDAOVERLAP_LIST_ENTRY(name) name##_entry(),
+  static const std::vector<OperationEntry> entries = {CUDAOVERLAP_OPERATIONS(CUDAOVERLAP_LIST_ENTRY)};
+#undef CUDAOVERLAP_LIST_ENTRY
   return entries;
 }
 
@@ -39,12 +34,6 @@ std::shared_ptr<const Operation> make_operation(const std::string& name,
   KernelParams resolved = params;
   resolved.values = params.values.resolve(entry.params);
   return entry.make(resolved);
-}
-
-bool same_operation(const std::shared_ptr<const Operation>& a,
-                    const std::shared_ptr<const Operation>& b) {
-  if (!a || !b) return !a && !b;
-  return a->same_as(*b);
 }
 
 std::vector<const ParamSpec*> declared_parameters() {

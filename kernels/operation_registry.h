@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "kernel_params.h"
-#include "operation.h"
-#include "operation_entry.h"
+#include "kernels/kernel_params.h"
+#include "kernels/operation.h"
+#include "kernels/operation_entry.h"
 
 namespace cudaoverlap {
 
@@ -30,10 +30,6 @@ const OperationEntry& operation_entry(const std::string& name);
 // parameter whose value is out of range.
 std::shared_ptr<const Operation> make_operation(const std::string& name,
                                                 const KernelParams& params = {});
-
-// Both null, or the same operation with the same parameters.
-bool same_operation(const std::shared_ptr<const Operation>& a,
-                    const std::shared_ptr<const Operation>& b);
 
 // The parameters of the offered operations, each name once (the first
 // declaration of a name stands for all): the element's kernel properties.

@@ -1,10 +1,10 @@
 // Declared parameters and their values (see parameter.h).
-#include "parameter.h"
+#include "kernels/parameter.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 

@@ -1,5 +1,5 @@
 // Plane geometry of every PixelFormat; see video_format.h.
-#include "video_format.h"
+#include "kernels/video_format.h"
 
 namespace cudaoverlap {
 namespace {

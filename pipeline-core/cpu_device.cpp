@@ -24,7 +24,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

@@ -26,7 +26,7 @@
 #include <sstream>
 #include <vector>
 
-#include "cuda_resources.h"
+#include "kernels/cuda_resources.h"
 
 namespace cudaoverlap {
 namespace {

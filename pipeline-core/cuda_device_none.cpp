@@ -1,7 +1,7 @@
 // The cuda backend in a build without CUDA: it exists and says why it can't
 // be used.
 #include "cuda_device.h"
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 

@@ -31,8 +31,8 @@
 #include <memory>
 #include <string>
 
-#include "error.h"
-#include "operation.h"
+#include "kernels/error.h"
+#include "kernels/operation.h"
 
 namespace cudaoverlap {
 

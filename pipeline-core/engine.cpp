@@ -24,8 +24,7 @@
 
 #include "delivery.h"
 #include "engine_core.h"
-#include "error.h"
-#include "operation_registry.h"
+#include "kernels/error.h"
 #include "parallel_copy.h"
 #include "polling_wait.h"
 

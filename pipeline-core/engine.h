@@ -38,9 +38,9 @@
 #include <string>
 
 #include "device.h"
-#include "error.h"
+#include "kernels/error.h"
 #include "frame_layout.h"
-#include "operation.h"
+#include "kernels/operation.h"
 
 namespace cudaoverlap {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "video_format.h"
+#include "kernels/video_format.h"
 
 namespace cudaoverlap {
 

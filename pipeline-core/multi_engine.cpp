@@ -6,7 +6,7 @@
 #include <iterator>
 #include <utility>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "device.h"
 #include "frame_layout.h"
-#include "operation.h"
+#include "kernels/operation.h"
 
 namespace cudaoverlap {
 

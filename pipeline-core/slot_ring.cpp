@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

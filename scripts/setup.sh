@@ -53,8 +53,7 @@ fi
 # Meson 1.0 gives nvcc no dependency file, so ninja does not rebuild a .cu
 # object when a header it includes changes (and a stale object reads a
 # changed struct at old offsets): drop the CUDA objects older than the
-# newest header in kernels/, where every .cu file's includes live.
-# shellcheck disable=SC2012 # ls sorts by time; the names are the project's
-newest=$(ls -t kernels/*.h kernels/*.cuh | head -n 1)
+# newest header under kernels/, where every .cu file's includes live.
+newest=$(find kernels \( -name '*.h' -o -name '*.cuh' \) -printf '%T@ %p\n' | sort -n | tail -n 1 | cut -d' ' -f2-)
 find build -name '*.cu.o' ! -newer "$newest" -delete
 ninja -C build -j "${CUDAOVERLAP_JOBS:-2}"

@@ -16,13 +16,13 @@
 #include "bench.h"
 #include "cuda_device.h"
 #include "graph_cache.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 #include "slot_pass.h"
 
 #ifdef CUDAOVERLAP_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #endif
 
 namespace cudaoverlap::bench {

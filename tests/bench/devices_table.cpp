@@ -21,7 +21,7 @@
 #include "bench.h"
 #include "devices.h"
 #include "multi_engine.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap::bench {
 namespace {

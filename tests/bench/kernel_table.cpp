@@ -20,14 +20,14 @@
 #include "bench.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
-#include "kernel_timing.h"
-#include "operation_registry.h"
-#include "runtime_compiler.h"
+#include "kernels/kernel_timing.h"
+#include "kernels/operation_registry.h"
+#include "kernels/custom/runtime_compiler.h"
 
 #ifdef CUDAOVERLAP_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #endif
 
 namespace cudaoverlap::bench {

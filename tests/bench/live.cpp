@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap::bench {
 namespace {

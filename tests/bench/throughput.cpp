@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 #include "parallel_copy.h"
 
 namespace cudaoverlap::bench {

@@ -13,7 +13,7 @@
 
 #include "cuda_device.h"
 #include "element_test_util.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap_test {
 namespace {

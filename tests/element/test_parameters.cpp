@@ -12,7 +12,7 @@
 #include <string>
 
 #include "element_test_util.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap_test {
 namespace {

@@ -21,7 +21,7 @@
 #include "cuda_device.h"
 #include "engine.h"
 #include "frame_layout.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 #include "test_device.h"
 
 namespace cudaoverlap::test {

@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "device.h"
-#include "error.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap::test {
 

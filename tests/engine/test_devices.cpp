@@ -19,7 +19,7 @@
 #include <set>
 #include <vector>
 
-#include "../../kernels/application.h"
+#include "kernels/application/application.h"
 #include "engine_test_util.h"
 #include "multi_engine.h"
 

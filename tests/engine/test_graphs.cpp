@@ -7,7 +7,7 @@
 // frame is timed, or the backend has none (cpu). The graph cases run where
 // a CUDA device exists.
 #include "engine_test_util.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap::test {
 namespace {

@@ -24,7 +24,7 @@
 #include "cpu_device.h"
 #include "cuda_device.h"
 #include "engine.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "cuda_device.h"
 #include "device.h"
-#include "error.h"
+#include "kernels/error.h"
 #include "frame_layout.h"
-#include "operation_registry.h"
+#include "kernels/operation_registry.h"
 
 namespace cudaoverlap::test {
 

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "custom.h"
+#include "kernels/custom/custom.h"
 #include "custom_sources.h"
 #include "kernel_test_util.h"
-#include "runtime_compiler.h"
+#include "kernels/custom/runtime_compiler.h"
 
 namespace cudaoverlap::test {
 namespace {

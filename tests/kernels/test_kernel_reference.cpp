@@ -5,10 +5,10 @@
 #include <random>
 #include <utility>
 
-#include "blur.h"
-#include "convert.h"
-#include "convert_math.h"
-#include "flip.h"
+#include "kernels/blur/blur.h"
+#include "kernels/convert/convert.h"
+#include "kernels/convert/convert_math.h"
+#include "kernels/flip/flip.h"
 #include "kernel_test_util.h"
 
 namespace cudaoverlap::test {

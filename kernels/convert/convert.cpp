@@ -1,0 +1,341 @@
+// CPU reference of the `convert` kernel (see convert.h): the coefficients,
+// the check, and the block loop over convert_math.h's arithmetic.
+#include "kernels/convert/convert.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/convert/convert_math.h"
+#include "kernels/convert/debayer_math.h"
+
+namespace cudaoverlap {
+namespace {
+
+int family_of(PixelFormat f) {
+  const FormatInfo& info = format_info(f);
+  if (info.is_yuv) return convert_math::kYuv;
+  return info.n_components == 1 ? convert_math::kGrey : convert_math::kPacked;
+}
+
+// Where `f`'s samples are, from its components.
+void side_of(PixelFormat f, int* offsets, ConvertSide* side) {
+  const FormatInfo& info = format_info(f);
+  side->pixel_stride = info.comp[0].pixel_stride;
+  for (int c = 0; c < 3 && c < info.n_components; ++c) {
+    offsets[c] = info.comp[c].offset;
+    side->plane[c] = info.comp[c].plane;
+    side->offset[c] = info.comp[c].offset;
+    side->step[c] = info.comp[c].pixel_stride;
+  }
+  // The alpha or padding byte of 4-byte RGB; none in 3-byte RGB.
+  offsets[3] = info.alpha_byte;
+  side->x_sub = info.n_components == 3 ? info.comp[1].x_sub : 0;
+  side->y_sub = info.n_components == 3 ? info.comp[1].y_sub : 0;
+  side->sample_bytes = info.sample_bytes;
+  side->depth = info.comp[0].depth;
+  side->shift = info.comp[0].shift;
+}
+
+// What videoconvert 1.22 does to chroma between `in` and `out` (dither=none,
+// chroma not cosited, as caps without a chroma-site at SD sizes say): its
+// generic path interpolates 3:1 wherever the input is subsampled; its fast
+// paths take the nearest sample (I420 to RGB, and the pairs below, whose
+// output averages or copies rows) or scale chroma planes
+// (convert_scale_planes, between planar and between semi-planar formats).
+// Formats deeper than 8 bits are on none of those fast paths: they meet
+// only the generic path and the copy between equal subsamplings.
+void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
+  using F = PixelFormat;
+  const FormatInfo &i = format_info(in), &o = format_info(out);
+  auto is = [](F f, std::initializer_list<F> set) {
+    return std::find(set.begin(), set.end(), f) != set.end();
+  };
+  k->chroma_x = k->chroma_y = kUpLinear;
+  const bool same = i.is_yuv && o.is_yuv && i.comp[1].x_sub == o.comp[1].x_sub &&
+                    i.comp[1].y_sub == o.comp[1].y_sub;
+  if (same || (in == F::kI420 && !o.is_yuv) || (in == F::kI420 && is(out, {F::kYUY2, F::kUYVY})) ||
+      (is(in, {F::kYUY2, F::kUYVY}) && is(out, {F::kI420, F::kY444})))
+    k->chroma_x = k->chroma_y = kUpNearest;
+  const bool both_planar =
+      is(in, {F::kI420, F::kY42B, F::kY444}) && is(out, {F::kI420, F::kY42B, F::kY444});
+  const bool both_semi = is(in, {F::kNV12, F::kNV16}) && is(out, {F::kNV12, F::kNV16});
+  k->scale_planes = !same && (both_planar || both_semi);
+  k->scale_planar = both_planar;
+}
+
+void kr_kb(YuvMatrix m, double* kr, double* kb) {
+  if (m == YuvMatrix::kBT709) {
+    *kr = 0.2126;
+    *kb = 0.0722;
+  } else {
+    *kr = 0.299;
+    *kb = 0.114;
+  }
+}
+
+}  // namespace
+
+ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
+                                         const ConvertParams& params) {
+  ConvertCoefficients k;
+  k.in_family = family_of(in);
+  k.out_family = family_of(out);
+  side_of(in, k.in_offsets, &k.in_side);
+  side_of(out, k.out_offsets, &k.out_side);
+  // videoconvert's fast paths for I420 take the nearest chroma sample; its
+  // generic path interpolates.
+  chroma_path(in, out, &k);
+  k.deep = format_info(in).sample_bytes > 1 || format_info(out).sample_bytes > 1;
+
+  // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
+  // Y'CbCr to R'G'B', times 256, rounded.
+  {
+    double kr, kb;
+    kr_kb(params.in.matrix, &kr, &kb);
+    const double kg = 1 - kr - kb;
+    const double ys = params.in.full_range ? 1.0 : 255.0 / 219.0;
+    const double cs = params.in.full_range ? 1.0 : 255.0 / 224.0;
+    const double m[5] = {ys, cs * 2 * (1 - kr), cs * 2 * (1 - kb), -cs * 2 * (1 - kb) * kb / kg,
+                         -cs * 2 * (1 - kr) * kr / kg};
+    for (int i = 0; i < 5; ++i) k.to_rgb[i] = static_cast<int32_t>(std::lrint(256 * m[i]));
+    k.to_rgb_y_offset16 = params.in.full_range ? 0 : 16 << 8;
+  }
+  // RGB -> YUV; GRAY8 output is full-range BT.601 luma.
+  {
+    Colorimetry c = params.out;
+    if (family_of(out) == convert_math::kGrey) c = Colorimetry{YuvMatrix::kBT601, true};
+    double kr, kb;
+    kr_kb(c.matrix, &kr, &kb);
+    const double kg = 1 - kr - kb;
+    const double ys = (c.full_range ? 255.0 : 219.0) / 255.0;
+    const double cs = (c.full_range ? 255.0 : 224.0) / 255.0;
+    const double y_off = c.full_range ? 0.0 : 16.0;
+    const double rows[3][4] = {
+        {ys * kr, ys * kg, ys * kb, y_off},
+        {-cs * kr / (2 * (1 - kb)), -cs * kg / (2 * (1 - kb)), cs * 0.5, 128.0},
+        {cs * 0.5, -cs * kg / (2 * (1 - kr)), -cs * kb / (2 * (1 - kr)), 128.0},
+    };
+    for (int r = 0; r < 3; ++r) {
+      for (int c3 = 0; c3 < 3; ++c3)
+        k.to_yuv[r][c3] = static_cast<int32_t>(std::lrint(rows[r][c3] * 65536));
+      k.to_yuv[r][3] = static_cast<int32_t>(std::lrint(rows[r][3] * 65536)) + 32768;
+      k.to_yuv_offset16[r] = std::llrint(rows[r][3] * 256 * 65536) + 32768;
+    }
+  }
+  // RGB on 16..235 (caps with range 16-235), as videoconvert builds its
+  // matrix: the input's range undone with 1 / (float) scale, the matrices
+  // and the output's range in double, then x256 and rint. Its offsets are
+  // not needed: the ORC code that runs these drops them.
+  auto inverse = [](int scale) { return static_cast<double>(1.0f / static_cast<float>(scale)); };
+  if (k.out_family == convert_math::kPacked && k.in_family != convert_math::kPacked &&
+      params.out.rgb_limited) {
+    // YUV, or GRAY8 as full-range BT.601 luma, to RGB on 16..235.
+    const bool grey = k.in_family == convert_math::kGrey;
+    const Colorimetry c = grey ? Colorimetry{YuvMatrix::kBT601, true} : params.in;
+    double kr, kb;
+    kr_kb(c.matrix, &kr, &kb);
+    const double kg = 1.0 - kr - kb;
+    const double yi = inverse(c.full_range ? 255 : 219), ci = inverse(c.full_range ? 255 : 224);
+    const double m[5] = {1.0 * yi, 2 * (1 - kr) * ci, 2 * (1 - kb) * ci,
+                         -2 * kb * (1 - kb) / kg * ci, -2 * kr * (1 - kr) / kg * ci};
+    for (int i = 0; i < 5; ++i)
+      k.to_rgb[i] = static_cast<int32_t>(std::lrint(256.0 * (219.0 * m[i])));
+    k.grey_matrix = grey;
+  }
+  if (k.in_family == convert_math::kPacked && k.out_family != convert_math::kPacked &&
+      params.in.rgb_limited) {
+    // RGB on 16..235 to YUV, or to GRAY8's full-range BT.601 luma.
+    const Colorimetry c =
+        k.out_family == convert_math::kGrey ? Colorimetry{YuvMatrix::kBT601, true} : params.out;
+    double kr, kb;
+    kr_kb(c.matrix, &kr, &kb);
+    const double kg = 1.0 - kr - kb;
+    const double xb = 1 / (2 * (1 - kb)), xr = 1 / (2 * (1 - kr));
+    const double t[3][3] = {
+        {kr, kg, kb}, {-xb * kr, -xb * kg, xb * (1 - kb)}, {xr * (1 - kr), -xr * kg, -xr * kb}};
+    const double scale[3] = {c.full_range ? 255.0 : 219.0, c.full_range ? 255.0 : 224.0,
+                             c.full_range ? 255.0 : 224.0};
+    const double ri = inverse(219);
+    for (int r = 0; r < 3; ++r)
+      for (int j = 0; j < 3; ++j)
+        k.matrix8[r][j] = static_cast<int32_t>(std::lrint(256.0 * (scale[r] * (t[r][j] * ri))));
+    k.rgb_matrix8 = true;
+  }
+  return k;
+}
+
+std::string convert_check(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
+  if (in.width != out.width || in.height != out.height)
+    return "kernel 'convert' changes the format only: input and output need the same size";
+  const bool limited_rgb =
+      (family_of(in.format) == convert_math::kPacked && params.in.rgb_limited) ||
+      (family_of(out.format) == convert_math::kPacked && params.out.rgb_limited);
+  if (limited_rgb && !is_bayer(in.format) &&
+      (format_info(in.format).sample_bytes > 1 || format_info(out.format).sample_bytes > 1))
+    return std::string(
+               "kernel 'convert' takes RGB with range 16-235 only to and from 8-bit "
+               "formats, not ") +
+           format_info(format_info(in.format).sample_bytes > 1 ? in.format : out.format).name +
+           "; give the RGB side full range (colorimetry=sRGB) or use videoconvert";
+  if (format_info(in.format).is_yuv && format_info(out.format).is_yuv && !(params.in == params.out))
+    return "kernel 'convert' keeps the colorimetry between two YUV formats: give both sides the "
+           "same matrix and range (or convert through an RGB format)";
+  // videoconvert copies luma between GRAY8 and BT.601 YUV but goes through
+  // RGB for BT.709, which this kernel does not reproduce.
+  const bool grey_in = family_of(in.format) == convert_math::kGrey;
+  const bool grey_out = family_of(out.format) == convert_math::kGrey;
+  const bool grey_709 =
+      (grey_in && format_info(out.format).is_yuv && params.out.matrix == YuvMatrix::kBT709) ||
+      (grey_out && format_info(in.format).is_yuv && params.in.matrix == YuvMatrix::kBT709);
+  if (grey_709)
+    return std::string("kernel 'convert' converts between ") +
+           format_info(grey_in ? in.format : out.format).name +
+           " and YUV with the BT.601 matrix only, not BT.709; convert through an RGB format or "
+           "use videoconvert";
+  return {};
+}
+
+namespace {
+
+void debayer_reference(const ImageRef& in, const ImageRef& out) {
+  const FormatInfo& o = format_info(out.format);
+  const int red = format_info(in.format).bayer_red;
+  const int w = in.width, h = in.height;
+  auto row = [&in](int y) {
+    const uint8_t* s = in.planes[0].data + static_cast<size_t>(y) * in.planes[0].stride;
+    return [s](int i) { return static_cast<int>(s[i]); };
+  };
+  for (int y = 0; y < h; ++y) {
+    const auto above = row(debayer_math::row_above(y, h));
+    const auto here = row(y);
+    const auto below = row(debayer_math::row_below(y, h));
+    uint8_t* d = out.planes[0].data + static_cast<size_t>(y) * out.planes[0].stride;
+    for (int x = 0; x < w; ++x) {
+      int rgb[3];
+      debayer_math::pixel(above, here, below, w, x, y, red, &rgb[0], &rgb[1], &rgb[2]);
+      uint8_t* p = d + static_cast<size_t>(x) * o.comp[0].pixel_stride;
+      for (int c = 0; c < 3; ++c) p[o.comp[c].offset] = static_cast<uint8_t>(rgb[c]);
+      if (o.alpha_byte >= 0) p[o.alpha_byte] = 255;
+    }
+  }
+}
+
+}  // namespace
+
+bool convert_copies_bytes(const ImageRef& in, const ImageRef& out) {
+  if (in.format != out.format || in.width != out.width || in.height != out.height) return false;
+  const FormatInfo& info = format_info(in.format);
+  const bool deep_changes = info.sample_bytes > 1 && info.comp[0].depth != 16;
+  const bool packed422 = info.is_yuv && info.n_planes == 1;
+  return !deep_changes && !(packed422 && (in.width & 1));
+}
+
+void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
+  if (is_bayer(in.format)) {
+    debayer_reference(in, out);
+    return;
+  }
+  const ConvertCoefficients k = convert_coefficients(in.format, out.format, params);
+  const int bw = (in.width + 1) / 2, bh = (in.height + 1) / 2;
+  for (int by = 0; by < bh; ++by)
+    for (int bx = 0; bx < bw; ++bx) {
+      if (k.deep)
+        convert_math::convert_block<true>(k, convert_math::ImageAccess{in},
+                                          convert_math::ImageAccess{out}, bx, by);
+      else
+        convert_math::convert_block<false>(k, convert_math::ImageAccess{in},
+                                           convert_math::ImageAccess{out}, bx, by);
+    }
+}
+
+// The formats it converts between.
+const std::vector<PixelFormat>& convert_formats() {
+  static const std::vector<PixelFormat> formats = [] {
+    std::vector<PixelFormat> all = rgb32_yuv420_gray8_formats();
+    for (PixelFormat f :
+         {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kRGB, PixelFormat::kBGR,
+          PixelFormat::kNV21, PixelFormat::kNV16, PixelFormat::kY42B, PixelFormat::kY444,
+          PixelFormat::kP010_10LE, PixelFormat::kI420_10LE, PixelFormat::kGRAY16_LE})
+      all.push_back(f);
+    return all;
+  }();
+  return formats;
+}
+
+// What a Bayer mosaic debayers to: the RGB formats, 4- and 3-byte.
+const std::vector<PixelFormat>& debayer_formats() {
+  static const std::vector<PixelFormat> formats = {
+      PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kRGBx, PixelFormat::kBGRx,
+      PixelFormat::kARGB, PixelFormat::kABGR, PixelFormat::kRGB,  PixelFormat::kBGR};
+  return formats;
+}
+
+std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const {
+  if (is_bayer(in)) return debayer_formats();
+  const std::vector<PixelFormat>& taken = convert_formats();
+  if (keep_format_of(in, taken).empty()) return {};
+  std::vector<PixelFormat> formats{in};
+  for (PixelFormat f : taken)
+    if (f != in) formats.push_back(f);
+  return formats;
+}
+
+bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
+  // 4:2:0 chroma rows are shared by two picture rows, one of each field;
+  // debayering interpolates between rows.
+  if (is_bayer(in)) return true;
+  const FormatInfo &i = format_info(in), &o = format_info(out);
+  return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
+}
+
+bool ConvertOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
+  return !is_bayer(in) && format_info(in).is_yuv != format_info(out).is_yuv;
+}
+
+int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
+  const std::vector<PixelFormat> outs = output_formats(in);
+  if (std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
+  // The plane scaler's taps depend on the planes' whole heights (an odd
+  // height scales 2n-1 rows from n), so a view of fewer rows would be
+  // scaled otherwise: whole frames.
+  ConvertCoefficients k;
+  chroma_path(in, out, &k);
+  if (k.scale_planes) return -1;
+  return mixes_rows(in, out) ? kConvertBandHalo : 0;
+}
+
+std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {
+  const std::string problem = Operation::check(in, out);
+  return problem.empty() ? convert_check(in, out, params_) : problem;
+}
+
+bool ConvertOperation::same_as(const Operation& other) const {
+  const auto* o = dynamic_cast<const ConvertOperation*>(&other);
+  return o != nullptr && o->params_ == params_;
+}
+
+void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                    CUstream_st* stream) const {
+  CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+}
+
+void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                     const Workspace&) const {
+  convert_reference(in, out, params_);
+}
+
+const OperationEntry& convert_entry() {
+  static const OperationEntry entry{
+      "convert",
+      "Convert: to the format downstream asks for, with the caps' colorimetry (BT.601/BT.709, "
+      "full/limited range) as videoconvert converts; e.g. cudaoverlap kernel=convert ! "
+      "video/x-raw,format=NV12",
+      true,
+      {},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<ConvertOperation>(p.convert);
+      }};
+  return entry;
+}
+
+}  // namespace cudaoverlap
