@@ -13,8 +13,8 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/custom/custom.h"
 #include "engine.h"
+#include "kernels/custom/custom.h"
 
 namespace cudaoverlap {
 

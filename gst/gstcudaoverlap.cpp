@@ -46,10 +46,10 @@
 #include <vector>
 
 #include "cudaoverlap/cudaoverlap.h"
-#include "kernels/custom/custom.h"
 #include "custom_settings.h"
 #include "element_properties.h"
 #include "gstcudaoverlapenums.h"
+#include "kernels/custom/custom.h"
 #include "negotiation.h"
 #include "session.h"
 #include "video_mapping.h"

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "kernels/custom/custom.h"
 #include "device_choice.h"
-#include "kernels/error.h"
 #include "input_frame.h"
+#include "kernels/custom/custom.h"
+#include "kernels/error.h"
 #include "pinned_allocator.h"
 #include "upstream_pinning.h"
 

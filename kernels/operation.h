@@ -200,7 +200,9 @@ bool kernels_have_cuda();
 #ifdef CUDAOVERLAP_HAVE_CUDA
 #define CO_CUDA_ONLY(call) call
 #else
-#define CO_CUDA_ONLY(call) ::cudaoverlap::throw_built_without_cuda()
+// The call is named, never evaluated: its arguments count as used.
+#define CO_CUDA_ONLY(call) \
+  ((void)sizeof(decltype(call)*), ::cudaoverlap::throw_built_without_cuda())
 #endif
 
 // "RGBA, BGRA and NV12": for messages.

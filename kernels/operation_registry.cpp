@@ -13,7 +13,8 @@ CUDAOVERLAP_OPERATIONS(CUDAOVERLAP_DECLARE_ENTRY)
 
 const std::vector<OperationEntry>& operation_registry() {
 #define CUDAOVERLAP_LIST_ENTRY(name) name##_entry(),
-  static const std::vector<OperationEntry> entries = {CUDAOVERLAP_OPERATIONS(CUDAOVERLAP_LIST_ENTRY)};
+  static const std::vector<OperationEntry> entries = {
+      CUDAOVERLAP_OPERATIONS(CUDAOVERLAP_LIST_ENTRY)};
 #undef CUDAOVERLAP_LIST_ENTRY
   return entries;
 }

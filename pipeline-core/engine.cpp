@@ -167,7 +167,6 @@ void OutputFrame::release() noexcept {
   slot_ = -1;
 }
 
-
 // ---------------------------------------------------------------------------
 // Engine
 
@@ -256,7 +255,6 @@ void Engine::start() {
   }
 }
 
-
 uint64_t new_memory_id() {
   static std::atomic<uint64_t> last{0};
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -273,8 +271,8 @@ namespace {
 // runs alone (EngineConfig::graphs_idle). kOk with `*index` and
 // `*sequence` set, or why not.
 Status take_slot(EngineCore& c, EngineThreads& t, InputFrame& frame,
-                 const std::shared_ptr<const Operation>& operation, FrameTiming* timing,
-                 int* index, uint64_t* sequence, bool* alone) {
+                 const std::shared_ptr<const Operation>& operation, FrameTiming* timing, int* index,
+                 uint64_t* sequence, bool* alone) {
   // The slot's previous operation may be a replaced one's last reference:
   // it goes after the lock (unloading its program may wait on the device).
   std::shared_ptr<const Operation> replaced;
@@ -300,9 +298,9 @@ Status take_slot(EngineCore& c, EngineThreads& t, InputFrame& frame,
   // And a graph only where the source leaves the engine idle long enough
   // that the next frame is unlikely to come while this one runs
   // (EngineConfig::graphs_idle).
-  *alone = c.in_flight_.empty() &&
-           static_cast<double>(timing->wait_slot.end_ns - c.last_done_ns_) >=
-               c.config_.graphs_idle * static_cast<double>(c.last_took_ns_);
+  *alone =
+      c.in_flight_.empty() && static_cast<double>(timing->wait_slot.end_ns - c.last_done_ns_) >=
+                                  c.config_.graphs_idle * static_cast<double>(c.last_took_ns_);
   lock.unlock();
   replaced.reset();
   return Status::kOk;
@@ -335,7 +333,8 @@ Status Engine::submit(InputFrame frame) {
   int index = -1;
   uint64_t sequence = 0;
   bool alone = false;
-  const Status taken = take_slot(c, *threads_, frame, config_.operation, &timing, &index, &sequence, &alone);
+  const Status taken =
+      take_slot(c, *threads_, frame, config_.operation, &timing, &index, &sequence, &alone);
   if (taken != Status::kOk) return taken;
 
   Slot& slot = c.slots_[index];
@@ -365,7 +364,8 @@ Status Engine::submit(InputFrame frame) {
                    (!frame.pinned || memory_id != 0) &&
                    c.graphs_.launch(index, sequence, memory_id, c.pass_, slot.events, images,
                                     slot.operation, reading, &stage);
-    if (!timing.graph) c.pass_.enqueue(slot.events, images, *slot.operation, reading, timed, &stage);
+    if (!timing.graph)
+      c.pass_.enqueue(slot.events, images, *slot.operation, reading, timed, &stage);
 
     if (config_.mode == Mode::kSerial) c.pass_.streams().download->synchronize();
   } catch (const Error& e) {
@@ -413,7 +413,8 @@ void Engine::replace_operation(std::shared_ptr<const Operation> operation) {
   const PixelFormat in = config_.input.format, out = config_.output.format;
   if (core_ && core_->pass_.bands() > 1 &&
       (operation->band_halo(in, out) < 0 ||
-       (operation->bands_by_view(in, out) && operation->band_halo(in, out) > core_->pass_.plan().view_halo)))
+       (operation->bands_by_view(in, out) &&
+        operation->band_halo(in, out) > core_->pass_.plan().view_halo)))
     throw Error(std::string("kernel '") + operation->name() +
                 "' cannot run on bands of a frame as this engine started; restart the engine "
                 "instead");

@@ -38,8 +38,8 @@
 #include <string>
 
 #include "device.h"
-#include "kernels/error.h"
 #include "frame_layout.h"
+#include "kernels/error.h"
 #include "kernels/operation.h"
 
 namespace cudaoverlap {

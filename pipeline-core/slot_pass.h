@@ -89,8 +89,8 @@ class SlotPass {
  public:
   SlotPass() = default;
   // `scratch` holds plan.scratch_layout where plan.by_view(), else null.
-  SlotPass(PassStreams streams, const FrameLayout& input, const FrameLayout& output,
-           BandPlan plan, Workspace workspace, uint8_t* scratch);
+  SlotPass(PassStreams streams, const FrameLayout& input, const FrameLayout& output, BandPlan plan,
+           Workspace workspace, uint8_t* scratch);
 
   // Enqueues one frame: each band's upload (then "uploaded"), the kernels
   // whose input rows are uploaded by then (each after the "uploaded" of the

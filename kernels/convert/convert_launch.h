@@ -80,8 +80,8 @@ void deep420_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoeffici
 // (NV12, NV21, I420) to 4:2:2 or 4:4:4 outside the plane scaler's pairs,
 // or kToRgb where it makes none of them.
 int yuv_out_of(PixelFormat in, PixelFormat out, const ConvertCoefficients& k);
-void rgb_yuv_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k,
-                  bool rgb24, int yuv_out, CUstream_st* stream);
+void rgb_yuv_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoefficients& k, bool rgb24,
+                  int yuv_out, CUstream_st* stream);
 
 }  // namespace convert_detail
 }  // namespace cudaoverlap

@@ -22,8 +22,8 @@
 #include <cstdint>
 
 #include "kernels/convert/convert_layout.cuh"
-#include "kernels/cuda_check.h"
 #include "kernels/convert/debayer_math.h"
+#include "kernels/cuda_check.h"
 
 namespace cudaoverlap {
 namespace convert_detail {

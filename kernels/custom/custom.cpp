@@ -6,8 +6,8 @@
 #include <cctype>
 #include <sstream>
 
-#include "kernels/error.h"
 #include "kernels/custom/runtime_compiler.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

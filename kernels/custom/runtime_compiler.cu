@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/error.h"
 #include "kernels/custom/runtime_compiler.h"
+#include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {

@@ -20,8 +20,8 @@
 
 #include "bench.h"
 #include "devices.h"
-#include "multi_engine.h"
 #include "kernels/operation_registry.h"
+#include "multi_engine.h"
 
 namespace cudaoverlap::bench {
 namespace {

@@ -20,9 +20,9 @@
 #include "bench.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
+#include "kernels/custom/runtime_compiler.h"
 #include "kernels/kernel_timing.h"
 #include "kernels/operation_registry.h"
-#include "kernels/custom/runtime_compiler.h"
 
 #ifdef CUDAOVERLAP_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -19,8 +19,8 @@
 #include <set>
 #include <vector>
 
-#include "kernels/application/application.h"
 #include "engine_test_util.h"
+#include "kernels/application/application.h"
 #include "multi_engine.h"
 
 namespace cudaoverlap::test {

@@ -16,8 +16,8 @@
 
 #include "cuda_device.h"
 #include "device.h"
-#include "kernels/error.h"
 #include "frame_layout.h"
+#include "kernels/error.h"
 #include "kernels/operation_registry.h"
 
 namespace cudaoverlap::test {

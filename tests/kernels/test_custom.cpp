@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "kernels/custom/custom.h"
 #include "custom_sources.h"
 #include "kernel_test_util.h"
+#include "kernels/custom/custom.h"
 #include "kernels/custom/runtime_compiler.h"
 
 namespace cudaoverlap::test {

@@ -7,9 +7,9 @@
 // strides). The kernels do integer work, or double arithmetic rounded
 // operation by operation as on the host, so no tolerance is needed. Skips
 // where no CUDA device exists.
+#include "kernel_test_util.h"
 #include "kernels/balance/balance.h"
 #include "kernels/edge/edge.h"
-#include "kernel_test_util.h"
 
 namespace cudaoverlap::test {
 namespace {

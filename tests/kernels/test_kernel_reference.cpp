@@ -5,11 +5,11 @@
 #include <random>
 #include <utility>
 
+#include "kernel_test_util.h"
 #include "kernels/blur/blur.h"
 #include "kernels/convert/convert.h"
 #include "kernels/convert/convert_math.h"
 #include "kernels/flip/flip.h"
-#include "kernel_test_util.h"
 
 namespace cudaoverlap::test {
 namespace {
