@@ -9,23 +9,13 @@
 #include "kernels/custom/custom.h"
 #include "kernels/error.h"
 #include "pinned_allocator.h"
+#include "session_private.h"
 #include "upstream_pinning.h"
 
-GST_DEBUG_CATEGORY_STATIC(session_debug);
-#define GST_CAT_DEFAULT session_debug
-
-// Posts `message` as the run's GST_ELEMENT_ERROR unless one was posted.
-#define SESSION_ERROR(domain, code, message)                                                  \
-  do {                                                                                        \
-    const std::string session_message_ = (message);                                           \
-    if (claim_error())                                                                        \
-      GST_ELEMENT_ERROR(element_, domain, code, ("%s", session_message_.c_str()), (nullptr)); \
-    else                                                                                      \
-      GST_WARNING_OBJECT(element_, "further error: %s", session_message_.c_str());            \
-  } while (0)
+GST_DEBUG_CATEGORY(cudaoverlap_session_debug);
 
 namespace cudaoverlap {
-namespace {
+namespace session_text {
 
 std::string describe(const GstVideoInfo& info, PixelFormat format) {
   return std::to_string(GST_VIDEO_INFO_WIDTH(&info)) + "x" +
@@ -39,7 +29,6 @@ std::string caps_text(GstCaps* caps) {
   return result;
 }
 
-// What the element takes with `settings`' kernel, for messages.
 std::string takes(const SessionSettings& settings) {
   std::vector<PixelFormat> formats;
   try {
@@ -55,7 +44,11 @@ std::string takes(const SessionSettings& settings) {
   return text + "; put videoconvert before it";
 }
 
-}  // namespace
+}  // namespace session_text
+
+using session_text::caps_text;
+using session_text::describe;
+using session_text::takes;
 
 Session::Session(GstElement* element, GstPad* sinkpad, GstPad* srcpad,
                  std::function<SessionSettings()> settings)
@@ -63,7 +56,7 @@ Session::Session(GstElement* element, GstPad* sinkpad, GstPad* srcpad,
   static const bool debug_ready = [] {
     // The element's category (gst_debug_category_new hands back an existing
     // one), so `GST_DEBUG=cudaoverlap:5` shows all of it.
-    GST_DEBUG_CATEGORY_INIT(session_debug, "cudaoverlap", 0, "cudaoverlap element");
+    GST_DEBUG_CATEGORY_INIT(cudaoverlap_session_debug, "cudaoverlap", 0, "cudaoverlap element");
     return true;
   }();
   (void)debug_ready;
@@ -276,181 +269,6 @@ bool Session::report(Status status) {
 
 // ---------------------------------------------------------------------------
 // Streaming thread: caps, buffers, events
-
-// Statistics measure the device stages of one frame in this many: enough
-// for a mean and a maximum that move with the stream, without the event
-// records and clock reads of every frame (host time on every thread).
-constexpr int kStatsTimingInterval = 8;
-
-bool Session::upstream_is_live() {
-  GstQuery* query = gst_query_new_latency();
-  gboolean live = FALSE;
-  if (gst_pad_peer_query(sinkpad_, query)) gst_query_parse_latency(query, &live, nullptr, nullptr);
-  gst_query_unref(query);
-  return live;
-}
-
-bool Session::configure(GstCaps* caps, guint32 seqnum) {
-  GstVideoInfo in;
-  PixelFormat format;
-  if (!video_info_from_caps(caps, &in, &format)) {
-    SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap cannot process caps " + caps_text(caps) + ": " + takes(settings_()));
-    return false;
-  }
-  SessionSettings settings = settings_();
-  // A kernel=custom swapped in while playing stays what runs; a refused
-  // change of the properties is not taken up by new caps either.
-  if (const auto accepted = custom_swap_.accepted()) settings.params.custom = *accepted;
-  // kernel=custom compiles for the architecture of the device it runs on.
-  settings.params.custom.device = device_ ? device_->cuda_device() : -1;
-  EngineConfig config;
-  config.ring_size = settings.ring_size;
-  config.mode = settings.mode;
-  // The src pad task fetches each frame when it is done (one device): a
-  // thread fewer to wake per frame than a worker handing it over.
-  config.pull = true;
-  // Device stage times: every frame's for `trace-file`, one frame's in
-  // kStatsTimingInterval for the means and maxima of `stats`.
-  config.timing = true;
-  config.timing_interval = instruments_.tracing() ? 1 : kStatsTimingInterval;
-
-  auto out = std::make_shared<OutputFormat>();
-  GstCaps* chosen_caps = nullptr;
-  const std::string refused =
-      negotiate_output(settings.kernel, settings.params, in, format,
-                       gst_structure_has_field(gst_caps_get_structure(caps, 0), "colorimetry"),
-                       srcpad_, &config.operation, &out->info, &chosen_caps);
-  if (!refused.empty()) {
-    SESSION_ERROR(STREAM, FORMAT,
-                  "cudaoverlap cannot process " + describe(in, format) + ": " + refused);
-    return false;
-  }
-  // Negotiated from the table's raw formats, so always found.
-  PixelFormat out_format = PixelFormat::kRGBA;
-  pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&out->info), &out_format);
-  out->layout = layout_from_info(out->info, out_format);
-  out->default_layout = true;  // the engine writes GStreamer's own layout
-  out->geometry.flip = config.operation->orientation();
-  out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
-  out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in);
-  out->geometry.colours_change =
-      GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out->info) ||
-      !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);
-  config.input = layout_from_info(in, format);
-  config.output = out->layout;
-  config.graphs = settings.graphs;
-  // bands=0: a live upstream's frames come one at a time, which bands
-  // bring out sooner (live_bands, engine.h); others run whole.
-  config.bands = settings.bands > 0   ? settings.bands
-                 : upstream_is_live() ? live_bands(config.input, config.output)
-                                      : 1;
-
-  // Caps the kernel leaves alone go on as they came (every field kept);
-  // others are downstream's choice as it made it, or written from the
-  // output info.
-  GstCaps* out_caps = transform_caps(*config.operation, GST_PAD_SINK, caps);
-  if (!gst_caps_is_equal(out_caps, caps)) {
-    gst_caps_unref(out_caps);
-    out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
-  }
-  if (chosen_caps) gst_caps_unref(chosen_caps);
-  bool same_engine = engine_ && engine_->config() == config;
-  if (!same_engine && engine_) {
-    // Only the operation's parameters changed (a property set while
-    // playing): the running engine takes it between two frames where it
-    // can, without draining and starting again.
-    EngineConfig with_new_operation = engine_->config();
-    with_new_operation.operation = config.operation;
-    if (with_new_operation == config) {
-      try {
-        engine_->replace_operation(config.operation);
-        same_engine = true;
-        GST_DEBUG_OBJECT(element_, "kernel %s: new parameters from the next frame",
-                         config.operation->name());
-      } catch (const Error& e) {
-        GST_DEBUG_OBJECT(element_, "restarting the engine for the new parameters: %s", e.what());
-      }
-    }
-  }
-  const bool same_caps = out_caps_ != nullptr && gst_caps_is_equal(out_caps, out_caps_);
-
-  if (!same_engine) {
-    if (!device_) {
-      gst_caps_unref(out_caps);
-      SESSION_ERROR(CORE, STATE_CHANGE, "cudaoverlap received caps before it was started");
-      return false;
-    }
-    // What is in flight was made for the old configuration: out first.
-    if (engine_ && !report(engine_->drain())) {
-      gst_caps_unref(out_caps);
-      return false;
-    }
-    MultiEngineCallbacks callbacks;
-    callbacks.on_frame = [this](OutputFrame frame) { on_frame(std::move(frame)); };
-    callbacks.on_lost = [this](const std::shared_ptr<void>& user) {
-      // Its place in the order still counts for the events behind it.
-      const auto* info = static_cast<const FrameInfo*>(user.get());
-      queue_.push_lost(info != nullptr ? info->epoch : UINT64_MAX);
-      instruments_.lost();
-    };
-    callbacks.on_warning = [this](int device, const std::string& message) {
-      on_device_warning(device, message);
-    };
-    callbacks.on_error = [this](const std::string& message) { on_error(message); };
-    auto engine = std::make_unique<MultiEngine>(devices_, config, std::move(callbacks));
-    instruments_.engine_starting();
-    try {
-      engine->start();
-    } catch (const Error& e) {
-      install_engine(nullptr);
-      gst_caps_unref(out_caps);
-      SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
-                    "cudaoverlap cannot start on " + describe_devices() + " for " +
-                        describe(in, format) + ": " + e.what());
-      return false;
-    }
-    GST_INFO_OBJECT(
-        element_, "engine started: %s, ring-size %d, kernel %s, %d band%s, %d of %d devices",
-        describe(in, format).c_str(), config.ring_size, config.operation->name(), engine->bands(),
-        engine->bands() == 1 ? "" : "s", engine->live_devices(), engine->devices());
-    instruments_.engine_started(engine->bands());
-    install_engine(std::move(engine));
-    // Per device: with at most ring-size - 1 wrapped buffers out in all,
-    // every device keeps a slot downstream does not hold, and a frame dealt
-    // to any of them gets one.
-    outputs_.set_ring_size(config.ring_size);
-  }
-
-  if (in_caps_ != caps) {
-    gst_caps_ref(caps);
-    if (in_caps_) gst_caps_unref(in_caps_);
-    in_caps_ = caps;
-  }
-  in_info_ = in;
-  in_format_ = format;
-  out_format_ = out;
-  {
-    std::lock_guard<std::mutex> lock(info_mutex_);
-    fps_n_ = GST_VIDEO_INFO_FPS_N(&in);
-    fps_d_ = GST_VIDEO_INFO_FPS_D(&in);
-    geometry_ = out->geometry;
-    latency_estimate_ = first_latency_estimate(config.input.size + config.output.size,
-                                               device_ && device_->cuda_device() >= 0);
-  }
-  if (same_caps) {
-    gst_caps_unref(out_caps);
-    return true;
-  }
-  // After the frames submitted so far, which were made for the old caps.
-  GST_DEBUG_OBJECT(element_, "output caps %" GST_PTR_FORMAT, out_caps);
-  GstEvent* event = gst_event_new_caps(out_caps);
-  if (seqnum != GST_SEQNUM_INVALID) gst_event_set_seqnum(event, seqnum);
-  if (out_caps_) gst_caps_unref(out_caps_);
-  out_caps_ = out_caps;  // the event holds its own reference
-  if (!queue_.push_event(event, submitted_)) gst_event_unref(event);
-  return true;
-}
 
 GstFlowReturn Session::chain(GstBuffer* buffer) {
   try {
