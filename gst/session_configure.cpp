@@ -2,7 +2,6 @@
 #include <string>
 #include <utility>
 
-#include "device_choice.h"
 #include "session.h"
 #include "session_private.h"
 
