@@ -1,7 +1,8 @@
 // CUDA implementation of the `flip` kernel (see flip.h).
 //
 // Two kernels share most of the work (packed 4:2:2, whose mirrored and
-// turned pairs mix two pixels' chroma, has two of its own at the end):
+// turned pairs mix two pixels' chroma, has two of its own in
+// flip_packed422.cu):
 //
 // - flip_word_kernel does the planes of YUV and GRAY8 (1-byte samples, and
 //   NV12's 2-byte UV pairs). All planes of an image go in one launch: a
@@ -17,8 +18,8 @@
 //   shared tile in output order, from which output rows leave as chunks.
 // - flip_plane_kernel does packed RGB: a 32x32 tile of pixels in shared
 //   memory, read and written row by row, so both sides are coalesced.
-//   24-bit RGB on planes aligned to 16 bytes has flip_rgb24_kernel, whose
-//   tiles come in and leave as 16-byte chunks.
+//   24-bit RGB on planes aligned to 16 bytes has flip_rgb24_kernel
+//   (flip_rgb24.cu), whose tiles come in and leave as 16-byte chunks.
 //
 // In the word kernel a global access is 16 bytes wide only when the chunk
 // lies inside its row and the plane's pointer, stride and (for rows read
@@ -33,10 +34,16 @@
 #include "kernels/cuda_check.h"
 #include "kernels/error.h"
 #include "kernels/flip/flip.h"
-#include "kernels/flip/flip_math.h"
+#include "kernels/flip/flip_geometry.cuh"
+#include "kernels/flip/flip_launch.h"
 
 namespace cudaoverlap {
 namespace {
+
+using flip_detail::aligned_to;
+using flip_detail::FlipGeometry;
+using flip_detail::source_of;
+using flip_detail::source_tile;
 
 // ---------------------------------------------------------------------------
 // Word-wide kernel.
@@ -385,58 +392,6 @@ struct Bytes {
   uint8_t b[N];
 };
 
-struct FlipGeometry {
-  int in_w, in_h, out_w, out_h;  // in pixel groups
-  int direction;                 // FlipDirection
-};
-
-// Source coordinates of output pixel (x, y); the same table as flip.cpp.
-__device__ __forceinline__ void source_of(const FlipGeometry& g, int x, int y, int* sx, int* sy) {
-  switch (g.direction) {
-    case 1:  // 90R
-      *sx = y;
-      *sy = g.in_h - 1 - x;
-      return;
-    case 2:  // 180
-      *sx = g.in_w - 1 - x;
-      *sy = g.in_h - 1 - y;
-      return;
-    case 3:  // 90L
-      *sx = g.in_w - 1 - y;
-      *sy = x;
-      return;
-    case 4:  // horiz
-      *sx = g.in_w - 1 - x;
-      *sy = y;
-      return;
-    case 5:  // vert
-      *sx = x;
-      *sy = g.in_h - 1 - y;
-      return;
-    case 6:  // ul-lr
-      *sx = y;
-      *sy = x;
-      return;
-    case 7:  // ur-ll
-      *sx = g.in_w - 1 - y;
-      *sy = g.in_h - 1 - x;
-      return;
-    default:
-      *sx = x;
-      *sy = y;
-      return;
-  }
-}
-
-// The source tile of the output tile of `tile` x `tile` pixels at (ox0,
-// oy0), unclipped: its smaller coordinates, from two opposite corners.
-__device__ __forceinline__ int2 source_tile(const FlipGeometry& g, int ox0, int oy0, int tile) {
-  int ax, ay, bx, by;
-  source_of(g, ox0, oy0, &ax, &ay);
-  source_of(g, ox0 + tile - 1, oy0 + tile - 1, &bx, &by);
-  return make_int2(min(ax, bx), min(ay, by));
-}
-
 template <typename T>
 __global__ void flip_plane_kernel(const uint8_t* __restrict__ src, size_t src_stride,
                                   uint8_t* __restrict__ dst, size_t dst_stride, FlipGeometry g) {
@@ -464,133 +419,6 @@ __global__ void flip_plane_kernel(const uint8_t* __restrict__ src, size_t src_st
   }
 }
 
-// ---------------------------------------------------------------------------
-// Packed 24-bit RGB on planes aligned to 16 bytes: a square tile of pixels
-// in every direction (RgbTile). A 3-byte pixel has no word type, and
-// moved as bytes (flip_plane_kernel<Bytes<3>>) each pixel took three loads
-// and three stores a side. Here the block reads its source rows as 16-byte
-// chunks into shared memory (a row's chunks start at the 16-byte boundary
-// at or below the tile's first byte, `shift` bytes before it) and writes
-// its output rows as 16-byte chunks, each gathered from shared memory byte
-// by byte. Output pixel p of the tile's row r reads shared memory at
-// origin(r) + step * p: every direction is linear in p.
-
-template <int kTileSize, int kThreadCount>
-struct RgbTile {
-  static constexpr int kTile = kTileSize;                    // pixels, both ways
-  static constexpr int kChunks = (3 * kTile + 15) / 16 + 1;  // 16-byte loads a source row
-  static constexpr int kPitch = 16 * kChunks + 4;            // bytes; an odd number of words
-  static constexpr int kThreads = kThreadCount;
-  static constexpr int kLoads = (kTile * kChunks + kThreads - 1) / kThreads;  // a thread
-  static constexpr int kOutChunks = 3 * kTile / 16;              // 16-byte stores an output row
-  static constexpr int kStores = kTile * kOutChunks / kThreads;  // a thread
-  static_assert(kTile * kOutChunks % kThreads == 0, "whole stores a thread");
-  static_assert((kPitch / 4) % 2 == 1, "rows a column apart fall in different banks");
-};
-
-// 16 output bytes from shared memory: pixel j's component c at
-// s[j * step + c], starting kPhase bytes into pixel 0.
-template <int kPhase>
-__device__ __forceinline__ uint4 gather_rgb24(const uint8_t* s, int step) {
-  uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-  for (int b = 0; b < 16; ++b) {
-    const int j = (b + kPhase) / 3, c = (b + kPhase) % 3;
-    w[b / 4] |= static_cast<uint32_t>(s[j * step + c]) << (8 * (b % 4));
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-template <class S>
-__global__ void __launch_bounds__(S::kThreads)
-    flip_rgb24_kernel(const uint8_t* __restrict__ src, size_t src_stride, uint8_t* __restrict__ dst,
-                      size_t dst_stride, FlipGeometry g) {
-  constexpr int kRgbTile = S::kTile, kRgbChunks = S::kChunks, kRgbPitch = S::kPitch,
-                kRgbThreads = S::kThreads, kRgbLoads = S::kLoads, kRgbOutChunks = S::kOutChunks,
-                kRgbStores = S::kStores;
-  __shared__ __align__(16) uint8_t tile[kRgbTile * kRgbPitch];
-  const int ox0 = blockIdx.x * kRgbTile;
-  const int oy0 = blockIdx.y * kRgbTile;
-  const int2 s0 = source_tile(g, ox0, oy0, kRgbTile);
-  const int sx0 = s0.x, sy0 = s0.y;
-  const int first = 3 * sx0;
-  const int base = first & ~15;  // rounds down, also below 0
-  const int shift = first - base;
-  const int row_bytes = 3 * g.in_w;
-
-  // Every load before the first store to shared memory.
-  uint4 v[kRgbLoads];
-#pragma unroll
-  for (int i = 0; i < kRgbLoads; ++i) {
-    const int k = threadIdx.x + i * kRgbThreads;
-    const int sy = sy0 + k / kRgbChunks;
-    const int p = base + 16 * (k % kRgbChunks);
-    v[i] = make_uint4(0, 0, 0, 0);
-    if (k >= kRgbTile * kRgbChunks || sy < 0 || sy >= g.in_h || p + 16 <= 0 || p >= row_bytes)
-      continue;
-    const uint8_t* row = src + static_cast<size_t>(sy) * src_stride;
-    if (p >= 0 && p + 16 <= row_bytes) {
-      v[i] = *reinterpret_cast<const uint4*>(row + p);
-    } else {
-      uint32_t w[4] = {0, 0, 0, 0};
-      for (int b = max(0, -p); b < 16 && p + b < row_bytes; ++b)
-        w[b / 4] |= static_cast<uint32_t>(row[p + b]) << (8 * (b % 4));
-      v[i] = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kRgbLoads; ++i) {
-    const int k = threadIdx.x + i * kRgbThreads;
-    if (k >= kRgbTile * kRgbChunks) break;
-    uint32_t* s =
-        reinterpret_cast<uint32_t*>(tile + (k / kRgbChunks) * kRgbPitch + 16 * (k % kRgbChunks));
-    s[0] = v[i].x;
-    s[1] = v[i].y;
-    s[2] = v[i].z;
-    s[3] = v[i].w;
-  }
-  __syncthreads();
-
-  // Shared offset of the source of output (ox0 + p, oy0 + r): origin(r) + step * p.
-  int x00, y00, x10, y10, x01, y01;
-  source_of(g, ox0, oy0, &x00, &y00);
-  source_of(g, ox0 + 1, oy0, &x10, &y10);
-  source_of(g, ox0, oy0 + 1, &x01, &y01);
-  const int step = (y10 - y00) * kRgbPitch + 3 * (x10 - x00);
-  const int origin0 = (y00 - sy0) * kRgbPitch + 3 * (x00 - sx0) + shift;
-  const int row_step = (y01 - y00) * kRgbPitch + 3 * (x01 - x00);
-  const int out_bytes = 3 * g.out_w;
-#pragma unroll
-  for (int i = 0; i < kRgbStores; ++i) {
-    const int k = threadIdx.x + i * kRgbThreads;
-    const int r = k / kRgbOutChunks;
-    const int q = k % kRgbOutChunks;
-    const int y = oy0 + r;
-    const int o = 3 * ox0 + 16 * q;  // the chunk's first byte in its output row
-    if (y >= g.out_h || o >= out_bytes) continue;
-    // Bytes 16q .. 16q + 15 of the tile's row: pixels from p0, the first
-    // `phase` bytes into it.
-    const int p0 = 16 * q / 3;
-    const int phase = 16 * q - 3 * p0;
-    const uint8_t* s = tile + origin0 + r * row_step + p0 * step;
-    const uint4 w = phase == 0   ? gather_rgb24<0>(s, step)
-                    : phase == 1 ? gather_rgb24<1>(s, step)
-                                 : gather_rgb24<2>(s, step);
-    uint8_t* d = dst + static_cast<size_t>(y) * dst_stride + o;
-    if (o + 16 <= out_bytes) {
-      *reinterpret_cast<uint4*>(d) = w;
-    } else {
-      const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-      for (int b = 0; o + b < out_bytes; ++b)
-        d[b] = static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4)));
-    }
-  }
-}
-
-bool aligned_to(const void* p, size_t stride, size_t n) {
-  return reinterpret_cast<uintptr_t>(p) % n == 0 && stride % n == 0;
-}
-
 template <typename Word, typename Unaligned>
 void launch_plane(const PlaneRef& in, const PlaneRef& out, size_t n, const FlipGeometry& g,
                   cudaStream_t stream) {
@@ -606,160 +434,17 @@ void launch_plane(const PlaneRef& in, const PlaneRef& out, size_t n, const FlipG
   CO_CUDA_CHECK_LAUNCH("the flip kernel");
 }
 
-void launch_rgb24(const PlaneRef& in, const PlaneRef& out, const FlipGeometry& g,
-                  cudaStream_t stream) {
-  auto go = [&](auto shape) {
-    using S = decltype(shape);
-    const dim3 grid((g.out_w + S::kTile - 1) / S::kTile, (g.out_h + S::kTile - 1) / S::kTile);
-    if (grid.y > 65535)
-      throw Error("flip: the image is too tall (more than " + std::to_string(65535 * S::kTile) +
-                  " rows)");
-    flip_rgb24_kernel<S>
-        <<<grid, S::kThreads, 0, stream>>>(in.data, in.stride, out.data, out.stride, g);
-  };
-  // 64-pixel tiles (192-byte rows) where rows are kept, 32 where they turn:
-  // the faster of the shapes tried on each.
-  if (flip_swaps_size(static_cast<FlipDirection>(g.direction)))
-    go(RgbTile<32, 96>{});
-  else
-    go(RgbTile<64, 256>{});
-  CO_CUDA_CHECK_LAUNCH("the flip kernel (24-bit RGB)");
-}
-
-// Packed 4:2:2 turned or mirrored: one thread per output pair, running
-// flip_math's rule (its gathers are cached reads; the writes coalesce).
-__global__ void flip_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction,
-                                 int y_off, int u_off, int v_off, int pairs) {
-  const int pair = blockIdx.x * blockDim.x + threadIdx.x;
-  if (pair >= pairs) return;
-  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < out.height; y += gridDim.y * blockDim.y)
-    flip_math::flip_y422_pair(in, out, direction, y_off, u_off, v_off, 2 * pair, y);
-}
-
-// Packed 4:2:2 turned (90R, 90L, ul-lr, ur-ll): the output pair (x, y)
-// takes two input rows (x and x + 1 counted from the top or the bottom) at
-// one input column (y counted from the left or the right), so a thread per
-// output pair gathers bytes from rows a stride apart. Instead each block
-// copies the input words its output tile needs into shared memory, rows
-// and words along them coalesced, and makes the tile's output pairs from
-// there, flip_math::flip_y422_pair's rule, a word per pair, a warp on one
-// output row. Output tile: kTurnPairs pairs x kTurnRows rows, from
-// 2 kTurnPairs input rows of kTurnWords pair words (one more than
-// kTurnRows / 2: a tile counted from the right may start at an odd column).
-constexpr int kTurnPairs = 32, kTurnRows = 64, kTurnWords = kTurnRows / 2 + 1;
-constexpr int kTurnThreads = 256;
-constexpr int kTurnTileWords = 2 * kTurnPairs * kTurnWords;
-constexpr int kTurnLoads = (kTurnTileWords + kTurnThreads - 1) / kTurnThreads;
-
-__global__ void __launch_bounds__(kTurnThreads)
-    turn_y422_kernel(const ImageRef in, const ImageRef out, FlipDirection direction, int y_off,
-                     int u_off, int v_off, bool in_a4, bool out_a4) {
-  // Input rows 2m and 2m + 1 of the tile side by side: an output pair's
-  // two input words are one 8-byte shared load (conflict-free: a half-warp
-  // reads 16 pairs of rows at one word).
-  __shared__ uint2 tile[kTurnPairs][kTurnWords];
-  const int sw = in.width, sh = in.height, dw = out.width, dh = out.height;
-  const int p0 = blockIdx.x * kTurnPairs, y0 = blockIdx.y * kTurnRows;
-  // Rows counted from the bottom for 90R and ur-ll, columns from the right
-  // for 90L and ur-ll (flip_y422_pair).
-  const bool rows_up = direction == FlipDirection::k90R || direction == FlipDirection::kUrLl;
-  const bool cols_left = direction == FlipDirection::k90L || direction == FlipDirection::kUrLl;
-  // Input row of output pixel x: x or sh - 1 - x; tile row = that - r0.
-  const int r0 = rows_up ? sh - 2 * kTurnPairs - 2 * p0 : 2 * p0;
-  // Input column of output row y: y or sw - 1 - y; tile word = col / 2 - w0.
-  const int w0 = cols_left ? max(sw - kTurnRows - y0, 0) >> 1 : y0 >> 1;
-  const int in_pairs = (sw + 1) >> 1;
-  const int t = threadIdx.x;
-  // Every load of a thread is issued before its first shared store: a loop
-  // that stored each word before loading the next kept 4 bytes a thread in
-  // flight, too few to cover the memory's latency.
-  uint32_t v[kTurnLoads];
-#pragma unroll
-  for (int k = 0; k < kTurnLoads; ++k) {
-    const int i = t + k * kTurnThreads;
-    const int r = i / kTurnWords, w = i % kTurnWords;
-    const int row = r0 + r, word = w0 + w;
-    v[k] = 0;
-    if (i < kTurnTileWords && row >= 0 && row < sh && word < in_pairs) {
-      const uint8_t* p = in.planes[0].data + static_cast<size_t>(row) * in.planes[0].stride +
-                         static_cast<size_t>(word) * 4;
-      v[k] = in_a4 ? __ldg(reinterpret_cast<const uint32_t*>(p))
-                   : static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kTurnLoads; ++k) {
-    const int i = t + k * kTurnThreads;
-    if (i >= kTurnTileWords) break;
-    const int r = i / kTurnWords;
-    uint32_t* pair = reinterpret_cast<uint32_t*>(&tile[r >> 1][i % kTurnWords]);
-    pair[r & 1] = v[k];
-  }
-  __syncthreads();
-  // A thread makes the output pair p0 + lane of rows y0 + warp + 8 j: its
-  // input rows are fixed, its input column steps 8 a row (4 pair words),
-  // so the luma byte it takes (the column's parity) is fixed too.
-  const int lane = t & 31;
-  const int p = p0 + lane, x = 2 * p;
-  if (x >= dw) return;
-  const bool second = x + 1 < dw;
-  // Input rows x and x + 1 (or sh - 1 - x and sh - 2 - x) are tile rows
-  // 2m and 2m + 1 (the first of them the odd one counting up).
-  const int m = rows_up ? kTurnPairs - 1 - lane : lane;
-  const int y_first = y0 + (t >> 5);
-  const int col0 = cols_left ? sw - 1 - y_first : y_first;
-  const int lw0 = (col0 >> 1) - w0;
-  const int lw_step = cols_left ? -kTurnThreads / 32 / 2 : kTurnThreads / 32 / 2;
-  const int luma = (col0 & 1) * 2 + y_off;
-  // a: the pair word of input row x, b: of row x + 1 (a again at the last
-  // column of an odd width). Luma: a's at y_off, b's at y_off + 2 (in
-  // lum's other bytes: anything); chroma: the bytewise mean, rounded down.
-  const uint32_t sel_luma = static_cast<uint32_t>(luma) << (4 * y_off) |
-                            static_cast<uint32_t>(luma + 4) << (4 * (y_off + 2));
-  uint32_t sel_word = 0;
-  sel_word |= static_cast<uint32_t>(y_off) << (4 * y_off);
-  sel_word |= static_cast<uint32_t>(y_off + 2) << (4 * (y_off + 2));
-  sel_word |= static_cast<uint32_t>(4 + u_off) << (4 * u_off);
-  sel_word |= static_cast<uint32_t>(4 + v_off) << (4 * v_off);
-  uint8_t* d = out.planes[0].data + static_cast<size_t>(y_first) * out.planes[0].stride +
-               static_cast<size_t>(p) * 4;
-  const size_t d_step = (kTurnThreads / 32) * out.planes[0].stride;
-#pragma unroll
-  for (int j = 0; j < kTurnRows / (kTurnThreads / 32); ++j) {
-    if (y_first + j * (kTurnThreads / 32) >= dh) break;
-    const uint2 e = tile[m][lw0 + j * lw_step];
-    const uint32_t a = rows_up ? e.y : e.x;
-    const uint32_t b = second ? (rows_up ? e.x : e.y) : a;
-    const uint32_t mean = (a & b) + (((a ^ b) >> 1) & 0x7F7F7F7Fu);
-    const uint32_t word = __byte_perm(__byte_perm(a, b, sel_luma), mean, sel_word);
-    if (out_a4) {
-      *reinterpret_cast<uint32_t*>(d) = word;
-    } else {
-      for (int k = 0; k < 4; ++k) d[k] = static_cast<uint8_t>(word >> (8 * k));
-    }
-    d += d_step;
-  }
-}
-
 }  // namespace
+
+using flip_detail::flip_rgb24_cuda;
+using flip_detail::flip_y422_odd_cuda;
+using flip_detail::turn_y422_cuda;
 
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream) {
   const FormatInfo& info = format_info(in.format);
   if (is_packed422(in.format) && flip_swaps_size(direction)) {
-    const int pairs = (out.width + 1) / 2;
-    if (pairs == 0 || out.height == 0) return;
-    auto aligned4 = [](const PlaneRef& p) {
-      return reinterpret_cast<uintptr_t>(p.data) % 4 == 0 && p.stride % 4 == 0;
-    };
-    const dim3 grid((pairs + kTurnPairs - 1) / kTurnPairs,
-                    static_cast<unsigned>((out.height + kTurnRows - 1) / kTurnRows));
-    if (grid.y > 65535) throw Error("flip: a packed 4:2:2 picture too wide to turn");
-    turn_y422_kernel<<<grid, kTurnThreads, 0, stream>>>(
-        in, out, direction, info.comp[0].offset, info.comp[1].offset, info.comp[2].offset,
-        aligned4(in.planes[0]), aligned4(out.planes[0]));
-    CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2 turned)");
+    turn_y422_cuda(in, out, direction, stream);
     return;
   }
   const bool swaps = flip_swaps_size(direction);
@@ -800,14 +485,7 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
     const int pairs = (out.width + 1) / 2;
     if (pairs == 0 || out.height == 0) return;
     if (in.width % 2 != 0) {
-      // Odd widths: a mirrored pair takes its two pixels from two input
-      // pairs, and the last pair's second luma repeats its first.
-      const dim3 block(32, 8);
-      const dim3 grid((pairs + 31) / 32,
-                      static_cast<unsigned>(std::min((out.height + 7) / 8, 65535)));
-      flip_y422_kernel<<<grid, block, 0, stream>>>(in, out, direction, info.comp[0].offset,
-                                                   info.comp[1].offset, info.comp[2].offset, pairs);
-      CO_CUDA_CHECK_LAUNCH("the flip kernel (packed 4:2:2)");
+      flip_y422_odd_cuda(in, out, direction, stream);
       return;
     }
     // Rows kept at an even width: each output pair word is an input pair
@@ -838,7 +516,7 @@ void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
         launch_plane<uint32_t, Bytes<4>>(in.planes[p], out.planes[p], n, g, stream);
       else if (aligned_to(in.planes[p].data, in.planes[p].stride, 16) &&
                aligned_to(out.planes[p].data, out.planes[p].stride, 16))
-        launch_rgb24(in.planes[p], out.planes[p], g, stream);
+        flip_rgb24_cuda(in.planes[p], out.planes[p], g, stream);
       else
         launch_plane<Bytes<3>, Bytes<3>>(in.planes[p], out.planes[p], n, g, stream);
     }
