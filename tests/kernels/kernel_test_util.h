@@ -60,6 +60,11 @@ struct OwnedImage {
   ImageRef image;
 };
 
+// Byte x of row y of `plane`.
+inline uint8_t at(const OwnedImage& image, int plane, int x, int y) {
+  return image.image.planes[plane].data[y * image.image.planes[plane].stride + x];
+}
+
 // The output geometry `kernel` makes from `in` with `params`.
 inline void output_size(const char* kernel, const KernelParams& params, int in_w, int in_h, int* w,
                         int* h) {
