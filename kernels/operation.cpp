@@ -131,15 +131,6 @@ std::string format_list(const std::vector<PixelFormat>& formats) {
   return list;
 }
 
-void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out) {
-  const std::string problem = op.check(in, out);
-  if (!problem.empty()) throw Error(problem);
-  std::vector<uint8_t> memory(op.workspace_bytes());
-  const Workspace workspace{memory.data(), memory.size()};
-  op.prepare_reference(workspace);
-  op.run_reference(in, out, workspace);
-}
-
 void throw_built_without_cuda() {
   throw Error("cudaoverlap was built without CUDA; rebuild with -Dcuda=enabled");
 }

@@ -208,11 +208,6 @@ bool kernels_have_cuda();
 // "RGBA, BGRA and NV12": for messages.
 std::string format_list(const std::vector<PixelFormat>& formats);
 
-// Checks, prepares and runs `op`'s CPU reference on host images, with a
-// workspace of its own: the whole CPU path in one call, for tests and tools.
-// Throws Error with the check's sentence when `op` cannot do `in` -> `out`.
-void run_reference(const Operation& op, const ImageRef& in, const ImageRef& out);
-
 // Both null, or the same operation with the same parameters.
 bool same_operation(const std::shared_ptr<const Operation>& a,
                     const std::shared_ptr<const Operation>& b);

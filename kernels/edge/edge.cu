@@ -53,6 +53,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_resources.h"
 #include "kernels/edge/edge.h"
+#include "kernels/edge/edge_probe.h"
 #include "kernels/error.h"
 
 namespace cudaoverlap {

@@ -51,18 +51,6 @@ uint32_t edge_magnitude(int64_t gx, int64_t gy, uint32_t max = 255);
 
 void edge_cuda(const ImageRef& in, const ImageRef& out, int y0, int y1, CUstream_st* stream);
 
-// For tests: the CUDA kernel's magnitude arithmetic run on the device for
-// every (gx, gy) in [-limit, limit]^2, gx fastest, two bytes per pair (from
-// the kernel's low and high 16-bit lanes). Sobel gradients of 8-bit samples
-// lie in [-1020, 1020]. Only in CUDA builds.
-std::vector<uint8_t> edge_magnitudes_cuda(int limit);
-
-// For tests: the CUDA kernel's magnitude of 16-bit samples' gradients
-// (|gx|, |gy| <= 4 * 65535), clamped to `max`, for each (gx, gy) listed.
-// Only in CUDA builds.
-std::vector<uint32_t> edge_deep_magnitudes_cuda(const std::vector<std::pair<int, int>>& gradients,
-                                                uint32_t max);
-
 // Its registry entry (operation_entry.h).
 const OperationEntry& edge_entry();
 

@@ -14,6 +14,7 @@
 #include "cuda_device.h"
 #include "element_test_util.h"
 #include "kernels/operation_registry.h"
+#include "kernels/run_reference.h"
 
 namespace cudaoverlap_test {
 namespace {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "engine_test_util.h"
+#include "kernels/run_reference.h"
 
 namespace cudaoverlap::test {
 namespace {

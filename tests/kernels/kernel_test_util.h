@@ -19,6 +19,7 @@
 #include "frame_layout.h"
 #include "kernels/error.h"
 #include "kernels/operation_registry.h"
+#include "kernels/run_reference.h"
 
 namespace cudaoverlap::test {
 

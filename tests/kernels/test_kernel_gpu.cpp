@@ -10,6 +10,7 @@
 #include "kernel_test_util.h"
 #include "kernels/balance/balance.h"
 #include "kernels/edge/edge.h"
+#include "kernels/edge/edge_probe.h"
 
 namespace cudaoverlap::test {
 namespace {
