@@ -360,27 +360,42 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
 
 // An operation made for other parameters computes other pixels: every
 // parameter of every kernel takes part in its comparison.
+// A value of `spec` other than its default.
+double another_value(const ParamSpec& spec) {
+  if (spec.type == ParamSpec::Type::kEnum) {
+    for (const ParamChoice& choice : spec.choices)
+      if (choice.value != spec.default_value) return choice.value;
+  }
+  if (spec.type == ParamSpec::Type::kBool) return spec.default_value != 0 ? 0 : 1;
+  return spec.default_value != spec.max ? spec.max : spec.min;
+}
+
 TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
-  const std::vector<std::pair<const char*, std::function<void(KernelParams*)>>> changes = {
-      {"convert", [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; }},
-      {"convert", [](KernelParams* p) { p->convert.in.full_range = true; }},
-      {"convert", [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; }},
-      {"convert", [](KernelParams* p) { p->convert.out.full_range = true; }},
-      {"flip", [](KernelParams* p) { p->set("video-direction", FlipDirection::k180); }},
-      {"balance", [](KernelParams* p) { p->set("brightness", 0.5); }},
-      {"balance", [](KernelParams* p) { p->set("contrast", 0.5); }},
-      {"balance", [](KernelParams* p) { p->set("saturation", 0.5); }},
-      {"balance", [](KernelParams* p) { p->set("hue", 0.5); }},
-      {"blur", [](KernelParams* p) { p->set("sigma", 3.0); }},
-      {"synthetic", [](KernelParams* p) { p->set("synthetic-us", 10); }},
+  // Every parameter every operation declares.
+  int declared = 0;
+  for (const OperationEntry& entry : operation_registry()) {
+    for (const ParamSpec& spec : entry.params) {
+      KernelParams params;
+      params.set(spec.name, another_value(spec));
+      EXPECT_TRUE(make_operation(entry.name)->same_as(*make_operation(entry.name)))
+          << entry.name;
+      EXPECT_FALSE(make_operation(entry.name)->same_as(*make_operation(entry.name, params)))
+          << entry.name << " " << spec.name;
+      ++declared;
+    }
+  }
+  EXPECT_GE(declared, 7);  // flip's one, balance's four, blur's, synthetic's
+  // convert's matrices and ranges come from the caps, not from properties.
+  const std::vector<std::function<void(KernelParams*)>> caps_changes = {
+      [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; },
+      [](KernelParams* p) { p->convert.in.full_range = true; },
+      [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; },
+      [](KernelParams* p) { p->convert.out.full_range = true; },
   };
-  for (const auto& change : changes) {
+  for (const auto& change : caps_changes) {
     KernelParams params;
-    change.second(&params);
-    EXPECT_TRUE(make_operation(change.first)->same_as(*make_operation(change.first)))
-        << change.first;
-    EXPECT_FALSE(make_operation(change.first)->same_as(*make_operation(change.first, params)))
-        << change.first;
+    change(&params);
+    EXPECT_FALSE(make_operation("convert")->same_as(*make_operation("convert", params)));
   }
   // Parameters a kernel does not take do not make it another.
   KernelParams other;
