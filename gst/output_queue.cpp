@@ -86,9 +86,30 @@ void OutputQueue::note_submitted() {
   changed_.notify_all();
 }
 
+bool OutputQueue::take_pulled(OutputFrame frame, uint64_t epoch, OutputItem* item) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    busy_ = false;
+    if (flow_ == GST_FLOW_OK && epoch == epoch_) {
+      // First: frames_ was empty when the fetch began (pop_or_pull() gives
+      // queued frames before it asks for one), and what drain() queued
+      // since came out of the engine after this frame.
+      frames_.push_front(std::move(frame));
+      lost_.push_front(false);
+      uint64_t unused = 0;
+      return next_locked(lock, item, false, &unused) == Next::kItem;
+    }
+    changed_.notify_all();
+  }
+  frame.release();  // outside the lock: it drops the input buffer's reference
+  return false;
+}
+
 void OutputQueue::pulled_nothing(uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mutex_);
+  busy_ = false;
   fetched_ = std::max(fetched_, ticket);
+  changed_.notify_all();
 }
 
 OutputQueue::Next OutputQueue::next_locked(std::unique_lock<std::mutex>& lock, OutputItem* item,
@@ -120,6 +141,7 @@ OutputQueue::Next OutputQueue::next_locked(std::unique_lock<std::mutex>& lock, O
     }
     if (pull && noted_ > fetched_) {
       *ticket = noted_;
+      busy_ = true;  // fetching: take_pulled() ends it
       return Next::kPull;
     }
     changed_.wait(lock);

@@ -60,15 +60,25 @@ class OutputQueue {
 
   // With an engine that is pulled (MultiEngine::pulls()): the streaming
   // thread notes each frame it submitted, and the src pad task, rather than
-  // waiting for the frame to come, fetches it (MultiEngine::deliver(), which
-  // puts it here through push_frame). pop_or_pull() is pop() that also
-  // returns, with kPull, while frames were noted that no fetch has found
-  // missing since: `ticket` then says how far the notes went, for
-  // pulled_nothing(ticket) when the engine had none to hand out.
+  // waiting for the frame to come, fetches it (MultiEngine::deliver()).
+  // pop_or_pull() is pop() that also returns, with kPull, while frames were
+  // noted that no fetch has found missing since: `ticket` then says how far
+  // the notes went. The task then fetches, and hands over what it got:
+  // - take_pulled(): the frame takes its place in the order, before any
+  //   frame drain() queued while it was fetched (those left the engine
+  //   after it), and what is due next (the frame, or an event due before
+  //   it) comes back in `item` to be pushed, as from pop(): true.
+  //   False: nothing to push (the frame dropped as push_frame() drops it,
+  //   or the flow not OK).
+  // - pulled_nothing(ticket): no frame; no more fetching until the next
+  //   note.
+  // From kPull until either, the task counts as holding an item
+  // (wait_empty()).
   enum class Next { kItem, kPull, kStopped };
-  void note_submitted();                                 // streaming thread
-  Next pop_or_pull(OutputItem* item, uint64_t* ticket);  // src pad task
-  void pulled_nothing(uint64_t ticket);                  // src pad task
+  void note_submitted();                                                  // streaming thread
+  Next pop_or_pull(OutputItem* item, uint64_t* ticket);                   // src pad task
+  bool take_pulled(OutputFrame frame, uint64_t epoch, OutputItem* item);  // src pad task
+  void pulled_nothing(uint64_t ticket);                                   // src pad task
 
   // Src pad task, after pushing what pop() gave: `flow` is downstream's
   // answer (OK for events). A non-OK flow becomes the flow state (unless one

@@ -189,8 +189,7 @@ void Session::release_unwanted() {
   // frees each frame's slot; chain() may be waiting for one, and returns
   // the flow upstream once it has it. Without this nobody would fetch them.
   if (const std::shared_ptr<MultiEngine> engine = pulled_engine())
-    while (engine->deliver() == Delivery::kFrame) {
-    }
+    while (OutputFrame frame = engine->deliver()) frame.release();
 }
 
 std::shared_ptr<MultiEngine> Session::pulled_engine() {
@@ -232,10 +231,14 @@ void Session::take_replacement_kernel() {
 // ---------------------------------------------------------------------------
 // Engine callbacks (worker thread; nothing may escape into it)
 
+uint64_t Session::frame_epoch(const OutputFrame& frame) {
+  const auto* info = static_cast<const FrameInfo*>(frame.user().get());
+  return info != nullptr ? info->epoch : UINT64_MAX;
+}
+
 void Session::on_frame(OutputFrame frame) {
   try {
-    const auto* info = static_cast<const FrameInfo*>(frame.user().get());
-    const uint64_t epoch = info != nullptr ? info->epoch : UINT64_MAX;
+    const uint64_t epoch = frame_epoch(frame);
     queue_.push_frame(std::move(frame), epoch);
   } catch (const std::exception& e) {
     GST_WARNING_OBJECT(element_, "dropped a frame: %s", e.what());
@@ -558,13 +561,19 @@ void Session::push_next() {
       gst_pad_pause_task(srcpad_);
       return;
     case OutputQueue::Next::kPull: {
-      // A frame submitted and not fetched yet: wait for it here and queue it
-      // (on_frame); the next round pushes it. Nothing in flight (another
-      // engine now, or drain() handed it out): no more fetching until the
-      // next frame is noted.
+      // A frame submitted and not fetched yet: wait for it here and push
+      // it, or what the queue says is due before it. Nothing in flight
+      // (another engine now, or drain() handed it out): no more fetching
+      // until the next frame is noted.
       const std::shared_ptr<MultiEngine> engine = pulled_engine();
-      if (!engine || engine->deliver() == Delivery::kNothing) queue_.pulled_nothing(ticket);
-      return;
+      OutputFrame frame = engine ? engine->deliver() : OutputFrame();
+      if (!frame) {
+        queue_.pulled_nothing(ticket);
+        return;
+      }
+      const uint64_t epoch = frame_epoch(frame);
+      if (!queue_.take_pulled(std::move(frame), epoch, &item)) return;
+      break;
     }
     case OutputQueue::Next::kItem:
       break;

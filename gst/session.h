@@ -7,11 +7,11 @@
 // (which blocks while the ring is full: the element's backpressure);
 // finished frames go, in order, to the OutputQueue; the src pad task
 // (push_next) pops frames and serialized events from it and pushes them.
-// Nothing else pushes buffers. Who puts the frames in the queue: with one
-// device, the src pad task itself, which fetches each frame it was told of
-// (MultiEngine::deliver(), EngineConfig::pull) when nothing is due in the
-// queue, and the streaming thread whenever it drains the engine; over
-// several devices, the engines' workers.
+// Nothing else pushes buffers. Where the frames come from: with one device,
+// the src pad task fetches each frame it was told of (MultiEngine::deliver(),
+// EngineConfig::pull) when nothing is due in the queue and pushes it, and
+// the streaming thread queues, whenever it drains the engine, what the task
+// has not fetched; over several devices, the engines' workers queue them.
 //
 // One flow state: the OutputQueue's (output_queue.h) — OK, FLUSHING, or what
 // downstream last answered. chain() returns it to upstream; a new engine
@@ -24,9 +24,9 @@
 // - streaming: upstream's thread in chain(), serialized events and queries
 //   (the engine's single producer);
 // - task: the src pad task (push_next);
-// - any: FLUSH_START, upstream events from downstream, queries, the engine's
-//   worker (callbacks; with one device they come on the task, or on the
-//   streaming thread in drain()).
+// - any: FLUSH_START, upstream events from downstream, queries, the engines'
+//   workers over several devices (callbacks; with one device on_frame comes
+//   only on the streaming thread, in drain()).
 #pragma once
 
 #include <gst/gst.h>
@@ -163,7 +163,9 @@ class Session {
   // Streaming: a replacement kernel=custom compiled for this engine, if one
   // is ready, goes into it before the next frame.
   void take_replacement_kernel();
-  void on_frame(OutputFrame frame);           // engine worker
+  void on_frame(OutputFrame frame);  // engine worker
+  // The epoch of the queue a frame was submitted in (FrameInfo::epoch).
+  static uint64_t frame_epoch(const OutputFrame& frame);
   void on_error(const std::string& message);  // engine worker or streaming
   // Engine worker or streaming: a device failed and was left out.
   void on_device_warning(int device, const std::string& message);

@@ -12,8 +12,8 @@ bool polls(const EngineCore& c) {
   return c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
 }
 
-bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
-                   PollingWait& polling, std::unique_lock<std::mutex>& lock) {
+TakenFrame take_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
+                      PollingWait& polling, std::unique_lock<std::mutex>& lock) {
   EngineCore& c = *core;
   const int index = c.in_flight_.front();
   Slot& slot = c.slots_[index];
@@ -71,38 +71,29 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
     c.notify_everyone();
     if (first && callbacks.on_error) callbacks.on_error(message);
     lock.lock();
-    return false;
+    return {};
   }
   if (c.flushing_ || c.stopping_) {
     // flush_stop()/stop() drop what is in flight, this slot included.
     c.worker_busy_ = false;
     c.idle_.notify_all();
-    return false;
+    return {};
   }
   c.in_flight_.pop_front();
   c.last_done_ns_ = timing.delivered_ns;
   c.last_took_ns_ = timing.delivered_ns - timing.enqueued_ns;
   // The consumer may release the frame at once, and the slot be reused by
-  // the next submit(): nothing of the slot is read after the callback.
-  const uint64_t sequence = slot.sequence;
-  std::shared_ptr<void> keep_alive = std::move(slot.keep_alive);
-  OutputFrame frame(core, index, sequence, c.layouts_.output.at(slot.pinned_out->data()),
-                    std::move(slot.user), timing);
-  lock.unlock();
+  // the next submit(): nothing of the slot is read after this.
+  TakenFrame taken;
+  taken.keep_alive = std::move(slot.keep_alive);
+  taken.frame =
+      OutputFrame(core, index, slot.sequence, c.layouts_.output.at(slot.pinned_out->data()),
+                  std::move(slot.user), timing);
+  return taken;
+}
 
-  keep_alive.reset();  // its upload is long done; the producer may reuse it
-  std::string consumer_failure;
-  try {
-    if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
-  } catch (const std::exception& e) {
-    // A consumer must not throw; if it does, the engine stops cleanly
-    // instead of letting the exception end the process.
-    consumer_failure =
-        std::string("the consumer of frame ") + std::to_string(sequence) + " failed: " + e.what();
-  }
-  frame.release();  // a consumer that did not take the frame frees it here
-
-  lock.lock();
+void handed_out(EngineCore& c, const EngineCallbacks& callbacks,
+                const std::string& consumer_failure, std::unique_lock<std::mutex>& lock) {
   c.worker_busy_ = false;
   const bool first = !consumer_failure.empty() && c.error_.empty();
   if (first) c.error_ = consumer_failure;
@@ -116,6 +107,28 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
     callbacks.on_error(consumer_failure);
     lock.lock();
   }
+}
+
+bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
+                   PollingWait& polling, std::unique_lock<std::mutex>& lock) {
+  TakenFrame taken = take_front(core, callbacks, polling, lock);
+  if (!taken.frame) return false;
+  OutputFrame frame = std::move(taken.frame);
+  const uint64_t sequence = frame.sequence();
+  lock.unlock();
+  taken.keep_alive.reset();  // its upload is long done; the producer may reuse it
+  std::string consumer_failure;
+  try {
+    if (callbacks.on_frame) callbacks.on_frame(std::move(frame));
+  } catch (const std::exception& e) {
+    // A consumer must not throw; if it does, the engine stops cleanly
+    // instead of letting the exception end the process.
+    consumer_failure =
+        std::string("the consumer of frame ") + std::to_string(sequence) + " failed: " + e.what();
+  }
+  frame.release();  // a consumer that did not take the frame frees it here
+  lock.lock();
+  handed_out(*core, callbacks, consumer_failure, lock);
   return true;
 }
 

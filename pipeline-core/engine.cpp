@@ -468,13 +468,13 @@ Status Engine::drain() {
   return Status::kOk;
 }
 
-Delivery Engine::deliver() {
+OutputFrame Engine::deliver() {
   EngineThreads& t = *threads_;
   std::shared_ptr<EngineCore> core;
   {
     std::lock_guard<std::mutex> lock(t.pull_mutex);
     core = t.pull_core;
-    if (!core) return Delivery::kNothing;  // not pulling, not started, or stopped
+    if (!core) return OutputFrame();  // not pulling, not started, or stopped
     ++t.pulling;
   }
   // stop() waits for this call to end, whatever it does.
@@ -489,18 +489,22 @@ Delivery Engine::deliver() {
     }
   } pulling{t};
   EngineCore& c = *core;
-  if (!make_current_for_delivery(c, t.callbacks)) return Delivery::kNothing;
+  if (!make_current_for_delivery(c, t.callbacks)) return OutputFrame();
   const TimerSlack slack(polls(c));
   std::unique_lock<std::mutex> lock(c.mutex_);
   if (c.worker_busy_) {
-    // drain() is handing the next frame out: that is this call's frame.
+    // drain() is handing the next frame out (to on_frame): wait for it, so
+    // that whatever comes after this call comes after that frame.
     c.idle_.wait(lock, [&] { return !c.worker_busy_; });
-    return Delivery::kFrame;
+    return OutputFrame();
   }
-  if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty())
-    return Delivery::kNothing;
-  return deliver_front(core, t.callbacks, t.pull_polling, lock) ? Delivery::kFrame
-                                                                : Delivery::kNothing;
+  if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty()) return OutputFrame();
+  TakenFrame taken = take_front(core, t.callbacks, t.pull_polling, lock);
+  if (!taken.frame) return OutputFrame();
+  handed_out(c, t.callbacks, std::string(), lock);
+  lock.unlock();
+  taken.keep_alive.reset();  // its upload is long done; the producer may reuse it
+  return std::move(taken.frame);
 }
 
 void Engine::flush_start() {

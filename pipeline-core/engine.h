@@ -28,8 +28,8 @@
 // Callbacks run on the worker thread (on_frame, and on_error for failures it
 // finds) or on the producer thread (on_error for failures in submit()); they
 // must not call stop() or destroy the engine. With EngineConfig::pull there
-// is no worker: its part runs in deliver() on the consumer's thread, and in
-// drain() on the producer's, one frame at a time.
+// is no worker: deliver() returns each frame to the consumer's thread, and
+// drain() hands to on_frame, on the producer's, what no deliver() fetched.
 #pragma once
 
 #include <cstdint>
@@ -147,10 +147,10 @@ struct EngineConfig {
   // Who hands finished frames out. false: the engine's own worker thread
   // waits for each frame's download and calls on_frame. true (pull): no
   // worker; the consumer's thread calls Engine::deliver(), which waits for
-  // the next frame and calls on_frame on that thread (one thread fewer to
-  // wake per frame: the consumer would otherwise be woken by the worker),
-  // and drain() hands out on the producer's thread whatever no deliver()
-  // is handing out meanwhile, so draining never depends on the consumer.
+  // the next frame and returns it (one thread fewer to wake per frame: the
+  // consumer would otherwise be woken by the worker), and drain() hands to
+  // on_frame on the producer's thread whatever no deliver() is fetching
+  // meanwhile, so draining never depends on the consumer.
   bool pull = false;
   // A frame submitted while no other is in flight (a live source's, each
   // long done before the next comes) is enqueued as one CUDA graph launch
@@ -239,11 +239,6 @@ uint64_t new_memory_id();
 class EngineCore;
 struct EngineThreads;
 
-// What Engine::deliver() did.
-enum class Delivery {
-  kFrame,    // handed the next frame to on_frame (or waited for drain() to)
-  kNothing,  // handed none out: none in flight, or flushing, stopped or failed
-};
 class MultiEngine;
 
 // A finished frame in a slot's pinned output memory. Move-only; the slot
@@ -327,13 +322,13 @@ class Engine {
   Status drain();
 
   // EngineConfig::pull only: waits for the next frame in order to be done
-  // and hands it to on_frame on this thread; kNothing at once when no frame
-  // is in flight (or flushing, stopped, failed; without pull, always). A
-  // frame that drain() is handing out meanwhile is waited for, and then
-  // the next one is not: it returns kFrame. Never waits for a submit().
-  // The consumer thread, one at a time; also after stop(), which waits for
-  // a deliver() under way.
-  Delivery deliver();
+  // and returns it to the caller (the consumer's thread), in place of
+  // on_frame. An empty frame at once when no frame is in flight (or
+  // flushing, stopped, failed; without pull, always); and when drain() was
+  // handing the next frame out to on_frame meanwhile: then after it went.
+  // Never waits for a submit(). The consumer thread, one at a time; also
+  // after stop(), which waits for a deliver() under way.
+  OutputFrame deliver();
 
   // Begins a flush: a blocked submit() returns kFlushing, later ones too, and
   // the worker stops delivering. Any thread.

@@ -145,9 +145,7 @@ void MultiEngine::stop_failed() {
 
 bool MultiEngine::pulls() const { return lanes_.size() == 1 && config_.pull && lanes_[0].engine; }
 
-Delivery MultiEngine::deliver() {
-  return pulls() ? lanes_[0].engine->deliver() : Delivery::kNothing;
-}
+OutputFrame MultiEngine::deliver() { return pulls() ? lanes_[0].engine->deliver() : OutputFrame(); }
 
 Status MultiEngine::submit(InputFrame frame) {
   if (lanes_.size() == 1)

@@ -22,7 +22,7 @@
 // a time, in sequence order, without any lock of the MultiEngine held, from
 // whichever engine's worker found the next frame ready (with one device:
 // that engine's worker, with nothing in between; or, with EngineConfig::pull,
-// the thread in deliver() or drain()).
+// drain()'s thread, while deliver() returns the frames it fetches).
 //
 // A device that fails (an error from its engine, at start() or later) takes
 // itself out: on_warning says so and how many frames in flight on it were
@@ -105,9 +105,9 @@ class MultiEngine {
   // several, the engines' workers hand frames out and deliver() does
   // nothing). Fixed from start() on.
   bool pulls() const;
-  // Engine::deliver() of the one device when pulls(), else kNothing. The
+  // Engine::deliver() of the one device when pulls(), else no frame. The
   // consumer thread, one at a time; also after stop().
-  Delivery deliver();
+  OutputFrame deliver();
 
   void flush_start();  // any thread
   void flush_stop();   // producer: in-flight frames are dropped on every device

@@ -237,9 +237,10 @@ TEST_F(OutputQueueTest, WaitEmptyReturnsWhenTheLastItemWasALostFrame) {
 }
 
 // Pulling (an engine that is fetched from, EngineConfig::pull): a frame
-// noted by the streaming thread makes pop_or_pull() ask for a fetch; what a
-// fetch puts in is popped first; a fetch that found nothing ends the asking
-// until the next note, unless a note came while it ran.
+// noted by the streaming thread makes pop_or_pull() ask for a fetch; the
+// fetched frame comes straight back to be pushed; a fetch that found
+// nothing ends the asking until the next note, unless a note came while it
+// ran.
 TEST_F(OutputQueueTest, ANotedFrameIsFetchedAndAFetchThatFoundNothingWaitsForTheNextNote) {
   queue_.restart();
   OutputItem item;
@@ -247,8 +248,7 @@ TEST_F(OutputQueueTest, ANotedFrameIsFetchedAndAFetchThatFoundNothingWaitsForThe
   queue_.note_submitted();
   ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
   EXPECT_EQ(ticket, 1u);
-  queue_.push_frame(frame(0), queue_.epoch());  // what the fetch handed over
-  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kItem);
+  ASSERT_TRUE(queue_.take_pulled(frame(0), queue_.epoch(), &item));  // what the fetch got
   EXPECT_EQ(item.frame.sequence(), 0u);
   item = OutputItem{};
   queue_.done(GST_FLOW_OK);
@@ -276,6 +276,57 @@ TEST_F(OutputQueueTest, ANotedFrameIsFetchedAndAFetchThatFoundNothingWaitsForThe
   queue_.pulled_nothing(ticket);
   queue_.set_flushing();
   EXPECT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kStopped);
+}
+
+// A fetched frame keeps its place: before the frames drain() queued on the
+// streaming thread while it was fetched (they left the engine after it),
+// after an event already due; one of an older epoch is released and not
+// pushed.
+TEST_F(OutputQueueTest, AFetchedFrameGoesBeforeWhatDrainQueuedWhileItWasFetched) {
+  const uint64_t epoch = queue_.restart();
+  OutputItem item;
+  uint64_t ticket = 0;
+  queue_.note_submitted();
+  queue_.note_submitted();
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  queue_.push_frame(frame(1), epoch);  // drain() on the streaming thread
+  ASSERT_TRUE(queue_.push_event(marker("m"), 1));
+  ASSERT_TRUE(queue_.take_pulled(frame(0), epoch, &item));
+  EXPECT_EQ(item.frame.sequence(), 0u);
+  item = OutputItem{};
+  queue_.done(GST_FLOW_OK);
+  EXPECT_EQ(pop_one(), "event m");
+  EXPECT_EQ(pop_one(), "frame 1");
+  ASSERT_TRUE(queue_.push_event(marker("n"), 2));
+  queue_.note_submitted();
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kItem);
+  ASSERT_NE(item.event, nullptr) << "an event due goes before a fetch";
+  gst_event_unref(item.event);
+  item = OutputItem{};
+  queue_.done(GST_FLOW_OK);
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  const int released = released_.load();
+  EXPECT_FALSE(queue_.take_pulled(frame(2), epoch + 1, &item));
+  EXPECT_EQ(released_.load(), released + 1);
+}
+
+// wait_empty() (a serialized query) waits for a fetch under way: its frame
+// is still to be pushed.
+TEST_F(OutputQueueTest, WaitEmptyWaitsForAFetchUnderWay) {
+  const uint64_t epoch = queue_.restart();
+  OutputItem item;
+  uint64_t ticket = 0;
+  queue_.note_submitted();
+  ASSERT_EQ(queue_.pop_or_pull(&item, &ticket), OutputQueue::Next::kPull);
+  auto empty = std::async(std::launch::async, [this] { return queue_.wait_empty(); });
+  EXPECT_EQ(empty.wait_for(100ms), std::future_status::timeout)
+      << "wait_empty() returned while a fetched frame was still to come";
+  ASSERT_TRUE(queue_.take_pulled(frame(0), epoch, &item));
+  EXPECT_EQ(empty.wait_for(100ms), std::future_status::timeout);
+  item = OutputItem{};
+  queue_.done(GST_FLOW_OK);
+  ASSERT_EQ(empty.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(empty.get());
 }
 
 TEST_F(OutputQueueTest, ClearReleasesEverythingAndStopsTheQueue) {

@@ -1,6 +1,7 @@
 // EngineConfig::pull: no worker thread; the consumer's thread fetches each
-// frame with deliver(), and drain() hands out on the producer's thread what
-// nobody fetches; and stop or flush while a deliver() waits or hands out.
+// frame with deliver(), which returns it, and drain() hands to on_frame on
+// the producer's thread what nobody fetches; and stop or flush while a
+// deliver() waits.
 #include <atomic>
 #include <functional>
 #include <future>
@@ -55,14 +56,15 @@ TEST_P(PullTest, TheConsumerThreadFetchesEveryFrameInOrder) {
     engine.start();
     std::atomic<bool> done{false};
     std::atomic<int> fetched{0};
-    std::thread::id fetcher_id;
     std::thread fetcher([&] {
-      fetcher_id = std::this_thread::get_id();
+      const EngineCallbacks checking = consumer.callbacks();
       while (!done.load()) {
-        if (engine.deliver() == Delivery::kFrame)
+        if (OutputFrame frame = engine.deliver()) {
           ++fetched;
-        else
+          checking.on_frame(std::move(frame));
+        } else {
           std::this_thread::sleep_for(50us);  // nothing in flight yet
+        }
       }
     });
     // Joined on every way out of this scope, a failed assertion's included.
@@ -88,9 +90,10 @@ TEST_P(PullTest, TheConsumerThreadFetchesEveryFrameInOrder) {
     EXPECT_EQ(consumer.order(), expected);
     EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
     EXPECT_EQ(fetched.load(), kFrames);
-    // Every frame came on the fetching thread: there is no worker.
-    for (const std::thread::id& id : noting.seen()) EXPECT_EQ(id, fetcher_id);
-    EXPECT_EQ(engine.deliver(), Delivery::kNothing);  // nothing in flight
+    // Every frame was returned to the fetching thread: there is no worker,
+    // and on_frame is not called.
+    EXPECT_TRUE(noting.seen().empty());
+    EXPECT_FALSE(engine.deliver());  // nothing in flight
     engine.stop();
   }
   EXPECT_EQ(users.live.load(), 0);
@@ -120,14 +123,14 @@ TEST_P(PullTest, DeliverGivesNothingWithoutPullOrBeforeStart) {
   {
     CheckingConsumer consumer("invert", test_layout());
     Engine pulled(device, pull_config(2), consumer.callbacks());
-    EXPECT_EQ(pulled.deliver(), Delivery::kNothing);  // not started
+    EXPECT_FALSE(pulled.deliver());  // not started
   }
   {
     CheckingConsumer consumer("invert", test_layout());
     Engine engine(device, make_config(2), consumer.callbacks());
     engine.start();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
-    EXPECT_EQ(engine.deliver(), Delivery::kNothing);  // the worker hands frames out
+    EXPECT_FALSE(engine.deliver());  // the worker hands frames out
     ASSERT_EQ(engine.drain(), Status::kOk);
     EXPECT_EQ(consumer.order(), std::vector<uint64_t>{0});
   }
@@ -145,11 +148,7 @@ class GatedPull {
     EngineConfig config = pull_config(2);
     config.operation = std::make_shared<GatedOperation>(gate_);
     EngineCallbacks callbacks;
-    callbacks.on_frame = [this](OutputFrame frame) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      out_.emplace_back(*static_cast<const uint64_t*>(frame.user().get()),
-                        std::this_thread::get_id());
-    };
+    callbacks.on_frame = [this](OutputFrame frame) { note(frame); };
     engine_ = std::make_unique<Engine>(make_cpu_device(CpuDeviceOptions{}), config, callbacks);
     engine_->start();
   }
@@ -162,6 +161,12 @@ class GatedPull {
   Engine& engine() { return *engine_; }
   void open() {
     if (!opened_.exchange(true)) open_.set_value();
+  }
+  // A frame handed out (to on_frame, or returned by deliver()).
+  void note(const OutputFrame& frame) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out_.emplace_back(*static_cast<const uint64_t*>(frame.user().get()),
+                      std::this_thread::get_id());
   }
   std::vector<std::pair<uint64_t, std::thread::id>> out() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -202,59 +207,44 @@ TEST(PullStopTest, StopWithADeliverWaitingForTheDeviceDropsItsFrame) {
     gated.open();
     ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
-    EXPECT_EQ(fetch.get(), Delivery::kNothing);  // dropped by stop()
+    EXPECT_FALSE(fetch.get());  // dropped by stop()
     EXPECT_TRUE(gated.out().empty());
-    EXPECT_EQ(engine.deliver(), Delivery::kNothing);
+    EXPECT_FALSE(engine.deliver());
   }
   EXPECT_EQ(users.live.load(), 0);
 }
 
-// stop() while a deliver() is handing a frame out (on_frame running on the
-// consumer's thread): stop() returns only after on_frame did, since what
-// deliver() uses (the callbacks, its polling state) goes with the engine.
-TEST(PullStopTest, StopWaitsForAFrameBeingHandedOut) {
-  std::promise<void> entered, leave;
-  std::shared_future<void> may_leave(leave.get_future());
+// A frame deliver() returned is the consumer's: stop() does not wait for
+// it, it stays intact while held, and releasing it after stop() frees its
+// slot's memory (the core outlives the engine while frames are held).
+TEST(PullStopTest, AFrameReturnedByDeliverOutlivesStop) {
   LiveCounter users;
+  const size_t buffers_before = cpu_live_buffers();
   {
     std::shared_ptr<Device> device = make_cpu_device(CpuDeviceOptions{});
-    std::atomic<bool> on_frame_done{false};
-    EngineCallbacks callbacks;
-    callbacks.on_frame = [&](OutputFrame) {
-      entered.set_value();
-      may_leave.wait();
-      on_frame_done = true;
-    };
-    Engine engine(device, pull_config(2), callbacks);
+    CheckingConsumer consumer("invert", test_layout());
+    Engine engine(device, pull_config(2), consumer.callbacks());
     engine.start();
     ASSERT_EQ(submit_frame(engine, 0, users), Status::kOk);
-    auto fetch = std::async(std::launch::async, [&] { return engine.deliver(); });
-    // on_frame may leave on any way out of here, a failed assertion's
-    // included: the end of `fetch` waits for it.
-    struct Leave {
-      std::promise<void>& promise;
-      bool set = false;
-      void now() {
-        if (!set) promise.set_value();
-        set = true;
-      }
-      ~Leave() { now(); }
-    } leaving{leave};
-    ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
+    OutputFrame frame;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!(frame = engine.deliver()) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(frame);
     auto stopping = std::async(std::launch::async, [&] { engine.stop(); });
-    EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout)
-        << "stop() returned while on_frame was still running";
-    leaving.now();
-    ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
-    EXPECT_TRUE(on_frame_done.load());
-    ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
-    EXPECT_EQ(fetch.get(), Delivery::kFrame);
+    ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready)
+        << "stop() waited for a frame the consumer holds";
+    consumer.callbacks().on_frame(std::move(frame));  // checks the bytes, releases
+    consumer.settle();
+    EXPECT_EQ(consumer.order(), std::vector<uint64_t>{0});
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
   }
   EXPECT_EQ(users.live.load(), 0);
+  EXPECT_EQ(cpu_live_buffers(), buffers_before);
 }
 
 // A deliver() while drain() is handing the front frame out on the producer
-// waits for it and returns kFrame, without handing out another: each frame
+// waits for it and returns no frame, without taking another: each frame
 // goes out once, in order.
 TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
   LiveCounter users;
@@ -279,7 +269,7 @@ TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
     ASSERT_EQ(draining.wait_for(10s), std::future_status::ready);
     EXPECT_EQ(draining.get(), Status::kOk);
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
-    EXPECT_EQ(fetch.get(), Delivery::kFrame);
+    EXPECT_FALSE(fetch.get());
     const auto out = gated.out();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].first, 0u);
@@ -289,7 +279,7 @@ TEST(PullStopTest, ADeliverWhileDrainHandsTheFrameOutWaitsForIt) {
 }
 
 // A flush while a deliver() waits for a frame: the frame is dropped,
-// deliver() returns kNothing, and after flush_stop() the next frames are
+// deliver() returns no frame, and after flush_stop() the next frames are
 // fetched as before.
 TEST(PullStopTest, AFlushDropsTheFrameADeliverWaitsForAndTheStreamGoesOn) {
   LiveCounter users;
@@ -303,13 +293,15 @@ TEST(PullStopTest, AFlushDropsTheFrameADeliverWaitsForAndTheStreamGoesOn) {
     engine.flush_start();
     gated.open();  // frame 0 finishes on the device, under the flush
     ASSERT_EQ(fetch.wait_for(10s), std::future_status::ready);
-    EXPECT_EQ(fetch.get(), Delivery::kNothing);
+    EXPECT_FALSE(fetch.get());
     engine.flush_stop();
     for (uint64_t i = 1; i <= 2; ++i) {
       ASSERT_EQ(submit_frame(engine, i, users), Status::kOk);
-      EXPECT_EQ(engine.deliver(), Delivery::kFrame);
+      OutputFrame frame = engine.deliver();
+      ASSERT_TRUE(frame);
+      gated.note(frame);
     }
-    EXPECT_EQ(engine.deliver(), Delivery::kNothing);
+    EXPECT_FALSE(engine.deliver());
     const auto out = gated.out();
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].first, 1u);
