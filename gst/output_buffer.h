@@ -36,7 +36,7 @@ namespace cudaoverlap {
 // What travels with a frame through the engine (InputFrame::user): the
 // input buffer, whose timestamps, flags and metas go onto the output, and
 // how to wrap the output.
-struct FrameInfo {
+struct FrameInfo final : FrameUser {
   explicit FrameInfo(GstBuffer* buffer) : input(buffer) {}
   ~FrameInfo() {
     if (input) gst_buffer_unref(input);

@@ -232,7 +232,7 @@ void Session::take_replacement_kernel() {
 // Engine callbacks (worker thread; nothing may escape into it)
 
 uint64_t Session::frame_epoch(const OutputFrame& frame) {
-  const auto* info = static_cast<const FrameInfo*>(frame.user().get());
+  const FrameInfo* info = frame.user_as<FrameInfo>();
   return info != nullptr ? info->epoch : UINT64_MAX;
 }
 
@@ -589,7 +589,8 @@ void Session::push_next() {
       const FrameTiming timing = item.frame.timing();
       const int device = item.frame.device();
       const std::shared_ptr<FrameInfo> info =
-          std::static_pointer_cast<FrameInfo>(item.frame.user());
+          std::dynamic_pointer_cast<FrameInfo>(item.frame.user());
+      if (!info) throw Error("a frame came back without its input buffer");
       bool copied = false;
       GstBuffer* buffer = outputs_.make(std::move(item.frame), *info->format, info->input, &copied);
       // Upstream's buffer is not held while downstream holds ours.

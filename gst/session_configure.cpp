@@ -122,9 +122,9 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     }
     MultiEngineCallbacks callbacks;
     callbacks.on_frame = [this](OutputFrame frame) { on_frame(std::move(frame)); };
-    callbacks.on_lost = [this](const std::shared_ptr<void>& user) {
+    callbacks.on_lost = [this](const std::shared_ptr<FrameUser>& user) {
       // Its place in the order still counts for the events behind it.
-      const auto* info = static_cast<const FrameInfo*>(user.get());
+      const auto* info = dynamic_cast<const FrameInfo*>(user.get());
       queue_.push_lost(info != nullptr ? info->epoch : UINT64_MAX);
       instruments_.lost();
     };

@@ -128,7 +128,7 @@ void EngineCore::release(int slot) noexcept {
 // OutputFrame
 
 OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence,
-                         ImageRef image, std::shared_ptr<void> user)
+                         ImageRef image, std::shared_ptr<FrameUser> user)
     : core_(std::move(core)),
       slot_(slot),
       sequence_(sequence),
@@ -136,7 +136,7 @@ OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t se
       user_(std::move(user)) {}
 
 OutputFrame::OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence,
-                         ImageRef image, std::shared_ptr<void> user, const FrameTiming& timing)
+                         ImageRef image, std::shared_ptr<FrameUser> user, const FrameTiming& timing)
     : OutputFrame(std::move(core), slot, sequence, image, std::move(user)) {
   timing_ = timing;
 }

@@ -200,6 +200,15 @@ constexpr int kMinLiveBands = 4;
 constexpr int kMaxLiveBands = 8;
 int live_bands(const FrameLayout& input, const FrameLayout& output);
 
+// What the caller hands in with a frame and gets back with it, unchanged
+// (timestamps, metas, its own numbering): a class of the caller's that
+// derives from FrameUser. It goes when the engine and the consumer have let
+// go of the frame (released, or dropped by a flush or stop).
+class FrameUser {
+ public:
+  virtual ~FrameUser() = default;
+};
+
 // A frame to submit: host planes in any layout of config.input's format and
 // size.
 struct InputFrame {
@@ -209,9 +218,9 @@ struct InputFrame {
   // staging copy, and `keep_alive` is held until that upload has completed.
   bool pinned = false;
   std::shared_ptr<void> keep_alive;
-  // Handed back unchanged with the output frame (timestamps, metas, …);
-  // dropped without delivery by flush or stop.
-  std::shared_ptr<void> user;
+  // Handed back unchanged with the output frame; dropped without delivery
+  // by flush or stop.
+  std::shared_ptr<FrameUser> user;
   // With `pinned`: an identity of the memory `image` lies in, other for
   // every allocation or page-locking of memory over the process's life
   // (an address comes back when memory is freed and made again; its pages
@@ -248,9 +257,9 @@ class OutputFrame {
  public:
   OutputFrame() = default;
   OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence, ImageRef image,
-              std::shared_ptr<void> user);
+              std::shared_ptr<FrameUser> user);
   OutputFrame(std::shared_ptr<EngineCore> core, int slot, uint64_t sequence, ImageRef image,
-              std::shared_ptr<void> user, const FrameTiming& timing);
+              std::shared_ptr<FrameUser> user, const FrameTiming& timing);
   OutputFrame(OutputFrame&& other) noexcept;
   OutputFrame& operator=(OutputFrame&& other) noexcept;
   OutputFrame(const OutputFrame&) = delete;
@@ -264,7 +273,12 @@ class OutputFrame {
   int device() const { return device_; }
   int slot() const { return slot_; }
   const ImageRef& image() const { return image_; }  // laid out as config.output
-  const std::shared_ptr<void>& user() const { return user_; }
+  const std::shared_ptr<FrameUser>& user() const { return user_; }
+  // user() as the caller's own class; null when it is none or another.
+  template <class T>
+  T* user_as() const {
+    return dynamic_cast<T*>(user_.get());
+  }
   // Where this frame's time went; kept after release().
   const FrameTiming& timing() const { return timing_; }
   void release() noexcept;
@@ -276,7 +290,7 @@ class OutputFrame {
   uint64_t sequence_ = 0;
   int device_ = 0;
   ImageRef image_;
-  std::shared_ptr<void> user_;
+  std::shared_ptr<FrameUser> user_;
   FrameTiming timing_;
 };
 

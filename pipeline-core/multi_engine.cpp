@@ -294,7 +294,7 @@ void MultiEngine::deliver_ready(int by) {
     while (!flushing_ && failure.empty()) {
       const auto lost = skipped_.find(next_out_);
       if (lost != skipped_.end()) {
-        std::shared_ptr<void> user = std::move(lost->second);
+        std::shared_ptr<FrameUser> user = std::move(lost->second);
         skipped_.erase(lost);
         ++next_out_;
         lock.unlock();  // the user's deleter may call into the host app
@@ -476,7 +476,7 @@ void MultiEngine::flush_start() {
 void MultiEngine::reset_order() {
   // Released after the lock: users' deleters may call into the host app.
   std::map<uint64_t, OutputFrame> dropped;
-  std::map<uint64_t, std::shared_ptr<void>> lost;
+  std::map<uint64_t, std::shared_ptr<FrameUser>> lost;
   std::vector<Queued> queued;
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [&] { return !delivering_; });

@@ -68,7 +68,7 @@ struct MultiEngineCallbacks {
   std::function<void(int device, const std::string& message)> on_warning;
   // A frame lost with a failed device, at the place in the order where it
   // would have been handed out; `user` is its InputFrame::user.
-  std::function<void(const std::shared_ptr<void>& user)> on_lost;
+  std::function<void(const std::shared_ptr<FrameUser>& user)> on_lost;
   // The stream cannot go on: no device is left, the operation itself
   // failed, or the consumer threw. Called once.
   std::function<void(const std::string& message)> on_error;
@@ -150,7 +150,7 @@ class MultiEngine {
   struct Queued {
     uint64_t sequence;
     int64_t submitted_ns;
-    std::shared_ptr<void> user;  // for on_lost
+    std::shared_ptr<FrameUser> user;  // for on_lost
   };
   struct Lane {
     std::shared_ptr<Device> device;
@@ -204,13 +204,13 @@ class MultiEngine {
   // Guards the lanes' state, the order below, error_ and the flags. No
   // callback and no engine call that waits is made under it.
   mutable std::mutex mutex_;
-  std::condition_variable idle_;                       // delivering_ fell (drain, flush_stop, stop)
-  uint64_t next_sequence_ = 0;                         // the next frame submitted gets this
-  uint64_t next_out_ = 0;                              // the next frame handed out has this
-  std::map<uint64_t, OutputFrame> ready_;              // done, waiting for its turn
-  std::map<uint64_t, std::shared_ptr<void>> skipped_;  // lost with their device: their users
-  bool delivering_ = false;                            // a thread is in deliver_ready's loop
-  bool flushing_ = false;                              // between flush_start and flush_stop
+  std::condition_variable idle_;           // delivering_ fell (drain, flush_stop, stop)
+  uint64_t next_sequence_ = 0;             // the next frame submitted gets this
+  uint64_t next_out_ = 0;                  // the next frame handed out has this
+  std::map<uint64_t, OutputFrame> ready_;  // done, waiting for its turn
+  std::map<uint64_t, std::shared_ptr<FrameUser>> skipped_;  // lost with their device: their users
+  bool delivering_ = false;                                 // a thread is in deliver_ready's loop
+  bool flushing_ = false;                                   // between flush_start and flush_stop
   int submitting_lane_ = -1;          // submit() is in this lane's Engine::submit …
   uint64_t submitting_sequence_ = 0;  // … with this frame
   std::string error_;                 // the error state: why the stream cannot go on

@@ -3,8 +3,8 @@
 //
 // One thread copying into pinned memory reaches ~10 GB/s
 // (docs/architecture.md, "The engine"), well below the bus; several threads
-// each copying a contiguous band of rows come close to the memory bandwidth. The workers are created once and sleep
-// between frames; the calling thread copies one band itself, so a pool of N
+// each copying a contiguous band of rows come close to the memory bandwidth. The workers are
+// created once and sleep between frames; the calling thread copies one band itself, so a pool of N
 // threads has N-1 workers. Nothing is allocated and no thread is created
 // per copy. Frames too small to be worth waking anyone are copied by the
 // calling thread alone.

@@ -120,11 +120,10 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
         const size_t r0 = plane_rows(out.format, p, rows[k]);
         const size_t r1 = plane_rows(out.format, p, rows[k + 1]);
         const size_t from = r0 - plane_rows(out.format, p, read.first);
-        compute.copy_2d(device_out.planes[p].data + r0 * device_out.planes[p].stride,
-                        device_out.planes[p].stride,
-                        scratch.planes[p].data + from * scratch.planes[p].stride,
-                        scratch.planes[p].stride, out.row_bytes(p), r1 - r0,
-                        CopyKind::kDeviceToDevice);
+        compute.copy_2d(
+            device_out.planes[p].data + r0 * device_out.planes[p].stride,
+            device_out.planes[p].stride, scratch.planes[p].data + from * scratch.planes[p].stride,
+            scratch.planes[p].stride, out.row_bytes(p), r1 - r0, CopyKind::kDeviceToDevice);
       }
     }
     compute.record(*events.computed[k]);
@@ -142,8 +141,7 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
       down.copy_2d(destination.planes[p].data + r0 * destination.planes[p].stride,
                    destination.planes[p].stride,
                    device_out.planes[p].data + r0 * device_out.planes[p].stride,
-                   device_out.planes[p].stride, out.row_bytes(p), r1 - r0,
-                   CopyKind::kDeviceToHost);
+                   device_out.planes[p].stride, out.row_bytes(p), r1 - r0, CopyKind::kDeviceToHost);
     }
   };
   // `next`: the first band whose kernel is not enqueued yet; `needed`: the

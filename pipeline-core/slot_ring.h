@@ -25,7 +25,7 @@ struct Slot {
   // Guarded by EngineCore::mutex_.
   uint64_t sequence = 0;
   std::shared_ptr<void> keep_alive;  // the zero-copy input, until uploaded
-  std::shared_ptr<void> user;
+  std::shared_ptr<FrameUser> user;
   // The operation the frame's kernel runs: held until the slot is taken
   // again, long after that kernel finished, so one replaced while frames
   // are in flight (Engine::replace_operation) outlives its launches.

@@ -20,6 +20,15 @@
 
 namespace cudaoverlap::bench {
 
+// Which of the bench's input buffers a frame came from (InputFrame::user).
+struct InputIndex : FrameUser {
+  explicit InputIndex(int i) : input(i) {}
+  const int input;
+};
+
+// The input buffer of `frame` (InputIndex).
+inline int input_of(const OutputFrame& frame) { return frame.user_as<InputIndex>()->input; }
+
 struct Options {
   std::string backend = "auto";
   int frames = 600;
@@ -127,7 +136,7 @@ class InputPool {
     } else {
       free_.push_back(i);
     }
-    in.user = std::make_shared<int>(i);
+    in.user = std::make_shared<InputIndex>(i);
     return in;
   }
   const uint8_t* data(int i) const {

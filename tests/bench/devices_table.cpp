@@ -112,9 +112,10 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
 
   // What a frame carries through the engine: its input buffer and the
   // number it was submitted as, which must come back as its sequence.
-  struct Tag {
-    int input;
-    uint64_t submitted;
+  struct Tag final : FrameUser {
+    Tag(int i, uint64_t at) : input(i), submitted(at) {}
+    const int input;
+    const uint64_t submitted;
   };
   std::mutex mutex;
   MultiResult result;
@@ -130,7 +131,7 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
   callbacks.on_frame = [&](OutputFrame frame) {
     const int64_t now = host_now_ns();  // before the check below
     const uint64_t sequence = frame.sequence();
-    const Tag& tag = *static_cast<const Tag*>(frame.user().get());
+    const Tag& tag = *frame.user_as<Tag>();
     const uint8_t* out = frame.image().planes[0].data;
     const uint8_t* in = pool.data(tag.input);
     bool same = true;
@@ -188,8 +189,8 @@ MultiResult run_multi(const std::vector<ListedDevice>& devices, const Options& o
       const int64_t t0 = host_now_ns();
       InputFrame in = pool.take();
       const int64_t t1 = host_now_ns();
-      const int input = *static_cast<const int*>(in.user.get());
-      in.user = std::make_shared<Tag>(Tag{input, submitted});
+      const int input = static_cast<const InputIndex&>(*in.user).input;
+      in.user = std::make_shared<Tag>(input, submitted);
       if (engine.submit(std::move(in)) != Status::kOk)
         throw Error("a frame could not be submitted: " + engine.error());
       take_ns += t1 - t0;

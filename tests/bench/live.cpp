@@ -42,7 +42,7 @@ LiveResult live_engine(const std::shared_ptr<Device>& device, const Options& opt
   callbacks.on_frame = [&](OutputFrame frame) {
     bool same = true;
     if (frame.sequence() % 50 == 0) {
-      const int input = *static_cast<const int*>(frame.user().get());
+      const int input = input_of(frame);
       same = std::memcmp(frame.image().planes[0].data, pool.data(input), layout.size) == 0;
     }
     std::lock_guard<std::mutex> lock(mutex);

@@ -64,7 +64,7 @@ Result run_plain_loop(const std::shared_ptr<Device>& device, const Options& opt,
     if (!slot.busy) return;
     slot.downloaded->synchronize();
     if (checked_frame(slot.sequence, opt.warmup, opt.frames)) {
-      const int input = *static_cast<const int*>(slot.input.user.get());
+      const int input = static_cast<const InputIndex&>(*slot.input.user).input;
       ok = ok && std::memcmp(slot.pinned_out->data(), pool.data(input), layout.size) == 0;
     }
     slot.input = InputFrame{};

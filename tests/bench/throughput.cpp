@@ -52,7 +52,7 @@ Result run_case(const std::shared_ptr<Device>& device, const Options& opt, const
     // All kernels here copy.
     bool ok = true;
     if (checked_frame(frame.sequence(), opt.warmup, opt.frames)) {
-      const int input = *static_cast<const int*>(frame.user().get());
+      const int input = input_of(frame);
       ok = std::memcmp(frame.image().planes[0].data, pool.data(input), layout.size) == 0;
     }
     const double staged = frame.timing().staging.ms();

@@ -25,13 +25,15 @@ class OutputQueueTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { gst_init(nullptr, nullptr); }
 
+  // Counts its own end.
+  struct Counted final : FrameUser {
+    explicit Counted(std::atomic<int>* gone) : gone_(gone) {}
+    ~Counted() override { ++*gone_; }
+    std::atomic<int>* gone_;
+  };
   // A frame numbered `sequence` whose destruction is counted in released_.
   OutputFrame frame(uint64_t sequence) {
-    std::shared_ptr<void> user(new int(0), [this](void* p) {
-      delete static_cast<int*>(p);
-      ++released_;
-    });
-    return OutputFrame(nullptr, 0, sequence, ImageRef{}, std::move(user));
+    return OutputFrame(nullptr, 0, sequence, ImageRef{}, std::make_shared<Counted>(&released_));
   }
 
   static GstEvent* marker(const char* name) {

@@ -156,6 +156,36 @@ struct HostFrame {
   ImageRef image;
 };
 
+// A frame's own number, handed in with it (InputFrame::user); counted in
+// `live` while it exists, where given.
+struct Numbered final : FrameUser {
+  explicit Numbered(uint64_t number, std::atomic<int>* counter = nullptr)
+      : id(number), live(counter) {
+    if (live) ++*live;
+  }
+  ~Numbered() override {
+    if (live) --*live;
+  }
+  const uint64_t id;
+  std::atomic<int>* const live;
+};
+
+inline std::shared_ptr<FrameUser> numbered(uint64_t id) { return std::make_shared<Numbered>(id); }
+
+// The number a frame was handed in with; ~0 for none.
+inline uint64_t frame_id(const OutputFrame& frame) {
+  const Numbered* n = frame.user_as<Numbered>();
+  return n ? n->id : ~uint64_t{0};
+}
+
+// Counts live `user` objects so tests can check nothing is leaked.
+struct LiveCounter {
+  std::atomic<int> live{0};
+  std::shared_ptr<FrameUser> make(uint64_t value) {
+    return std::make_shared<Numbered>(value, &live);
+  }
+};
+
 // Receives frames on the engine's worker thread, checks each one, and
 // releases it from its own thread after holding it for a random time (so
 // the release barrier is exercised). Records sequences and any mismatch.
@@ -193,7 +223,7 @@ class CheckingConsumer {
   }
 
   void take(OutputFrame frame) {
-    const uint64_t expected = *static_cast<const uint64_t*>(frame.user().get());
+    const uint64_t expected = frame_id(frame);
     std::string problem;
     if (frame.sequence() != expected)
       problem = "frame " + std::to_string(expected) + " arrived with sequence " +
@@ -283,18 +313,6 @@ class CheckingConsumer {
   bool stopping_ = false;                // guarded by mutex_
   bool releasing_ = false;               // guarded by mutex_
   std::thread releaser_;
-};
-
-// Counts live `user` objects so tests can check nothing is leaked.
-struct LiveCounter {
-  std::atomic<int> live{0};
-  std::shared_ptr<void> make(uint64_t value) {
-    ++live;
-    return std::shared_ptr<void>(new uint64_t(value), [this](void* p) {
-      delete static_cast<uint64_t*>(p);
-      --live;
-    });
-  }
 };
 
 // A pool of pinned input frames the producer writes into and gets back

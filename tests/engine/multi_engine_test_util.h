@@ -257,7 +257,7 @@ class MultiConsumer {
       std::lock_guard<std::mutex> lock(mutex_);
       note_locked("on_frame entered while another call was running");
     }
-    const uint64_t id = frame.user() ? *static_cast<const uint64_t*>(frame.user().get()) : ~0ull;
+    const uint64_t id = frame_id(frame);
     std::string problem;
     if (id == ~0ull)
       problem = "a frame (sequence " + std::to_string(frame.sequence()) + ") without its user";

@@ -137,7 +137,7 @@ TEST(MultiEngineCudaTest, EveryCudaDeviceTakesPartInTenThousandIntactFramesInOrd
   int64_t last_sequence = -1;
   MultiEngineCallbacks cb;
   cb.on_frame = [&](OutputFrame f) {
-    const uint64_t id = *static_cast<const uint64_t*>(f.user().get());
+    const uint64_t id = frame_id(f);
     std::string problem = frames.check(id, f.image());
     f.release();
     std::lock_guard<std::mutex> lock(mutex);

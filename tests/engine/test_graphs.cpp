@@ -65,7 +65,7 @@ class Inputs {
   }
   InputFrame make(uint64_t sequence) {
     InputFrame in;
-    in.user = std::make_shared<uint64_t>(sequence);
+    in.user = numbered(sequence);
     if (!pool_) {
       auto host = std::make_shared<HostFrame>(layout_, sequence);
       in.image = host->image;
@@ -296,7 +296,7 @@ TEST(Graphs, PinnedInputIsKnownByItsMemoryNotItsAddress) {
     in.pinned = true;
     in.memory_id = id;
     in.keep_alive = pool.lease(b);
-    in.user = std::make_shared<uint64_t>(sequence);
+    in.user = numbered(sequence);
     ASSERT_EQ(engine.submit(std::move(in)), Status::kOk);
     ASSERT_TRUE(outputs.wait_for(++sequence));
   }

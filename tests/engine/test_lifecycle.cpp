@@ -99,7 +99,7 @@ TEST_P(LifecycleTest, FlushStartUnblocksAWaitingSubmitAndFlushStopResumes) {
       std::lock_guard<std::mutex> lock(mutex);
       ASSERT_EQ(held.size(), 2u);
       for (int i = 0; i < 2; ++i) {
-        EXPECT_EQ(*static_cast<const uint64_t*>(held[i].user().get()), 10u + i);
+        EXPECT_EQ(frame_id(held[i]), 10u + i);
         EXPECT_EQ(check_frame("invert", test_layout(), held[i].image(), 10 + i), "");
       }
       held.clear();
@@ -377,8 +377,7 @@ TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
     for (const ParamSpec& spec : entry.params) {
       KernelParams params;
       params.set(spec.name, another_value(spec));
-      EXPECT_TRUE(make_operation(entry.name)->same_as(*make_operation(entry.name)))
-          << entry.name;
+      EXPECT_TRUE(make_operation(entry.name)->same_as(*make_operation(entry.name))) << entry.name;
       EXPECT_FALSE(make_operation(entry.name)->same_as(*make_operation(entry.name, params)))
           << entry.name << " " << spec.name;
       ++declared;

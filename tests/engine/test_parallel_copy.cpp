@@ -182,7 +182,7 @@ struct ReferenceConsumer {
   EngineCallbacks callbacks() {
     EngineCallbacks cb;
     cb.on_frame = [this](OutputFrame frame) {
-      const uint64_t id = *static_cast<const uint64_t*>(frame.user().get());
+      const uint64_t id = frame_id(frame);
       const uint64_t sequence = frame.sequence();
       const std::vector<uint8_t>& want = references[id % references.size()];
       // Row by row: the padding at the end of each output row is not the
@@ -258,7 +258,7 @@ TEST_P(StagingThreadsTest, PageableFramesComeOutAsTheyWentIn) {
       std::copy(pattern.begin(), pattern.end(), pageable.bytes.begin());
       InputFrame in;
       in.image = pageable.image;
-      in.user = std::make_shared<uint64_t>(i);
+      in.user = numbered(i);
       ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
       // Staging must have copied every band before submit() returned.
       std::fill(pageable.bytes.begin(), pageable.bytes.end(), uint8_t{0xA5});

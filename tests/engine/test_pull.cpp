@@ -165,8 +165,7 @@ class GatedPull {
   // A frame handed out (to on_frame, or returned by deliver()).
   void note(const OutputFrame& frame) {
     std::lock_guard<std::mutex> lock(mutex_);
-    out_.emplace_back(*static_cast<const uint64_t*>(frame.user().get()),
-                      std::this_thread::get_id());
+    out_.emplace_back(frame_id(frame), std::this_thread::get_id());
   }
   std::vector<std::pair<uint64_t, std::thread::id>> out() {
     std::lock_guard<std::mutex> lock(mutex_);

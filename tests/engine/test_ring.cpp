@@ -53,7 +53,7 @@ Status submit_pattern(Engine& engine, uint64_t frame, LiveCounter* counter = nul
   HostFrame host(engine.config().input, frame);
   InputFrame in;
   in.image = host.image;
-  in.user = counter ? counter->make(frame) : std::make_shared<uint64_t>(frame);
+  in.user = counter ? counter->make(frame) : numbered(frame);
   return engine.submit(std::move(in));
 }
 
@@ -90,7 +90,7 @@ TEST_P(RingTest, SlotsWrapAroundInOrderAndFramesKeepTheirOrder) {
     ASSERT_TRUE(holder.wait_for(1));
     OutputFrame frame = holder.pop();
     EXPECT_EQ(frame.sequence(), static_cast<uint64_t>(i));
-    EXPECT_EQ(*static_cast<const uint64_t*>(frame.user().get()), static_cast<uint64_t>(i));
+    EXPECT_EQ(frame_id(frame), static_cast<uint64_t>(i));
     // Released in order, slots come back in order: 0 1 2 0 1 2 …
     EXPECT_EQ(frame.slot(), i % kRing);
     EXPECT_EQ(check_frame("copy", engine.config().output, frame.image(), i), "");
