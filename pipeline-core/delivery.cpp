@@ -1,19 +1,23 @@
+// EngineCore's deliverers: the worker, fetch() and drain() (see
+// engine_core.h and delivery.h).
 #include "delivery.h"
 
 #include <exception>
 #include <string>
 #include <utility>
 
+#include "engine_core.h"
 #include "kernels/error.h"
 
 namespace cudaoverlap {
 
-bool polls(const EngineCore& c) {
-  return c.config_.host_wait == HostWait::kPoll && c.device_->cuda_device() >= 0;
+bool EngineCore::polls() const {
+  return config_.host_wait == HostWait::kPoll && device_->cuda_device() >= 0;
 }
 
-TakenFrame take_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
-                      PollingWait& polling, std::unique_lock<std::mutex>& lock) {
+TakenFrame EngineCore::take_front(const std::shared_ptr<EngineCore>& core,
+                                  const EngineCallbacks& callbacks, PollingWait& polling,
+                                  std::unique_lock<std::mutex>& lock) {
   EngineCore& c = *core;
   const int index = c.in_flight_.front();
   Slot& slot = c.slots_[index];
@@ -28,7 +32,7 @@ TakenFrame take_front(const std::shared_ptr<EngineCore>& core, const EngineCallb
   timing.worker_wait.start_ns = host_now_ns();
   bool done_before = false;  // complete when the wait began: when, the event says
   try {
-    if (polls(c)) {
+    if (c.polls()) {
       done_before = polling.wait(*slot.events.downloaded, timing.enqueued_ns);
     } else {
       done_before = slot.events.downloaded->query();
@@ -92,8 +96,9 @@ TakenFrame take_front(const std::shared_ptr<EngineCore>& core, const EngineCallb
   return taken;
 }
 
-void handed_out(EngineCore& c, const EngineCallbacks& callbacks,
-                const std::string& consumer_failure, std::unique_lock<std::mutex>& lock) {
+void EngineCore::handed_out(const EngineCallbacks& callbacks, const std::string& consumer_failure,
+                            std::unique_lock<std::mutex>& lock) {
+  EngineCore& c = *this;
   c.worker_busy_ = false;
   const bool first = !consumer_failure.empty() && c.error_.empty();
   if (first) c.error_ = consumer_failure;
@@ -109,8 +114,9 @@ void handed_out(EngineCore& c, const EngineCallbacks& callbacks,
   }
 }
 
-bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
-                   PollingWait& polling, std::unique_lock<std::mutex>& lock) {
+bool EngineCore::deliver_front(const std::shared_ptr<EngineCore>& core,
+                               const EngineCallbacks& callbacks, PollingWait& polling,
+                               std::unique_lock<std::mutex>& lock) {
   TakenFrame taken = take_front(core, callbacks, polling, lock);
   if (!taken.frame) return false;
   OutputFrame frame = std::move(taken.frame);
@@ -128,11 +134,57 @@ bool deliver_front(const std::shared_ptr<EngineCore>& core, const EngineCallback
   }
   frame.release();  // a consumer that did not take the frame frees it here
   lock.lock();
-  handed_out(*core, callbacks, consumer_failure, lock);
+  core->handed_out(callbacks, consumer_failure, lock);
   return true;
 }
 
-bool make_current_for_delivery(EngineCore& c, const EngineCallbacks& callbacks) {
+OutputFrame EngineCore::fetch(const std::shared_ptr<EngineCore>& core,
+                              const EngineCallbacks& callbacks, PollingWait& polling) {
+  EngineCore& c = *core;
+  std::unique_lock<std::mutex> lock(c.mutex_);
+  if (c.worker_busy_) {
+    // drain() is handing the next frame out (to on_frame): wait for it, so
+    // that whatever comes after this call comes after that frame.
+    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
+    return OutputFrame();
+  }
+  if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty()) return OutputFrame();
+  TakenFrame taken = take_front(core, callbacks, polling, lock);
+  if (!taken.frame) return OutputFrame();
+  c.handed_out(callbacks, std::string(), lock);
+  lock.unlock();
+  taken.keep_alive.reset();  // its upload is long done; the producer may reuse it
+  return std::move(taken.frame);
+}
+
+Status EngineCore::drain(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks,
+                         PollingWait& polling) {
+  EngineCore& c = *core;
+  if (c.config_.pull) {
+    // Hands out, on this thread, whatever no fetch() is taking.
+    if (!c.make_current_for_delivery(callbacks)) return Status::kError;
+    std::unique_lock<std::mutex> lock(c.mutex_);
+    for (;;) {
+      c.idle_.wait(
+          lock, [&] { return !c.worker_busy_ || c.flushing_ || c.stopping_ || !c.error_.empty(); });
+      if (!c.error_.empty()) return Status::kError;
+      if (c.flushing_ || c.stopping_) return Status::kFlushing;
+      if (c.in_flight_.empty()) return Status::kOk;
+      deliver_front(core, callbacks, polling, lock);
+    }
+  }
+  std::unique_lock<std::mutex> lock(c.mutex_);
+  c.idle_.wait(lock, [&] {
+    return (c.in_flight_.empty() && !c.worker_busy_) || c.flushing_ || c.stopping_ ||
+           !c.error_.empty();
+  });
+  if (!c.error_.empty()) return Status::kError;
+  if (c.flushing_ || c.stopping_) return Status::kFlushing;
+  return Status::kOk;
+}
+
+bool EngineCore::make_current_for_delivery(const EngineCallbacks& callbacks) {
+  EngineCore& c = *this;
   try {
     c.device_->make_current();
     return true;
@@ -149,7 +201,8 @@ bool make_current_for_delivery(EngineCore& c, const EngineCallbacks& callbacks) 
   }
 }
 
-void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& callbacks) {
+void EngineCore::run_worker(const std::shared_ptr<EngineCore>& core,
+                            const EngineCallbacks& callbacks) {
   EngineCore& c = *core;
   try {
     c.device_->make_current();
@@ -162,7 +215,7 @@ void run_worker(const std::shared_ptr<EngineCore>& core, const EngineCallbacks& 
   // thread that started the engine, e.g. upstream's streaming thread).
   prctl(PR_SET_NAME, "co-worker", 0UL, 0UL, 0UL);
 #endif
-  TimerSlack(polls(c)).keep();
+  TimerSlack(c.polls()).keep();
   PollingWait polling;
   std::unique_lock<std::mutex> lock(c.mutex_);
   for (;;) {

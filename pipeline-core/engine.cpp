@@ -38,12 +38,6 @@ constexpr int kMaxTimingInterval = 1024;
 constexpr int kMaxBands = 16;
 static_assert(kMaxPlanes <= ParallelCopy::kMaxPlanes, "the staging copy takes every plane");
 
-std::string megabytes(size_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-  return text;
-}
-
 // An image with format and size but no memory, for checks of geometry.
 ImageRef geometry_only(const FrameLayout& layout) {
   ImageRef image;
@@ -54,75 +48,6 @@ ImageRef geometry_only(const FrameLayout& layout) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// EngineCore
-
-EngineCore::EngineCore(std::shared_ptr<Device> device, const EngineConfig& config)
-    : device_(std::move(device)),
-      config_(config),
-      graphs_(config.ring_size, config.input.n_planes()) {}
-
-EngineCore::~EngineCore() {
-  synchronize_streams();
-  graphs_.clear();
-  streams_.clear();
-}
-
-void EngineCore::synchronize_streams() noexcept {
-  for (auto& stream : streams_) {
-    try {
-      stream->synchronize();
-    } catch (const Error&) {
-      // Reported through the error state already, or nobody is listening.
-    }
-  }
-}
-
-void EngineCore::allocate() {
-  layouts_ = slot_layouts(config_);
-  const Operation& op = *config_.operation;
-  BandPlan plan = plan_bands(config_.input, config_.output, op, config_.bands,
-                             config_.mode == Mode::kOverlapped, kDeviceAlign);
-  const int bands = plan.bands();
-  const size_t scratch_bytes = plan.by_view() ? plan.scratch_layout.size : 0;
-  slots_ = allocate_slots(*device_, config_, layouts_, bands, scratch_bytes, &scratch_);
-  const int n_streams = config_.mode == Mode::kSerial ? 1 : 3;
-  for (int s = 0; s < n_streams; ++s) streams_.push_back(device_->create_stream());
-  PassStreams streams;
-  streams.upload = streams_.front().get();
-  streams.compute = streams_[n_streams == 1 ? 0 : 1].get();
-  streams.download = streams_.back().get();
-  Workspace workspace;
-  if (op.workspace_bytes() > 0) {
-    try {
-      workspace_ = device_->alloc_device(op.workspace_bytes());
-    } catch (const Error& e) {
-      throw Error(std::string("kernel '") + op.name() + "' needs " +
-                  megabytes(op.workspace_bytes()) + " of device memory for its tables on " +
-                  device_->describe() + "; allocating it failed (" + e.what() + ")");
-    }
-    workspace = Workspace{workspace_->data(), workspace_->size()};
-  }
-  pass_ = SlotPass(streams, config_.input, config_.output, std::move(plan), workspace,
-                   scratch_ ? scratch_->data() : nullptr);
-  // Ordered before every frame's kernel by the compute stream itself; and
-  // done before start() returns, for a graph (EngineConfig::graphs) joins
-  // the compute stream but for its own events and is ordered by none of
-  // its earlier work.
-  streams.compute->prepare(op, workspace);
-  streams.compute->synchronize();
-  for (int i = 0; i < config_.ring_size; ++i) free_.push_back(i);
-}
-
-void EngineCore::release(int slot) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(slot);
-  }
-  slot_freed_.notify_all();
-  if (on_slot_freed_) on_slot_freed_();
-}
 
 // ---------------------------------------------------------------------------
 // OutputFrame
@@ -251,7 +176,7 @@ void Engine::start() {
     std::lock_guard<std::mutex> lock(threads_->pull_mutex);
     threads_->pull_core = core_;
   } else {
-    threads_->worker = std::thread(run_worker, core_, std::cref(threads_->callbacks));
+    threads_->worker = std::thread(EngineCore::run_worker, core_, std::cref(threads_->callbacks));
   }
 }
 
@@ -265,46 +190,6 @@ uint64_t Engine::graph_frames() const { return core_ ? core_->graphs_.frames() :
 uint64_t Engine::graph_captures() const { return core_ ? core_->graphs_.captures() : 0; }
 
 namespace {
-
-// submit()'s wait for a free slot, and the slot taken for `frame`: its
-// references and `operation` (the current one) noted under the lock, and whether the frame
-// runs alone (EngineConfig::graphs_idle). kOk with `*index` and
-// `*sequence` set, or why not.
-Status take_slot(EngineCore& c, EngineThreads& t, InputFrame& frame,
-                 const std::shared_ptr<const Operation>& operation, FrameTiming* timing, int* index,
-                 uint64_t* sequence, bool* alone) {
-  // The slot's previous operation may be a replaced one's last reference:
-  // it goes after the lock (unloading its program may wait on the device).
-  std::shared_ptr<const Operation> replaced;
-  std::unique_lock<std::mutex> lock(c.mutex_);
-  // Backpressure: wait for the consumer to release a slot.
-  c.slot_freed_.wait(
-      lock, [&] { return !c.free_.empty() || c.flushing_ || c.stopping_ || !c.error_.empty(); });
-  timing->wait_slot.end_ns = host_now_ns();
-  if (c.flushing_ || c.stopping_) return Status::kFlushing;
-  if (!c.error_.empty()) return Status::kError;
-  *index = c.free_.front();
-  c.free_.pop_front();
-  Slot& slot = c.slots_[*index];
-  *sequence = t.next_sequence++;
-  slot.sequence = *sequence;
-  slot.user = std::move(frame.user);
-  slot.keep_alive = frame.pinned ? std::move(frame.keep_alive) : nullptr;
-  replaced = std::move(slot.operation);
-  slot.operation = operation;
-  // Every frame before this one is done (delivered, or dropped after its
-  // download completed): nothing on any stream runs, so this frame's
-  // graph needs no order but the upload stream's. Only submit() adds.
-  // And a graph only where the source leaves the engine idle long enough
-  // that the next frame is unlikely to come while this one runs
-  // (EngineConfig::graphs_idle).
-  *alone =
-      c.in_flight_.empty() && static_cast<double>(timing->wait_slot.end_ns - c.last_done_ns_) >=
-                                  c.config_.graphs_idle * static_cast<double>(c.last_took_ns_);
-  lock.unlock();
-  replaced.reset();
-  return Status::kOk;
-}
 
 // Pageable memory goes through the slot's pinned input so the upload can
 // be asynchronous. The slot is free, so nothing reads it.
@@ -333,8 +218,8 @@ Status Engine::submit(InputFrame frame) {
   int index = -1;
   uint64_t sequence = 0;
   bool alone = false;
-  const Status taken =
-      take_slot(c, *threads_, frame, config_.operation, &timing, &index, &sequence, &alone);
+  const Status taken = c.take_slot(frame, config_.operation, &threads_->next_sequence, &timing,
+                                   &index, &sequence, &alone);
   if (taken != Status::kOk) return taken;
 
   Slot& slot = c.slots_[index];
@@ -369,31 +254,17 @@ Status Engine::submit(InputFrame frame) {
 
     if (config_.mode == Mode::kSerial) c.pass_.streams().download->synchronize();
   } catch (const Error& e) {
-    std::string message;
-    {
-      std::lock_guard<std::mutex> lock(c.mutex_);
-      if (c.error_.empty()) {
-        c.error_ = std::string(stage_name(stage)) + " of frame " + std::to_string(sequence) +
-                   " failed: " + e.what();
-        c.operation_failed_ = dynamic_cast<const OperationError*>(&e) != nullptr;
-      }
-      message = c.error_;
-      // The slot's work may be half enqueued: it stays out of the ring, and
-      // its references are dropped by stop().
-    }
-    c.notify_everyone();
+    // The slot's work may be half enqueued: it stays out of the ring, and
+    // its references are dropped by stop().
+    const std::string message = c.fail(std::string(stage_name(stage)) + " of frame " +
+                                           std::to_string(sequence) + " failed: " + e.what(),
+                                       dynamic_cast<const OperationError*>(&e) != nullptr);
     if (threads_->callbacks.on_error) threads_->callbacks.on_error(message);
     return Status::kError;
   }
 
   timing.enqueued_ns = host_now_ns();
-  {
-    std::lock_guard<std::mutex> lock(c.mutex_);
-    slot.timing = timing;
-    slot.timed = timed;
-    c.in_flight_.push_back(index);
-  }
-  c.queued_.notify_one();
+  c.enqueued(index, timing, timed);
   return Status::kOk;
 }
 
@@ -444,28 +315,7 @@ int Engine::bands() const { return core_ ? core_->pass_.bands() : 1; }
 
 Status Engine::drain() {
   if (!core_) return Status::kOk;
-  EngineCore& c = *core_;
-  if (config_.pull) {
-    // Hands out, on this thread, whatever no deliver() is handing out.
-    if (!make_current_for_delivery(c, threads_->callbacks)) return Status::kError;
-    std::unique_lock<std::mutex> lock(c.mutex_);
-    for (;;) {
-      c.idle_.wait(
-          lock, [&] { return !c.worker_busy_ || c.flushing_ || c.stopping_ || !c.error_.empty(); });
-      if (!c.error_.empty()) return Status::kError;
-      if (c.flushing_ || c.stopping_) return Status::kFlushing;
-      if (c.in_flight_.empty()) return Status::kOk;
-      deliver_front(core_, threads_->callbacks, threads_->pull_polling, lock);
-    }
-  }
-  std::unique_lock<std::mutex> lock(c.mutex_);
-  c.idle_.wait(lock, [&] {
-    return (c.in_flight_.empty() && !c.worker_busy_) || c.flushing_ || c.stopping_ ||
-           !c.error_.empty();
-  });
-  if (!c.error_.empty()) return Status::kError;
-  if (c.flushing_ || c.stopping_) return Status::kFlushing;
-  return Status::kOk;
+  return EngineCore::drain(core_, threads_->callbacks, threads_->pull_polling);
 }
 
 OutputFrame Engine::deliver() {
@@ -488,85 +338,23 @@ OutputFrame Engine::deliver() {
       t.pull_done.notify_all();
     }
   } pulling{t};
-  EngineCore& c = *core;
-  if (!make_current_for_delivery(c, t.callbacks)) return OutputFrame();
-  const TimerSlack slack(polls(c));
-  std::unique_lock<std::mutex> lock(c.mutex_);
-  if (c.worker_busy_) {
-    // drain() is handing the next frame out (to on_frame): wait for it, so
-    // that whatever comes after this call comes after that frame.
-    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
-    return OutputFrame();
-  }
-  if (c.stopping_ || c.flushing_ || !c.error_.empty() || c.in_flight_.empty()) return OutputFrame();
-  TakenFrame taken = take_front(core, t.callbacks, t.pull_polling, lock);
-  if (!taken.frame) return OutputFrame();
-  handed_out(c, t.callbacks, std::string(), lock);
-  lock.unlock();
-  taken.keep_alive.reset();  // its upload is long done; the producer may reuse it
-  return std::move(taken.frame);
+  if (!core->make_current_for_delivery(t.callbacks)) return OutputFrame();
+  const TimerSlack slack(core->polls());
+  return EngineCore::fetch(core, t.callbacks, t.pull_polling);
 }
 
 void Engine::flush_start() {
-  if (!core_) return;
-  {
-    std::lock_guard<std::mutex> lock(core_->mutex_);
-    core_->flushing_ = true;
-  }
-  core_->notify_everyone();
+  if (core_) core_->begin_flush();
 }
-
-namespace {
-
-// Waits for the device work of `dropped` slots, then frees them undelivered.
-// Called without the lock held.
-void drop_slots(EngineCore& c, const std::vector<int>& dropped) {
-  std::vector<std::shared_ptr<void>> references;
-  for (int index : dropped) {
-    Slot& slot = c.slots_[index];
-    try {
-      slot.events.downloaded->synchronize();
-    } catch (const Error&) {
-      // The error state already holds the first failure.
-    }
-    std::lock_guard<std::mutex> lock(c.mutex_);
-    references.push_back(std::move(slot.user));
-    references.push_back(std::move(slot.keep_alive));
-  }
-  references.clear();  // outside the lock: deleters may call into the host app
-}
-
-}  // namespace
 
 void Engine::flush_stop() {
-  if (!core_) return;
-  EngineCore& c = *core_;
-  std::vector<int> dropped;
-  {
-    std::unique_lock<std::mutex> lock(c.mutex_);
-    c.flushing_ = true;  // in case flush_start() was not called
-    c.idle_.wait(lock, [&] { return !c.worker_busy_; });
-    dropped.assign(c.in_flight_.begin(), c.in_flight_.end());
-    c.in_flight_.clear();
-  }
-  drop_slots(c, dropped);
-  {
-    std::lock_guard<std::mutex> lock(c.mutex_);
-    for (int index : dropped) c.free_.push_back(index);
-    c.flushing_ = false;
-  }
-  c.notify_everyone();
-  if (c.on_slot_freed_ && !dropped.empty()) c.on_slot_freed_();
+  if (core_) core_->end_flush();
 }
 
 void Engine::stop() {
   if (!core_) return;
   EngineCore& c = *core_;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex_);
-    c.stopping_ = true;
-  }
-  c.notify_everyone();
+  c.begin_stop();
   if (threads_->worker.joinable()) threads_->worker.join();
   {
     // deliver() calls under way end (one waiting for a frame sees stopping_
@@ -579,36 +367,15 @@ void Engine::stop() {
   threads_->staging.reset();  // no submit() runs now, so no copy either
 
   c.synchronize_streams();
-  std::vector<std::shared_ptr<void>> references;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex_);
-    for (Slot& slot : c.slots_) {
-      references.push_back(std::move(slot.user));
-      references.push_back(std::move(slot.keep_alive));
-    }
-    c.in_flight_.clear();
-  }
-  references.clear();
+  c.drop_references();
   // The core lives on while consumers hold OutputFrames.
   core_.reset();
 }
 
-int Engine::free_slots() const {
-  if (!core_) return 0;
-  std::lock_guard<std::mutex> lock(core_->mutex_);
-  return static_cast<int>(core_->free_.size());
-}
+int Engine::free_slots() const { return core_ ? core_->free_slots() : 0; }
 
-std::string Engine::error() const {
-  if (!core_) return {};
-  std::lock_guard<std::mutex> lock(core_->mutex_);
-  return core_->error_;
-}
+std::string Engine::error() const { return core_ ? core_->error() : std::string(); }
 
-bool Engine::operation_failed() const {
-  if (!core_) return false;
-  std::lock_guard<std::mutex> lock(core_->mutex_);
-  return !core_->error_.empty() && core_->operation_failed_;
-}
+bool Engine::operation_failed() const { return core_ && core_->operation_failed(); }
 
 }  // namespace cudaoverlap
