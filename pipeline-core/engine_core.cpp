@@ -1,7 +1,6 @@
 // The ring's state and the core's resources (see engine_core.h).
 #include "engine_core.h"
 
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,15 +8,6 @@
 #include "kernels/error.h"
 
 namespace cudaoverlap {
-namespace {
-
-std::string megabytes(size_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-  return text;
-}
-
-}  // namespace
 
 EngineCore::EngineCore(std::shared_ptr<Device> device, const EngineConfig& config)
     : device_(std::move(device)),

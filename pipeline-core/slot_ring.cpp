@@ -6,15 +6,11 @@
 #include "kernels/error.h"
 
 namespace cudaoverlap {
-namespace {
-
 std::string megabytes(size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
   return text;
 }
-
-}  // namespace
 
 SlotLayouts slot_layouts(const EngineConfig& config) {
   const FrameLayout& in = config.input;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "device.h"
@@ -58,6 +59,9 @@ SlotLayouts slot_layouts(const EngineConfig& config);
 std::vector<Slot> allocate_slots(Device& device, const EngineConfig& config,
                                  const SlotLayouts& layouts, int bands, size_t scratch_bytes,
                                  std::unique_ptr<Buffer>* scratch);
+
+// "33.2 MB": memory asked for, in the sentences of allocation failures.
+std::string megabytes(size_t bytes);
 
 // The worker, once the slot's download completed: the device stages'
 // times. A backend that cannot tell leaves them invalid.
