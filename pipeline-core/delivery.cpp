@@ -1,13 +1,14 @@
 // EngineCore's deliverers: the worker, fetch() and drain() (see
-// engine_core.h and delivery.h).
-#include "delivery.h"
-
+// engine_core.h). Each waits for a slot's download in submission order and
+// hands the frame out: to on_frame on the worker thread, or, with
+// EngineConfig::pull, returned by Engine::deliver().
 #include <exception>
 #include <string>
 #include <utility>
 
 #include "engine_core.h"
 #include "kernels/error.h"
+#include "timer_slack.h"
 
 namespace cudaoverlap {
 

@@ -1,32 +1,27 @@
 // The overlap engine; see engine.h for the data flow and thread contracts.
 //
 // The Engine owns the threads (the worker, the staging copy's) and joins
-// them in stop(); EngineCore (engine_core.h) holds what must outlive it
-// while consumers still hold OutputFrames. A frame's device work is a
-// SlotPass (slot_pass.h), enqueued call by call or as a graph launch
-// (graph_cache.h); finished frames are handed out as delivery.h says.
+// them in stop(); EngineCore (engine_core.h) holds the ring and what must
+// outlive the Engine while consumers still hold OutputFrames. A frame's
+// device work is a SlotPass (slot_pass.h), enqueued call by call or as a
+// graph launch (graph_cache.h); finished frames are handed out by
+// EngineCore's deliverers (delivery.cpp).
 #include "engine.h"
-
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "delivery.h"
 #include "engine_core.h"
 #include "kernels/error.h"
 #include "parallel_copy.h"
 #include "polling_wait.h"
+#include "timer_slack.h"
 
 namespace cudaoverlap {
 namespace {

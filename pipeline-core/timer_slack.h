@@ -1,8 +1,5 @@
-// What the threads that hand frames out share beside EngineCore, whose
-// deliverers (delivery.cpp) wait for a slot's download in submission order
-// and hand it out as an OutputFrame: to on_frame on the engine's worker
-// thread, or, with EngineConfig::pull, returned by Engine::deliver().
-// Internal to pipeline-core.
+// Tight timer slack for the threads that hand frames out (EngineCore's
+// deliverers, delivery.cpp). Internal to pipeline-core.
 #pragma once
 
 #ifdef __linux__
