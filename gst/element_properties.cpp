@@ -21,6 +21,23 @@ ParamValues default_parameters() {
   return values;
 }
 
+namespace {
+
+// The GType of an enumerated parameter: GStreamer's own where it names one
+// (registered by the library that defines it), else one registered here
+// from the declared choices, once, for the life of the process as
+// GStreamer's enum types are.
+GType enum_type(const ParamSpec& spec) {
+  GType type = g_type_from_name(spec.gst_enum);
+  if (type != 0) return type;
+  GEnumValue* values = g_new0(GEnumValue, spec.choices.size() + 1);
+  for (size_t i = 0; i < spec.choices.size(); ++i)
+    values[i] = {spec.choices[i].value, spec.choices[i].description, spec.choices[i].nick};
+  return g_enum_register_static(spec.gst_enum, values);
+}
+
+}  // namespace
+
 double parameter_from_value(const ParamSpec& spec, const GValue* value) {
   switch (spec.type) {
     case ParamSpec::Type::kDouble:
@@ -160,8 +177,7 @@ void install_element_properties(GObjectClass* gobject_class) {
                                      spec_flags);
         break;
       case ParamSpec::Type::kEnum:
-        // A GStreamer type, registered by the library that defines it.
-        pspec = g_param_spec_enum(spec.name, spec.nick, spec.blurb, g_type_from_name(spec.gst_enum),
+        pspec = g_param_spec_enum(spec.name, spec.nick, spec.blurb, enum_type(spec),
                                   static_cast<gint>(spec.default_value), spec_flags);
         break;
     }

@@ -5,6 +5,7 @@
 #include <gst/video/video.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace cudaoverlap {
 namespace {
@@ -26,11 +27,13 @@ void add_moved_region(const GstVideoRegionOfInterestMeta* roi, GstBuffer* to,
   double x0, y0, x1, y1;
   g.to_output(roi->x, roi->y, &x0, &y0);
   g.to_output(static_cast<double>(roi->x) + roi->w, static_cast<double>(roi->y) + roi->h, &x1, &y1);
-  const auto left = static_cast<guint>(std::min(x0, x1));
-  const auto top = static_cast<guint>(std::min(y0, y1));
+  // Scaled corners fall between pixels: the pixels they touch.
+  const auto left = static_cast<guint>(std::floor(std::min(x0, x1)));
+  const auto top = static_cast<guint>(std::floor(std::min(y0, y1)));
+  const auto right = static_cast<guint>(std::ceil(std::max(x0, x1)));
+  const auto bottom = static_cast<guint>(std::ceil(std::max(y0, y1)));
   GstVideoRegionOfInterestMeta* moved = gst_buffer_add_video_region_of_interest_meta_id(
-      to, roi->roi_type, left, top, static_cast<guint>(std::max(x0, x1)) - left,
-      static_cast<guint>(std::max(y0, y1)) - top);
+      to, roi->roi_type, left, top, right - left, bottom - top);
   moved->id = roi->id;
   moved->parent_id = roi->parent_id;
   for (GList* l = roi->params; l != nullptr; l = l->next)
@@ -77,6 +80,12 @@ gboolean transform_one(GstBuffer*, GstMeta** meta_ptr, gpointer user_data) {
 }  // namespace
 
 void GeometryTransform::to_output(double x, double y, double* ox, double* oy) const {
+  flip_to_output(x, y, ox, oy);
+  *ox = *ox * out_width() / flipped_width();
+  *oy = *oy * out_height() / flipped_height();
+}
+
+void GeometryTransform::flip_to_output(double x, double y, double* ox, double* oy) const {
   const double w = in_width, h = in_height;
   switch (flip) {
     case FlipDirection::kIdentity:
@@ -118,13 +127,15 @@ void GeometryTransform::to_input(double x, double y, double* ix, double* iy) con
   // Back through the flip is forward through its inverse, on the output
   // frame: the quarter turns undo each other, every other direction undoes
   // itself.
+  // The scaling undone first.
   GeometryTransform back = *this;
   back.flip = flip == FlipDirection::k90R   ? FlipDirection::k90L
               : flip == FlipDirection::k90L ? FlipDirection::k90R
                                             : flip;
-  back.in_width = out_width();
-  back.in_height = out_height();
-  back.to_output(x, y, ix, iy);
+  back.in_width = flipped_width();
+  back.in_height = flipped_height();
+  back.flip_to_output(x * flipped_width() / out_width(), y * flipped_height() / out_height(), ix,
+                      iy);
 }
 
 void transform_metas(GstBuffer* from, GstBuffer* to, const GeometryTransform& geometry) {

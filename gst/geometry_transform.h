@@ -23,18 +23,32 @@ namespace cudaoverlap {
 
 struct GeometryTransform {
   FlipDirection flip = FlipDirection::kIdentity;
-  int in_width = 0;  // the input frame's size; the output's follows from flip
+  int in_width = 0;  // the input frame's size
   int in_height = 0;
+  // The output's size where the kernel scales (after the flip); 0: the
+  // size the flip leaves.
+  int scaled_width = 0;
+  int scaled_height = 0;
   bool colours_change = false;  // the output has another format or colorimetry
 
-  bool moves_pixels() const { return flip != FlipDirection::kIdentity; }
-  int out_width() const { return flip_swaps_size(flip) ? in_height : in_width; }
-  int out_height() const { return flip_swaps_size(flip) ? in_width : in_height; }
+  int flipped_width() const { return flip_swaps_size(flip) ? in_height : in_width; }
+  int flipped_height() const { return flip_swaps_size(flip) ? in_width : in_height; }
+  int out_width() const { return scaled_width > 0 ? scaled_width : flipped_width(); }
+  int out_height() const { return scaled_height > 0 ? scaled_height : flipped_height(); }
+  bool moves_pixels() const {
+    return flip != FlipDirection::kIdentity || out_width() != flipped_width() ||
+           out_height() != flipped_height();
+  }
 
   // Where the input point (x, y) ends up on the output, and back, in
-  // continuous coordinates (pixel edges), as videoflip maps them.
+  // continuous coordinates (pixel edges), as videoflip and videoscale map
+  // them: flipped, then scaled.
   void to_output(double x, double y, double* out_x, double* out_y) const;
   void to_input(double x, double y, double* in_x, double* in_y) const;
+
+ private:
+  // The flip alone, onto a frame of the flipped size.
+  void flip_to_output(double x, double y, double* out_x, double* out_y) const;
 };
 
 // Src pad task: adds to `to` the metas of `from` that still hold on the

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fixate_size.h"
 #include "kernels/error.h"
 
 namespace cudaoverlap {
@@ -100,6 +101,15 @@ bool same_set(std::vector<PixelFormat> a, std::vector<PixelFormat> b) {
   return a == b;
 }
 
+// Width and height free, and the pixel-aspect-ratio where there is one.
+void free_size(GstStructure* s) {
+  gst_structure_set(s, "width", GST_TYPE_INT_RANGE, 1, G_MAXINT, "height", GST_TYPE_INT_RANGE, 1,
+                    G_MAXINT, nullptr);
+  if (gst_structure_has_field(s, "pixel-aspect-ratio"))
+    gst_structure_set(s, "pixel-aspect-ratio", GST_TYPE_FRACTION_RANGE, 1, G_MAXINT, G_MAXINT, 1,
+                      nullptr);
+}
+
 }  // namespace
 
 GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps) {
@@ -138,6 +148,8 @@ GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps*
         gst_caps_unref(one);
         one = swapped;
       }
+      // A size downstream chooses: any, and any PAR, as videoscale offers.
+      if (op.size_from_downstream()) free_size(gst_caps_get_structure(one, 0));
       result = gst_caps_merge(result, one);
     }
   }
@@ -166,7 +178,8 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
                            bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
                            GstCaps** out_caps) {
   if (out_caps) *out_caps = nullptr;
-  if (!op.format_from_downstream()) return output_info_for(op, in, in_format, out);
+  if (!op.format_from_downstream() && !op.size_from_downstream())
+    return output_info_for(op, in, in_format, out);
   GstCaps* in_caps = caps_from_info(in, in_format);
   GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
   GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
@@ -185,12 +198,16 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
     chosen = gst_caps_make_writable(chosen);
     GstStructure* s = gst_caps_get_structure(chosen, 0);
     const bool had_colorimetry = gst_structure_has_field(s, "colorimetry");
-    gst_structure_fixate_field_nearest_int(s, "width", GST_VIDEO_INFO_WIDTH(&in));
-    gst_structure_fixate_field_nearest_int(s, "height", GST_VIDEO_INFO_HEIGHT(&in));
+    if (op.size_from_downstream()) {
+      fixate_size(in, s);
+    } else {
+      gst_structure_fixate_field_nearest_int(s, "width", GST_VIDEO_INFO_WIDTH(&in));
+      gst_structure_fixate_field_nearest_int(s, "height", GST_VIDEO_INFO_HEIGHT(&in));
+      gst_structure_fixate_field_nearest_fraction(
+          s, "pixel-aspect-ratio", GST_VIDEO_INFO_PAR_N(&in), GST_VIDEO_INFO_PAR_D(&in));
+    }
     gst_structure_fixate_field_nearest_fraction(s, "framerate", GST_VIDEO_INFO_FPS_N(&in),
                                                 GST_VIDEO_INFO_FPS_D(&in));
-    gst_structure_fixate_field_nearest_fraction(s, "pixel-aspect-ratio", GST_VIDEO_INFO_PAR_N(&in),
-                                                GST_VIDEO_INFO_PAR_D(&in));
     chosen = gst_caps_fixate(chosen);
     ok = gst_video_info_from_caps(out, chosen);
     // Unless downstream asks for one, the colorimetry follows the input's
@@ -282,6 +299,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   a.height = GST_VIDEO_INFO_HEIGHT(&in);
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
+  params.sizes = FrameSizes{a.width, a.height, b.width, b.height};
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
   // only to an operation that uses one.
   const std::string in_problem =

@@ -68,6 +68,8 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   out->geometry.flip = config.operation->orientation();
   out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
   out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in);
+  out->geometry.scaled_width = GST_VIDEO_INFO_WIDTH(&out->info);
+  out->geometry.scaled_height = GST_VIDEO_INFO_HEIGHT(&out->info);
   out->geometry.colours_change =
       GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out->info) ||
       !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);

@@ -56,6 +56,21 @@ struct ConvertParams {
 
 // One field of kernel=custom's parameters (the element's kernel-params
 // structure): a member of the `Params` struct the user's kernel receives.
+// The picture's size on either side, from the caps: for an operation whose
+// output size is downstream's choice (Operation::size_from_downstream).
+// Zero where unknown.
+struct FrameSizes {
+  int in_width = 0;
+  int in_height = 0;
+  int out_width = 0;
+  int out_height = 0;
+  bool known() const { return in_width > 0 && in_height > 0 && out_width > 0 && out_height > 0; }
+  bool operator==(const FrameSizes& o) const {
+    return in_width == o.in_width && in_height == o.in_height && out_width == o.out_width &&
+           out_height == o.out_height;
+  }
+};
+
 struct CustomParam {
   enum class Type { kInt, kUInt, kFloat, kDouble, kBool };
   std::string name;  // a C identifier
@@ -106,6 +121,7 @@ struct KernelParams {
   // element's properties such as sigma or brightness.
   ParamValues values;
   ConvertParams convert;  // from the caps
+  FrameSizes sizes;       // from the caps
   CustomKernelParams custom;
   // kernel=application; the same callback compares equal only to itself.
   std::shared_ptr<const ApplicationProcess> application;
@@ -118,7 +134,7 @@ struct KernelParams {
     return *this;
   }
   bool operator==(const KernelParams& o) const {
-    return values == o.values && convert == o.convert && custom == o.custom &&
+    return values == o.values && convert == o.convert && sizes == o.sizes && custom == o.custom &&
            application == o.application;
   }
   bool operator!=(const KernelParams& o) const { return !(*this == o); }

@@ -63,6 +63,10 @@ class Operation {
   // output_formats(in): the element then leaves the format, and the
   // colorimetry and chroma siting that go with it, to the peer.
   virtual bool format_from_downstream() const { return false; }
+  // True when the output's width and height are downstream's choice (the
+  // element negotiates them as videoscale does and hands them over in
+  // KernelParams::sizes); false: they follow from the input's.
+  virtual bool size_from_downstream() const { return false; }
   // Where each output pixel comes from, for metas and navigation events
   // that carry positions: a flip or rotation, or kIdentity (in place).
   virtual FlipDirection orientation() const { return FlipDirection::kIdentity; }

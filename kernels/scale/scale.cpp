@@ -1,0 +1,181 @@
+// The `scale` operation (see scale.h), its tables and its CPU reference,
+// which runs scale_math.h's arithmetic sample by sample.
+#include "kernels/scale/scale.h"
+
+#include <cstring>
+
+#include "kernels/copy/copy.h"
+#include "kernels/error.h"
+#include "kernels/scale/scale_math.h"
+
+namespace cudaoverlap {
+namespace {
+
+// A subsampled grid's size, as GStreamer rounds it: the last sample covers
+// what is left.
+int halved(int size) { return (size + 1) / 2; }
+
+void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
+  ScaleTables::Axis& a = tables->axes[index];
+  a.taps = axis.taps;
+  a.in_size = axis.in_size;
+  std::vector<uint8_t>& bytes = tables->bytes;
+  auto put = [&bytes](const void* data, size_t n) {
+    const size_t at = (bytes.size() + 15) / 16 * 16;  // aligned for the device's loads
+    bytes.resize(at + n);
+    std::memcpy(bytes.data() + at, data, n);
+    return at;
+  };
+  a.first_at = put(axis.first.data(), axis.first.size() * sizeof(int32_t));
+  a.weight_at = put(axis.weight.data(), axis.weight.size() * sizeof(int16_t));
+}
+
+ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspace) {
+  const ScaleTables::Axis& a = tables.axes[index];
+  ScaleAxisView v;
+  v.first = reinterpret_cast<const int32_t*>(workspace + a.first_at);
+  v.weight = reinterpret_cast<const int16_t*>(workspace + a.weight_at);
+  v.taps = a.taps;
+  v.in_size = a.in_size;
+  return v;
+}
+
+}  // namespace
+
+ScaleTables scale_tables(ScaleMethod method, const FrameSizes& s) {
+  ScaleTables tables;
+  append(&tables, 0, scale_axis(method, s.in_width, s.out_width));
+  append(&tables, 1, scale_axis(method, s.in_height, s.out_height));
+  append(&tables, 2, scale_axis(method, halved(s.in_width), halved(s.out_width)));
+  append(&tables, 3, scale_axis(method, halved(s.in_height), halved(s.out_height)));
+  return tables;
+}
+
+int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+                     const uint8_t* workspace, ScaleComponent* components) {
+  const FormatInfo& info = format_info(in.format);
+  int n = 0;
+  for (int c = 0; c < info.n_components; ++c) {
+    const Component& k = info.comp[c];
+    ScaleComponent& s = components[n++];
+    s.src = in.planes[k.plane].data;
+    s.src_stride = in.planes[k.plane].stride;
+    s.dst = out.planes[k.plane].data;
+    s.dst_stride = out.planes[k.plane].stride;
+    s.offset = k.offset;
+    s.pixel_stride = k.pixel_stride;
+    s.sample_bytes = info.sample_bytes;
+    s.depth = k.depth;
+    s.shift = k.shift;
+    s.out_width = k.x_sub ? halved(out.width) : out.width;
+    s.out_samples = stored_samples(out.format, c, out.width);
+    s.out_rows = k.y_sub ? halved(out.height) : out.height;
+    s.x = view(tables, k.x_sub ? 2 : 0, workspace);
+    s.y = view(tables, k.y_sub ? 3 : 1, workspace);
+  }
+  if (info.alpha_byte >= 0 && !info.has_alpha) {
+    // RGBx and the like: the padding byte.
+    ScaleComponent& s = components[n++];
+    s = components[0];
+    s.offset = info.alpha_byte;
+    s.fill = 255;
+  }
+  return n;
+}
+
+void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+                     const uint8_t* workspace) {
+  ScaleComponent components[kMaxComponents + 1];
+  const int n = scale_components(in, out, tables, workspace, components);
+  for (int c = 0; c < n; ++c)
+    for (int y = 0; y < components[c].out_rows; ++y)
+      for (int x = 0; x < components[c].out_samples; ++x) scale_one(components[c], x, y);
+}
+
+ScaleOperation::ScaleOperation(const ParamValues& values, const FrameSizes& sizes)
+    : Operation(values), method_(values.choice<ScaleMethod>("method")), sizes_(sizes) {
+  if (resizes()) tables_ = scale_tables(method_, sizes_);
+}
+
+bool ScaleOperation::resizes() const {
+  return sizes_.known() &&
+         (sizes_.in_width != sizes_.out_width || sizes_.in_height != sizes_.out_height);
+}
+
+std::vector<PixelFormat> ScaleOperation::output_formats(PixelFormat in) const {
+  return keep_format(in);
+}
+
+std::string ScaleOperation::check(const ImageRef& in, const ImageRef& out) const {
+  if (!sizes_.known()) return Operation::check(in, out);  // the input's size: a copy
+  // The base check with the output's size taken as given.
+  ImageRef same = out;
+  same.width = in.width;
+  same.height = in.height;
+  const std::string base = Operation::check(in, same);
+  if (!base.empty()) return base;
+  if (in.width != sizes_.in_width || in.height != sizes_.in_height ||
+      out.width != sizes_.out_width || out.height != sizes_.out_height)
+    return "scale was made for " + std::to_string(sizes_.in_width) + "x" +
+           std::to_string(sizes_.in_height) + " to " + std::to_string(sizes_.out_width) + "x" +
+           std::to_string(sizes_.out_height) + ", not " + std::to_string(in.width) + "x" +
+           std::to_string(in.height) + " to " + std::to_string(out.width) + "x" +
+           std::to_string(out.height);
+  return {};
+}
+
+bool ScaleOperation::same_as(const Operation& other) const {
+  return Operation::same_as(other) && static_cast<const ScaleOperation&>(other).sizes_ == sizes_;
+}
+
+void ScaleOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
+  if (resizes()) CO_CUDA_ONLY(scale_prepare_cuda(tables_, workspace.data, stream));
+}
+
+void ScaleOperation::prepare_reference(const Workspace& workspace) const {
+  if (resizes()) std::memcpy(workspace.data, tables_.bytes.data(), tables_.bytes.size());
+}
+
+void ScaleOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, CUstream_st* stream) const {
+  if (resizes())
+    CO_CUDA_ONLY(scale_cuda(in, out, tables_, workspace.data, stream));
+  else
+    CO_CUDA_ONLY(copy_cuda(in, out, stream));
+}
+
+void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                   const Workspace& workspace) const {
+  if (resizes())
+    scale_reference(in, out, tables_, workspace.data);
+  else
+    copy_reference(in, out);
+}
+
+const OperationEntry& scale_entry() {
+  static const OperationEntry entry{
+      "scale",
+      "Scale: resize to the width and height downstream asks for, keeping the format, as "
+      "videoscale does",
+      true,
+      {{"method",
+        "Method",
+        "kernel=scale: the resampling filter; bilinear, bicubic and lanczos widen when "
+        "shrinking, so the picture does not alias",
+        ParamSpec::Type::kEnum,
+        0,
+        3,
+        static_cast<double>(ScaleMethod::kBilinear),
+        {{0, "nearest", "Nearest neighbour"},
+         {1, "bilinear", "Bilinear (2 taps, more when shrinking)"},
+         {2, "bicubic", "Bicubic, Mitchell-Netravali (4 taps, more when shrinking)"},
+         {3, "lanczos", "Lanczos, three lobes (6 taps, more when shrinking)"}},
+        "GstCudaOverlapScaleMethod",
+        false}},
+      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+        return std::make_shared<ScaleOperation>(p.values, p.sizes);
+      }};
+  return entry;
+}
+
+}  // namespace cudaoverlap

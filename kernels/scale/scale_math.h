@@ -1,0 +1,106 @@
+// One output sample of `scale`, shared by its CPU reference (scale.cpp)
+// and its CUDA kernel (scale.cu) so the two agree to the byte: the taps of
+// scale_taps.h applied along x on each input row the vertical taps reach,
+// each row's sum rounded to the sample's scale, then along y, rounded and
+// clamped to the sample's range. Integer arithmetic only.
+//
+// Private to kernels/scale: CO_HD is __host__ __device__ under nvcc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define CO_SCALE_HD __host__ __device__ __forceinline__
+#else
+#define CO_SCALE_HD inline
+#endif
+
+#include "kernels/scale/scale_taps.h"
+
+namespace cudaoverlap {
+
+// One axis of the tables in the workspace.
+struct ScaleAxisView {
+  const int32_t* first = nullptr;
+  const int16_t* weight = nullptr;
+  int taps = 0;
+  int in_size = 0;
+};
+
+// One component of a frame, scaled on its own grid: where its samples are
+// in both images (the same format on both sides) and the axes it uses.
+struct ScaleComponent {
+  const uint8_t* src = nullptr;
+  size_t src_stride = 0;
+  uint8_t* dst = nullptr;
+  size_t dst_stride = 0;
+  int offset = 0;        // byte of its first sample within a row
+  int pixel_stride = 0;  // bytes between its samples along a row
+  int sample_bytes = 1;  // 1, or 2 (little-endian words)
+  int depth = 8;         // significant bits
+  int shift = 0;         // bits below the value in its word
+  int out_samples = 0;   // samples written per output row (packed 4:2:2 of odd width: one more)
+  int out_width = 0;     // its grid on the output (out_samples past it repeat the last)
+  int out_rows = 0;
+  int fill = -1;  // >= 0: a padding byte, written with this value
+  ScaleAxisView x, y;
+};
+
+CO_SCALE_HD int scale_clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+CO_SCALE_HD int scale_read(const ScaleComponent& c, int x, int y) {
+  const uint8_t* p = c.src + static_cast<size_t>(y) * c.src_stride + c.offset +
+                     static_cast<size_t>(x) * c.pixel_stride;
+  if (c.sample_bytes == 1) return *p;
+  return ((p[0] | (p[1] << 8)) >> c.shift) & ((1 << c.depth) - 1);
+}
+
+CO_SCALE_HD void scale_write(const ScaleComponent& c, int x, int y, int v) {
+  uint8_t* p = c.dst + static_cast<size_t>(y) * c.dst_stride + c.offset +
+               static_cast<size_t>(x) * c.pixel_stride;
+  if (c.sample_bytes == 1) {
+    *p = static_cast<uint8_t>(v);
+    return;
+  }
+  // The bits beside a sample (P010's low six) are written as zero.
+  const int word = v << c.shift;
+  p[0] = static_cast<uint8_t>(word);
+  p[1] = static_cast<uint8_t>(word >> 8);
+}
+
+// The value of output sample (x, y) of `c`. A row's sum of 16-bit samples
+// times weights of at most 1.3 in 2^14 stays below 2^31; the vertical sum
+// is taken in 64 bits.
+CO_SCALE_HD int scale_value(const ScaleComponent& c, int x, int y) {
+  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+  const int32_t x0 = c.x.first[x];
+  const int32_t y0 = c.y.first[y];
+  const int16_t* wx = c.x.weight + static_cast<size_t>(x) * c.x.taps;
+  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+  int64_t sum = 0;
+  for (int j = 0; j < c.y.taps; ++j) {
+    const int wj = wy[j];
+    if (wj == 0) continue;
+    const int row = scale_clamp(y0 + j, 0, c.y.in_size - 1);
+    int32_t h = 0;
+    for (int i = 0; i < c.x.taps; ++i)
+      h += wx[i] * scale_read(c, scale_clamp(x0 + i, 0, c.x.in_size - 1), row);
+    h = (h + kHalf) >> kScaleWeightBits;
+    sum += static_cast<int64_t>(wj) * h;
+  }
+  const int64_t v = (sum + kHalf) >> kScaleWeightBits;
+  const int max = (1 << c.depth) - 1;
+  return v < 0 ? 0 : (v > max ? max : static_cast<int>(v));
+}
+
+// Computes and writes output sample (x, y) of `c` (x < out_samples, y < out_rows).
+CO_SCALE_HD void scale_one(const ScaleComponent& c, int x, int y) {
+  if (c.fill >= 0) {
+    scale_write(c, x, y, c.fill);
+    return;
+  }
+  scale_write(c, x, y, scale_value(c, x < c.out_width ? x : c.out_width - 1, y));
+}
+
+}  // namespace cudaoverlap
