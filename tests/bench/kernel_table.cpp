@@ -1,4 +1,5 @@
-// --kernels: each kernel's GPU time alone at 4K, against the time just
+// --kernels: each kernel's GPU time alone at 4K (scale: 4K to 1080p and
+// back), against the time just
 // reading and writing its frames takes at the device memory's peak.
 #include <algorithm>
 #include <atomic>
@@ -42,13 +43,13 @@ struct TimedKernel {
   KernelParams params;
 };
 
-// Every operation the element offers (convert has its own rows), with its
+// Every operation the element offers (convert and scale have their own rows), with its
 // defaults, then more parameters of those that take some.
 std::vector<TimedKernel> timed_kernels() {
   std::vector<TimedKernel> kernels;
   for (const OperationEntry& entry : operation_registry())
     if (entry.offered && !entry.user_code && std::string(entry.name) != "convert" &&
-        std::string(entry.name) != "flip")
+        std::string(entry.name) != "flip" && std::string(entry.name) != "scale")
       kernels.push_back({entry.name, entry.name, {}});
   // kernel=custom, the same inversion from the user's side: a per-pixel
   // function and a whole kernel on raw samples (custom_sources.h).
@@ -192,15 +193,20 @@ int run_kernel_table(const Options& opt) {
   std::printf("memory bound: input read once and output written once at %.0f GB/s\n\n", bound_gbps);
   std::printf("| kernel | format | GPU ms/frame | memory-bound ms | ratio |\n");
   std::printf("|---|---|---:|---:|---:|\n");
-  // One row: `k` from a 4K frame of `in_format` to one of `out_format`.
+  // One row: `k` from a frame of `in_format` to one of `out_format`, 4K
+  // unless `params` give other sizes (scale).
   auto time_row = [&](const std::string& label, const char* kernel, const KernelParams& params,
                       PixelFormat in_format, PixelFormat out_format, int iterations, bool print) {
     const auto op = make_operation(kernel, params);
     const bool swap = op->swaps_axes();
+    const FrameSizes& sizes = params.sizes;
+    const int in_w = sizes.known() ? sizes.in_width : width;
+    const int in_h = sizes.known() ? sizes.in_height : height;
+    const int out_w = sizes.known() ? sizes.out_width : swap ? height : width;
+    const int out_h = sizes.known() ? sizes.out_height : swap ? width : height;
     // 256-byte aligned planes, as the engine allocates them.
-    const FrameLayout in_layout = FrameLayout::packed(in_format, width, height, 256, 256);
-    const FrameLayout out_layout =
-        FrameLayout::packed(out_format, swap ? height : width, swap ? width : height, 256, 256);
+    const FrameLayout in_layout = FrameLayout::packed(in_format, in_w, in_h, 256, 256);
+    const FrameLayout out_layout = FrameLayout::packed(out_format, out_w, out_h, 256, 256);
     // Enough input and output frames that together they hold three times
     // the L2 cache, launches cycling through them: a frame that fits in L2
     // (4K NV12 in and out is 25 MB, an H100's L2 50 MB) would otherwise be
@@ -274,6 +280,18 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kRGBA, PixelFormat::kNV21}};
   for (const auto& [from, to] : convert_pairs)
     time_row("convert", "convert", bt709, from, to, opt.iterations, true);
+  // scale by each method, 4K to 1080p and back; the bound reads the larger
+  // frame once and writes the smaller once (or the reverse).
+  const char* const methods[] = {"nearest", "bilinear", "bicubic", "lanczos"};
+  for (int m = 0; m < 4; ++m)
+    for (auto [iw, ih, ow, oh] : {std::tuple{3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160}})
+      for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kP010_10LE}) {
+        KernelParams p;
+        p.set("method", m);
+        p.sizes = FrameSizes{iw, ih, ow, oh};
+        time_row(std::string("scale ") + methods[m] + (iw > ow ? " 4K->1080p" : " 1080p->4K"),
+                 "scale", p, f, f, opt.iterations, true);
+      }
   print_custom_start(device);
   if (!opt.all_pairs) return 0;
   // Every pair, fewer launches each; a matrix of ratios, then the worst.

@@ -74,6 +74,18 @@ inline void output_size(const char* kernel, const KernelParams& params, int in_w
   *h = swap ? in_w : in_h;
 }
 
+// The same for a walk over every operation: one whose size is
+// downstream's choice (scale) is given a wider and shorter output, which
+// *params then carries.
+inline void output_size(const char* kernel, KernelParams* params, int in_w, int in_h, int* w,
+                        int* h) {
+  if (!make_operation(kernel, *params)->size_from_downstream())
+    return output_size(kernel, *params, in_w, in_h, w, h);
+  *w = in_w * 3 / 2 + 1;
+  *h = std::max(1, in_h * 2 / 3);
+  params->sizes = FrameSizes{in_w, in_h, *w, *h};
+}
+
 // Empty when the pixel bytes of `a` and `b` (same format and size) differ by
 // at most `tolerance`, else where the first larger difference is.
 inline std::string compare_images(const ImageRef& a, const ImageRef& b, int tolerance = 0,

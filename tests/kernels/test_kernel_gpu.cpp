@@ -1,12 +1,10 @@
 // Every GPU kernel against its CPU reference, byte for byte: flip in all
 // eight directions, balance with several parameter sets, blur at sigma 0.5,
-// 2, 7.3 and 20, and edge, and convert between every pair of formats, for every format
-// at 1x1, 3x5, 34x7 (even, rows not a multiple of 16 bytes), 641x479,
-// 1920x1080 and 4096x2160, with device planes aligned
-// to 256 bytes (vector paths) and to 4 bytes (GStreamer's narrowest
-// strides). The kernels do integer work, or double arithmetic rounded
-// operation by operation as on the host, so no tolerance is needed. Skips
-// where no CUDA device exists.
+// 2, 7.3 and 20, edge, scale by each method, and convert between every pair of formats, for every
+// format at 1x1, 3x5, 34x7 (even, rows not a multiple of 16 bytes), 641x479, 1920x1080 and
+// 4096x2160, with device planes aligned to 256 bytes (vector paths) and to 4 bytes (GStreamer's
+// narrowest strides). The kernels do integer work, or double arithmetic rounded operation by
+// operation as on the host, so no tolerance is needed. Skips where no CUDA device exists.
 #include "kernel_test_util.h"
 #include "kernels/balance/balance.h"
 #include "kernels/edge/edge.h"
@@ -54,6 +52,14 @@ std::vector<NamedParams> parameter_sets(long pixels) {
   }
   // sigma 20 (121 taps) only up to 1080p: its CPU reference at 4K would
   // take most of a minute per format.
+  // scale's other methods (its default, bilinear, is above) up to 1080p:
+  // its references at 4K take seconds a format.
+  for (int method : {0, 2, 3}) {
+    if (method != 0 && pixels > 1920 * 1080) continue;
+    NamedParams n{"method", "scale", {}};
+    n.params.set("method", method);
+    sets.push_back(n);
+  }
   for (double sigma : {0.5, 2.0, 7.3, 20.0}) {
     if (sigma > 10 && pixels > 1920 * 1080) continue;
     NamedParams n{"blur", "blur", {}};
@@ -79,12 +85,13 @@ TEST_P(GpuKernelVsReference, GpuEqualsCpuReferenceByteForByte) {
       continue;  // the kernel does not take this format (OperationRefusal tests)
     ++ran;
     int w, h;
-    output_size(set.kernel, set.params, c.width, c.height, &w, &h);
+    KernelParams params = set.params;
+    output_size(set.kernel, &params, c.width, c.height, &w, &h);
     OwnedImage want(c.format, w, h, 3);
-    reference(set.kernel, set.params, in.image, want.image);
+    reference(set.kernel, params, in.image, want.image);
     for (size_t align : {size_t{256}, size_t{4}}) {
       OwnedImage got(c.format, w, h, 9);
-      run_on_device(*device, set.kernel, set.params, in, got, align);
+      run_on_device(*device, set.kernel, params, in, got, align);
       EXPECT_EQ(compare_images(got.image, want.image), "")
           << set.kernel << " " << set.name << " align " << align;
     }

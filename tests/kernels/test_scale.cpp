@@ -1,0 +1,226 @@
+// scale: its tap tables, its CPU reference against what resampling must
+// do (flat stays flat, nearest repeats, shrinking does not alias, deep
+// samples keep their depth, one size copies), and its CUDA kernel against
+// the reference byte for byte over every format, method and a range of
+// ratios (skipped where no CUDA device exists).
+#include "kernel_test_util.h"
+#include "kernels/scale/scale.h"
+#include "kernels/scale/scale_taps.h"
+
+namespace cudaoverlap::test {
+namespace {
+
+const ScaleMethod kMethods[] = {ScaleMethod::kNearest, ScaleMethod::kBilinear,
+                                ScaleMethod::kBicubic, ScaleMethod::kLanczos};
+const char* const kMethodNames[] = {"nearest", "bilinear", "bicubic", "lanczos"};
+
+KernelParams scale_params(ScaleMethod method, int in_w, int in_h, int out_w, int out_h) {
+  KernelParams p;
+  p.set("method", static_cast<int>(method));
+  p.sizes = FrameSizes{in_w, in_h, out_w, out_h};
+  return p;
+}
+
+OwnedImage scaled(const OwnedImage& in, ScaleMethod method, int w, int h) {
+  OwnedImage out(in.layout.format, w, h, 7);
+  reference("scale", scale_params(method, in.layout.width, in.layout.height, w, h), in.image,
+            out.image);
+  return out;
+}
+
+std::vector<PixelFormat> scale_formats() { return formats_of("scale"); }
+
+TEST(ScaleTaps, EveryOutputsWeightsSumToOneAndReachTheNearestInput) {
+  const std::pair<int, int> sizes[] = {{1, 1},     {1, 1920},  {7, 5},      {5, 7},
+                                       {640, 213}, {4096, 16}, {1920, 3840}};
+  for (ScaleMethod m : kMethods)
+    for (auto [in, out] : sizes) {
+      const ScaleAxis a = scale_axis(m, in, out);
+      ASSERT_EQ(a.first.size(), static_cast<size_t>(out));
+      ASSERT_EQ(a.weight.size(), static_cast<size_t>(out) * a.taps);
+      for (int o = 0; o < out; ++o) {
+        int sum = 0;
+        for (int k = 0; k < a.taps; ++k) sum += a.weight[o * a.taps + k];
+        EXPECT_EQ(sum, 1 << kScaleWeightBits)
+            << kMethodNames[static_cast<int>(m)] << " " << in << "->" << out << " output " << o;
+        // The input under the output's centre is among its taps.
+        const int centre = static_cast<int>((2LL * o + 1) * in / (2LL * out));
+        EXPECT_LE(a.first[o], centre);
+        EXPECT_GT(a.first[o] + a.taps, centre);
+      }
+    }
+}
+
+TEST(ScaleTaps, TheFilterWidensOnlyWhenShrinking) {
+  EXPECT_EQ(scale_axis(ScaleMethod::kNearest, 100, 33).taps, 1);
+  EXPECT_EQ(scale_axis(ScaleMethod::kBilinear, 100, 300).taps, 2);
+  EXPECT_EQ(scale_axis(ScaleMethod::kBicubic, 100, 300).taps, 4);
+  EXPECT_EQ(scale_axis(ScaleMethod::kLanczos, 100, 300).taps, 6);
+  EXPECT_EQ(scale_axis(ScaleMethod::kBilinear, 300, 100).taps, 6);
+  EXPECT_EQ(scale_axis(ScaleMethod::kLanczos, 200, 100).taps, 12);
+}
+
+TEST(ScaleReference, AFlatPictureStaysFlatInEveryFormatAndMethod) {
+  for (PixelFormat f : scale_formats())
+    for (ScaleMethod m : kMethods)
+      for (auto [w, h] : {std::pair{37, 21}, {5, 3}}) {
+        OwnedImage in(f, 13, 9);
+        const FormatInfo& info = format_info(f);
+        for (int c = 0; c < info.n_components; ++c) {
+          const uint32_t v = ((1u << info.comp[c].depth) - 1) * (c + 1) / 5;
+          for (int y = 0; y < static_cast<int>(plane_rows(f, info.comp[c].plane, 9)) &&
+                          y < (info.comp[c].y_sub ? 5 : 9);
+               ++y)
+            for (int x = 0; x < stored_samples(f, c, 13); ++x) write_sample(in.image, c, x, y, v);
+        }
+        const OwnedImage out = scaled(in, m, w, h);
+        for (int c = 0; c < info.n_components; ++c) {
+          const uint32_t v = ((1u << info.comp[c].depth) - 1) * (c + 1) / 5;
+          const int rows = info.comp[c].y_sub ? (h + 1) / 2 : h;
+          for (int y = 0; y < rows; ++y)
+            for (int x = 0; x < stored_samples(f, c, w); ++x)
+              ASSERT_EQ(read_sample(out.image, c, x, y), v)
+                  << info.name << " " << kMethodNames[static_cast<int>(m)] << " component " << c
+                  << " at " << x << "," << y;
+        }
+      }
+}
+
+TEST(ScaleReference, NearestRepeatsEachPixel) {
+  OwnedImage in(PixelFormat::kRGBA, 16, 9);
+  in.fill_random(3);
+  const OwnedImage out = scaled(in, ScaleMethod::kNearest, 48, 18);
+  for (int y = 0; y < 18; ++y)
+    for (int x = 0; x < 48; ++x)
+      for (int c = 0; c < 4; ++c)
+        ASSERT_EQ(read_sample(out.image, c, x, y), read_sample(in.image, c, x / 3, y / 2));
+}
+
+TEST(ScaleReference, OneSizeCopiesTheFrame) {
+  for (PixelFormat f : scale_formats()) {
+    OwnedImage in(f, 31, 17);
+    in.fill_random(5);
+    for (ScaleMethod m : kMethods)
+      EXPECT_EQ(compare_images(scaled(in, m, 31, 17).image, in.image), "")
+          << format_info(f).name << " " << kMethodNames[static_cast<int>(m)];
+  }
+}
+
+// One-pixel stripes shrunk by three: every multi-tap method averages them
+// to mid-grey, where sampling (nearest) keeps full-contrast stripes of
+// another frequency: the aliasing the widened filters prevent.
+TEST(ScaleReference, ShrinkingStripesDoesNotAlias) {
+  OwnedImage in(PixelFormat::kGRAY8, 600, 4);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 600; ++x) write_sample(in.image, 0, x, y, x % 2 ? 255 : 0);
+  for (ScaleMethod m : kMethods) {
+    const OwnedImage out = scaled(in, m, 200, 4);
+    int lo = 255, hi = 0;
+    for (int x = 2; x < 198; ++x) {  // away from the edges, which repeat
+      const int v = static_cast<int>(read_sample(out.image, 0, x, 1));
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    if (m == ScaleMethod::kNearest) {
+      EXPECT_EQ(hi - lo, 255) << "nearest samples, so it aliases";
+    } else {
+      EXPECT_LE(hi - lo, 90) << kMethodNames[static_cast<int>(m)];
+      EXPECT_GE(lo, 80) << kMethodNames[static_cast<int>(m)];
+      EXPECT_LE(hi, 175) << kMethodNames[static_cast<int>(m)];
+    }
+  }
+}
+
+// 16-bit samples are filtered at 16 bits: a ramp of odd steps doubled in
+// width has values between its neighbours that no 8-bit path could make.
+TEST(ScaleReference, DeepSamplesKeepTheirDepth) {
+  OwnedImage in(PixelFormat::kGRAY16_LE, 64, 2);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 64; ++x) write_sample(in.image, 0, x, y, 1000 * x + 7);
+  const OwnedImage out = scaled(in, ScaleMethod::kBilinear, 128, 2);
+  // Output 2k + 1 sits a quarter of the way from input k to k + 1.
+  for (int k = 1; k < 62; ++k)
+    EXPECT_EQ(read_sample(out.image, 0, 2 * k + 1, 0), 1000u * k + 7 + 250) << k;
+  // P010: white stays white after Lanczos's overshoot, the six low bits 0.
+  OwnedImage p010(PixelFormat::kP010_10LE, 8, 4);
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 8; ++x)
+        if (c == 0 || (x < 4 && y < 2)) write_sample(p010.image, c, x, y, x % 3 ? 1023 : 0);
+  const OwnedImage big = scaled(p010, ScaleMethod::kLanczos, 30, 10);
+  for (int y = 0; y < 10; ++y)
+    for (int x = 0; x < 30; ++x) {
+      const uint8_t* word = big.image.planes[0].data + y * big.image.planes[0].stride + 2 * x;
+      EXPECT_EQ(word[0] & 0x3F, 0) << x << "," << y;
+      EXPECT_LE(read_sample(big.image, 0, x, y), 1023u);
+    }
+}
+
+TEST(ScaleOperation, RefusesFramesOfOtherSizesThanItWasMadeFor) {
+  OwnedImage in(PixelFormat::kRGBA, 64, 48), out(PixelFormat::kRGBA, 32, 24);
+  EXPECT_EQ(
+      check("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 24), in.image, out.image),
+      "");
+  EXPECT_NE(
+      check("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 20), in.image, out.image),
+      "");
+  // Without sizes it is a copy, of one size only.
+  EXPECT_NE(check("scale", KernelParams{}, in.image, out.image), "");
+  const auto a = make_operation("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 24));
+  const auto b = make_operation("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 20));
+  const auto c = make_operation("scale", scale_params(ScaleMethod::kLanczos, 64, 48, 32, 24));
+  EXPECT_FALSE(a->same_as(*b));
+  EXPECT_FALSE(a->same_as(*c));
+  EXPECT_TRUE(
+      a->same_as(*make_operation("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 24))));
+  EXPECT_TRUE(a->mixes_rows(PixelFormat::kRGBA, PixelFormat::kRGBA));
+  EXPECT_FALSE(make_operation("scale", scale_params(ScaleMethod::kBilinear, 64, 48, 32, 48))
+                   ->mixes_rows(PixelFormat::kRGBA, PixelFormat::kRGBA));
+}
+
+struct GpuScaleCase {
+  int in_w, in_h, out_w, out_h;
+  bool every_format;  // else RGBA, NV12, YUY2 and P010_10LE
+};
+
+class GpuScale : public ::testing::TestWithParam<GpuScaleCase> {};
+
+TEST_P(GpuScale, EqualsTheReferenceByteForByte) {
+  const GpuScaleCase& c = GetParam();
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  const std::vector<PixelFormat> few = {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kYUY2,
+                                        PixelFormat::kP010_10LE};
+  for (PixelFormat f : c.every_format ? scale_formats() : few)
+    for (ScaleMethod m : kMethods) {
+      OwnedImage in(f, c.in_w, c.in_h);
+      in.fill_random(static_cast<uint32_t>(c.in_w + 7 * c.out_h));
+      const KernelParams p = scale_params(m, c.in_w, c.in_h, c.out_w, c.out_h);
+      OwnedImage want(f, c.out_w, c.out_h, 3);
+      reference("scale", p, in.image, want.image);
+      for (size_t align : {size_t{256}, size_t{4}}) {
+        OwnedImage got(f, c.out_w, c.out_h, 9);
+        run_on_device(*device, "scale", p, in, got, align);
+        EXPECT_EQ(compare_images(got.image, want.image), "")
+            << format_info(f).name << " " << kMethodNames[static_cast<int>(m)] << " align "
+            << align;
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ratios, GpuScale,
+    ::testing::Values(GpuScaleCase{641, 479, 320, 240, true}, GpuScaleCase{33, 7, 100, 3, true},
+                      GpuScaleCase{1, 1, 64, 36, true}, GpuScaleCase{640, 360, 641, 361, true},
+                      GpuScaleCase{4096, 2160, 16, 9, false},
+                      GpuScaleCase{3840, 2160, 1920, 1080, false},
+                      GpuScaleCase{1920, 1080, 3840, 2160, false}),
+    [](const auto& info) {
+      return std::to_string(info.param.in_w) + "x" + std::to_string(info.param.in_h) + "_to_" +
+             std::to_string(info.param.out_w) + "x" + std::to_string(info.param.out_h);
+    });
+
+}  // namespace
+}  // namespace cudaoverlap::test
