@@ -7,7 +7,7 @@
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE]
-#                              [--only copy|writes|convert|yuy2|blur|devices]
+#                              [--only copy|writes|convert|yuy2|blur|scale|devices]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
 # scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
@@ -38,6 +38,9 @@
 #   yuy2    YUY2 -> RGBA (a USB camera's format): cudaoverlap kernel=convert
 #           from the pinned pool and mode=serial, videoconvert n-threads=<cores>
 #   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
+#   scale   (only when asked) NV12 4K -> 1080p and 1080p -> 4K: kernel=scale
+#           bilinear and lanczos, cudaupload ! cudascale ! cudadownload,
+#           videoscale n-threads=<cores>
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -327,6 +330,26 @@ for size in "${size_list[@]}"; do
       "$src ! $freeze ! cudaoverlap kernel=convert mode=serial ! $out ! $sink"
     measure yuy2 "$size" "videoconvert n-threads=$cores" $yuy2 $rgba \
       "$src ! $freeze ! videoconvert n-threads=$cores dither=none ! $out ! $sink"
+  fi
+
+  if [ "$only" = scale ]; then
+    # 4K to 1080p and 1080p to 4K, NV12 both sides.
+    if [ "$size" = 3840x2160 ]; then to_w=1920 to_h=1080; else to_w=3840 to_h=2160; fi
+    src=$(still NV12)
+    out="video/x-raw,width=$to_w,height=$to_h"
+    scaled=$((to_w * to_h * 3 / 2))
+    for method in bilinear lanczos; do
+      measure scale "$size" "cudaoverlap method=$method -> ${to_w}x$to_h" $nv12 $scaled \
+        "$src ! $freeze ! cudaoverlap kernel=scale method=$method ! $out ! $sink"
+    done
+    if have cudaupload && have cudascale && have cudadownload; then
+      measure scale "$size" "cudaupload ! cudascale ! cudadownload" $nv12 $scaled \
+        "$src ! $freeze ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudascale ! video/x-raw(memory:CUDAMemory),width=$to_w,height=$to_h ! cudadownload ! video/x-raw ! $sink"
+    else
+      echo "scale    $size cudaupload ! cudascale ! cudadownload: not available (nvcodec)"
+    fi
+    measure scale "$size" "videoscale n-threads=$cores" $nv12 $scaled \
+      "$src ! $freeze ! videoscale n-threads=$cores ! $out ! $sink"
   fi
 
   # Several GPUs: each device alone, then all of them together in one

@@ -80,17 +80,24 @@ ScaleAxis scale_axis(ScaleMethod method, int in_size, int out_size) {
       w[k] = filter(method, (first + k - centre) / widen);
       sum += w[k];
     }
-    // Fixed point, the rounding's remainder on the largest tap, so that a
-    // flat picture stays exactly flat.
-    int total = 0, largest = 0;
+    // Fixed point by largest remainders: each weight rounded down, then the
+    // units the sum still lacks to the weights that lost most, so that a
+    // flat picture stays exactly flat and no weight is off by a unit or
+    // more, however many taps share the total.
     const size_t at = axis.weight.size();
+    std::vector<double> lost(axis.taps);
+    int total = 0;
     for (int k = 0; k < axis.taps; ++k) {
-      const int q = static_cast<int>(std::lrint(w[k] / sum * kOne));
-      axis.weight.push_back(static_cast<int16_t>(q));
-      total += q;
-      if (w[k] > w[largest]) largest = k;
+      const double exact = w[k] / sum * kOne;
+      const double down = std::floor(exact);
+      axis.weight.push_back(static_cast<int16_t>(down));
+      lost[k] = exact - down;
+      total += static_cast<int>(down);
     }
-    axis.weight[at + largest] = static_cast<int16_t>(axis.weight[at + largest] + (kOne - total));
+    std::vector<int> order(axis.taps);
+    for (int k = 0; k < axis.taps; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lost[a] > lost[b]; });
+    for (int i = 0; i < kOne - total; ++i) ++axis.weight[at + order[i % axis.taps]];
     axis.first.push_back(first);
   }
   return axis;

@@ -51,6 +51,22 @@ TEST(ScaleTaps, EveryOutputsWeightsSumToOneAndReachTheNearestInput) {
     }
 }
 
+// Many taps share the 2^14 units: each weight stays within a unit of its
+// exact value, so a symmetric filter stays symmetric to a unit (a rounding
+// remainder left on one tap would make it hundreds off).
+TEST(ScaleTaps, ManyTapsKeepTheFiltersShape) {
+  for (ScaleMethod m : {ScaleMethod::kBilinear, ScaleMethod::kLanczos}) {
+    const ScaleAxis a = scale_axis(m, 4096, 2);  // output 0's centre: input 1023.5
+    int largest = 0;
+    for (int k = 0; k < a.taps; ++k) largest = std::max<int>(largest, a.weight[k]);
+    const int centre = 1023 - a.first[0];  // taps 1023 and 1024 straddle the centre
+    for (int k = 0; k <= centre; ++k)
+      EXPECT_LE(std::abs(a.weight[centre - k] - a.weight[centre + 1 + k]), 1)
+          << kMethodNames[static_cast<int>(m)] << " tap " << k;
+    EXPECT_LE(largest, m == ScaleMethod::kBilinear ? 9 : 15);
+  }
+}
+
 TEST(ScaleTaps, TheFilterWidensOnlyWhenShrinking) {
   EXPECT_EQ(scale_axis(ScaleMethod::kNearest, 100, 33).taps, 1);
   EXPECT_EQ(scale_axis(ScaleMethod::kBilinear, 100, 300).taps, 2);
