@@ -58,8 +58,11 @@ ScaleAxis scale_axis(ScaleMethod method, int in_size, int out_size) {
   axis.out_size = out_size;
   const double ratio = static_cast<double>(in_size) / out_size;
   constexpr int kOne = 1 << kScaleWeightBits;
-  if (method == ScaleMethod::kNearest) {
-    // The input sample under the output's centre, in integers.
+  if (method == ScaleMethod::kNearest || in_size == out_size) {
+    // The input sample under the output's centre, in integers: an axis
+    // that keeps its size is left alone by every method, as GStreamer's
+    // scaler leaves it (Mitchell-Netravali's cubic would soften it, and
+    // mix the fields of interlaced video).
     axis.taps = 1;
     for (int o = 0; o < out_size; ++o) {
       const int64_t i = (int64_t{2} * o + 1) * in_size / (int64_t{2} * out_size);

@@ -7,7 +7,7 @@
 // - 0.5 on the input's grid, as GStreamer's video scaler places it). When
 // shrinking, the filter widens by the factor in / out, so every input sample
 // counts and fine detail does not alias (GStreamer's multi-tap methods do
-// the same); nearest never widens.
+// the same); nearest never widens. An axis that keeps its size is a copy.
 #pragma once
 
 #include <cstdint>

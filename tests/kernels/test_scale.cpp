@@ -67,6 +67,16 @@ TEST(ScaleTaps, ManyTapsKeepTheFiltersShape) {
   }
 }
 
+// An axis that keeps its size is left alone by every method (the cubic
+// would otherwise take 1/18 of each neighbour: interlaced fields mixed).
+TEST(ScaleTaps, AnAxisOfOneSizeIsACopy) {
+  for (ScaleMethod m : kMethods) {
+    const ScaleAxis a = scale_axis(m, 37, 37);
+    ASSERT_EQ(a.taps, 1) << kMethodNames[static_cast<int>(m)];
+    for (int o = 0; o < 37; ++o) EXPECT_EQ(a.first[o], o);
+  }
+}
+
 TEST(ScaleTaps, TheFilterWidensOnlyWhenShrinking) {
   EXPECT_EQ(scale_axis(ScaleMethod::kNearest, 100, 33).taps, 1);
   EXPECT_EQ(scale_axis(ScaleMethod::kBilinear, 100, 300).taps, 2);
