@@ -19,6 +19,7 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   ScaleTables::Axis& a = tables->axes[index];
   a.taps = axis.taps;
   a.in_size = axis.in_size;
+  a.out_size = axis.out_size;
   std::vector<uint8_t>& bytes = tables->bytes;
   auto put = [&bytes](const void* data, size_t n) {
     const size_t at = (bytes.size() + 15) / 16 * 16;  // aligned for the device's loads

@@ -1,7 +1,15 @@
-// The CUDA half of `scale` (scale.h): one thread per output sample of a
-// component, one launch per component, each sample by scale_math.h as the
-// CPU reference computes it.
+// The CUDA half of `scale` (scale.h). A thread makes one output pixel of a
+// group (through shared memory where a block's input rows fit, else
+// directly): the components that share a plane, a sample step and a grid (all
+// of RGBA; NV12's interleaved U and V; YUY2's luma, then its chroma), so a
+// tap's samples come in one load and the input is read once per plane, not
+// once per component. The arithmetic is scale_math.h's, sample for sample;
+// the vertical sums of samples up to 12 bits are taken in 32 bits, where
+// they cannot overflow, so the bytes are the CPU reference's.
 #include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/scale/scale.h"
@@ -13,10 +21,234 @@ namespace {
 constexpr int kBlockX = 32;
 constexpr int kBlockY = 8;
 
-__global__ void scale_kernel(ScaleComponent c) {
+// Up to four components scaled together, and a padding byte written with
+// a constant (RGBx and the like).
+struct ScaleGroup {
+  ScaleComponent c;    // the shared fields, and the first component's offset
+  int offset[4] = {};  // each component's byte within the pixel
+  int fill_offset = -1;
+  int fill = 0;
+};
+
+template <int kBytes>
+__device__ __forceinline__ int sample(const uint8_t* p, int shift, int mask) {
+  if (kBytes == 1) return *p;
+  return ((p[0] | (p[1] << 8)) >> shift) & mask;
+}
+
+// kN components of kBytes-byte samples; kWide: vertical sums in 64 bits
+// (16-bit samples); kWord: 4-byte pixels loaded and stored as one word.
+template <int kN, int kBytes, bool kWide, bool kWord>
+__global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
+  const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   const int y = blockIdx.y * kBlockY + threadIdx.y;
-  if (x < c.out_samples && y < c.out_rows) scale_one(c, x, y);
+  if (x >= c.out_samples || y >= c.out_rows) return;
+  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+  const int mask = (1 << c.depth) - 1;
+  const int xs = x < c.out_width ? x : c.out_width - 1;
+  const int x0 = c.x.first[xs];
+  const int y0 = c.y.first[y];
+  const int16_t* wx = c.x.weight + static_cast<size_t>(xs) * c.x.taps;
+  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+  using Acc = typename std::conditional<kWide, long long, int>::type;
+  Acc sum[kN];
+#pragma unroll
+  for (int k = 0; k < kN; ++k) sum[k] = 0;
+  for (int j = 0; j < c.y.taps; ++j) {
+    const int wj = wy[j];
+    if (wj == 0) continue;
+    const uint8_t* line =
+        c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
+    int h[kN];
+#pragma unroll
+    for (int k = 0; k < kN; ++k) h[k] = 0;
+    for (int i = 0; i < c.x.taps; ++i) {
+      const int w = wx[i];
+      const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
+      if (kWord) {
+        const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
+#pragma unroll
+        for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kN; ++k)
+      sum[k] += static_cast<Acc>(wj) * ((h[k] + kHalf) >> kScaleWeightBits);
+  }
+  uint8_t* d =
+      c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
+  uint32_t word = 0;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
+    const int v = r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r));
+    if (kWord) {
+      word |= static_cast<uint32_t>(v) << (8 * g.offset[k]);
+    } else if (kBytes == 1) {
+      d[g.offset[k]] = static_cast<uint8_t>(v);
+    } else {
+      const int w = v << c.shift;
+      d[g.offset[k]] = static_cast<uint8_t>(w);
+      d[g.offset[k] + 1] = static_cast<uint8_t>(w >> 8);
+    }
+  }
+  if (kWord) {
+    if (g.fill_offset >= 0) word |= static_cast<uint32_t>(g.fill) << (8 * g.fill_offset);
+    *reinterpret_cast<uint32_t*>(d) = word;  // the group covers all four bytes
+  } else if (g.fill_offset >= 0) {
+    d[g.fill_offset] = static_cast<uint8_t>(g.fill);
+  }
+}
+
+// The same in two passes through shared memory: the block's 32 x 8
+// outputs need input rows [first_y of its top row, first_y of its bottom
+// row + taps); each of those rows is filtered along x once for the block's
+// 32 columns (the rounded row sums of scale_math.h), then each output sums
+// its own rows' values. A tap is then read once per block row instead of
+// once per output row, which is what makes multi-tap methods affordable.
+template <int kN, int kBytes, bool kWide, bool kWord>
+__global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
+  extern __shared__ int row_sums[];  // [row][component][column]
+  const ScaleComponent& c = g.c;
+  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+  const int mask = (1 << c.depth) - 1;
+  const int bx = blockIdx.x * kBlockX;
+  const int by = blockIdx.y * kBlockY;
+  const int last = min(by + kBlockY, c.out_rows) - 1;
+  const int r_first = c.y.first[by];
+  const int r_count = c.y.first[last] + c.y.taps - r_first;
+  const int tid = threadIdx.y * kBlockX + threadIdx.x;
+  for (int item = tid; item < r_count * kBlockX; item += kBlockX * kBlockY) {
+    const int r = item / kBlockX;
+    const int tx = item - r * kBlockX;
+    const int x = min(bx + tx, c.out_samples - 1);
+    const int xs = x < c.out_width ? x : c.out_width - 1;
+    const int x0 = c.x.first[xs];
+    const int16_t* wx = c.x.weight + static_cast<size_t>(xs) * c.x.taps;
+    const uint8_t* line =
+        c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
+    int h[kN];
+#pragma unroll
+    for (int k = 0; k < kN; ++k) h[k] = 0;
+    for (int i = 0; i < c.x.taps; ++i) {
+      const int w = wx[i];
+      const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
+      if (kWord) {
+        const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
+#pragma unroll
+        for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kN; ++k)
+      row_sums[(r * kN + k) * kBlockX + tx] = (h[k] + kHalf) >> kScaleWeightBits;
+  }
+  __syncthreads();
+  const int x = bx + threadIdx.x;
+  const int y = by + threadIdx.y;
+  if (x >= c.out_samples || y >= c.out_rows) return;
+  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+  const int base = c.y.first[y] - r_first;
+  using Acc = typename std::conditional<kWide, long long, int>::type;
+  Acc sum[kN];
+#pragma unroll
+  for (int k = 0; k < kN; ++k) sum[k] = 0;
+  for (int j = 0; j < c.y.taps; ++j) {
+    const int wj = wy[j];
+    if (wj == 0) continue;
+#pragma unroll
+    for (int k = 0; k < kN; ++k)
+      sum[k] += static_cast<Acc>(wj) * row_sums[((base + j) * kN + k) * kBlockX + threadIdx.x];
+  }
+  uint8_t* d =
+      c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
+  uint32_t word = 0;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
+    const int v = r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r));
+    if (kWord) {
+      word |= static_cast<uint32_t>(v) << (8 * g.offset[k]);
+    } else if (kBytes == 1) {
+      d[g.offset[k]] = static_cast<uint8_t>(v);
+    } else {
+      const int w = v << c.shift;
+      d[g.offset[k]] = static_cast<uint8_t>(w);
+      d[g.offset[k] + 1] = static_cast<uint8_t>(w >> 8);
+    }
+  }
+  if (kWord) {
+    if (g.fill_offset >= 0) word |= static_cast<uint32_t>(g.fill) << (8 * g.fill_offset);
+    *reinterpret_cast<uint32_t*>(d) = word;
+  } else if (g.fill_offset >= 0) {
+    d[g.fill_offset] = static_cast<uint8_t>(g.fill);
+  }
+}
+
+// Shared memory a tile may use: the default limit, with no opt-in.
+constexpr size_t kTileBytes = 48 * 1024;
+
+// `tile_rows`: the most input rows a block of kBlockY output rows needs;
+// 0 where the direct kernel runs.
+template <int kN, int kBytes, bool kWide, bool kWord>
+void launch(const ScaleGroup& g, int tile_rows, CUstream_st* stream) {
+  const dim3 grid((g.c.out_samples + kBlockX - 1) / kBlockX,
+                  (g.c.out_rows + kBlockY - 1) / kBlockY);
+  const size_t shared = static_cast<size_t>(tile_rows) * kN * kBlockX * sizeof(int);
+  if (tile_rows > 0 && shared <= kTileBytes)
+    scale_tile_kernel<kN, kBytes, kWide, kWord>
+        <<<grid, dim3(kBlockX, kBlockY), shared, stream>>>(g);
+  else
+    scale_group_kernel<kN, kBytes, kWide, kWord><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(g);
+}
+
+template <int kN>
+void launch_n(const ScaleGroup& g, bool word, int tile_rows, CUstream_st* stream) {
+  if (g.c.sample_bytes == 2) {
+    if (g.c.depth > 12)
+      launch<kN, 2, true, false>(g, tile_rows, stream);
+    else
+      launch<kN, 2, false, false>(g, tile_rows, stream);
+  } else if (word) {
+    if constexpr (kN >= 3) launch<kN, 1, false, true>(g, tile_rows, stream);
+  } else {
+    launch<kN, 1, false, false>(g, tile_rows, stream);
+  }
+}
+
+// The most input rows any block of kBlockY consecutive output rows of the
+// axis whose device starts are at `first` needs (the host's copy of the
+// tables says); 0 where filtering along x first gains nothing (one
+// vertical tap).
+int tile_rows(const ScaleTables& tables, const uint8_t* workspace, const int32_t* first) {
+  for (const ScaleTables::Axis& a : tables.axes) {
+    if (reinterpret_cast<const int32_t*>(workspace + a.first_at) != first) continue;
+    if (a.taps <= 1) return 0;
+    const auto* f = reinterpret_cast<const int32_t*>(tables.bytes.data() + a.first_at);
+    int most = 0;
+    for (int y = 0; y < a.out_size; y += kBlockY) {
+      const int last = std::min(y + kBlockY, a.out_size) - 1;
+      most = std::max(most, f[last] + a.taps - f[y]);
+    }
+    return most;
+  }
+  return 0;
+}
+
+bool same_group(const ScaleComponent& a, const ScaleComponent& b) {
+  return a.src == b.src && a.dst == b.dst && a.pixel_stride == b.pixel_stride &&
+         a.x.first == b.x.first && a.y.first == b.y.first && a.out_samples == b.out_samples;
+}
+
+bool aligned4(const void* p, size_t stride) {
+  return reinterpret_cast<uintptr_t>(p) % 4 == 0 && stride % 4 == 0;
 }
 
 }  // namespace
@@ -30,10 +262,41 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
                 const uint8_t* workspace, CUstream_st* stream) {
   ScaleComponent components[kMaxComponents + 1];
   const int n = scale_components(in, out, tables, workspace, components);
-  for (int c = 0; c < n; ++c) {
-    const ScaleComponent& k = components[c];
-    const dim3 grid((k.out_samples + kBlockX - 1) / kBlockX, (k.out_rows + kBlockY - 1) / kBlockY);
-    scale_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k);
+  bool done[kMaxComponents + 1] = {};
+  for (int first = 0; first < n; ++first) {
+    if (done[first] || components[first].fill >= 0) continue;
+    ScaleGroup g;
+    g.c = components[first];
+    int members = 0;
+    for (int k = first; k < n; ++k) {
+      if (done[k] || !same_group(components[first], components[k])) continue;
+      done[k] = true;
+      if (components[k].fill >= 0) {
+        g.fill_offset = components[k].offset;
+        g.fill = components[k].fill;
+      } else {
+        g.offset[members++] = components[k].offset;
+      }
+    }
+    // Whole 4-byte pixels, aligned: loaded and stored as words.
+    const bool word = g.c.sample_bytes == 1 && g.c.pixel_stride == 4 &&
+                      members + (g.fill_offset >= 0 ? 1 : 0) == 4 &&
+                      aligned4(g.c.src, g.c.src_stride) && aligned4(g.c.dst, g.c.dst_stride);
+    const int rows = tile_rows(tables, workspace, g.c.y.first);
+    switch (members) {
+      case 1:
+        launch_n<1>(g, false, rows, stream);
+        break;
+      case 2:
+        launch_n<2>(g, false, rows, stream);
+        break;
+      case 3:
+        launch_n<3>(g, word, rows, stream);
+        break;
+      default:
+        launch_n<4>(g, word, rows, stream);
+        break;
+    }
     CO_CUDA_CHECK_LAUNCH("the scale kernel");
   }
 }

@@ -25,6 +25,7 @@ struct ScaleTables {
   struct Axis {
     int taps = 0;
     int in_size = 0;
+    int out_size = 0;
     size_t first_at = 0;   // byte offset of its int32 starts
     size_t weight_at = 0;  // byte offset of its int16 weights
   };
