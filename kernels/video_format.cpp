@@ -193,6 +193,24 @@ size_t plane_rows(PixelFormat format, int plane, int height) {
   return round_up_shift(height, format_info(format).y_shift[plane]);
 }
 
+ImageRef aligned_image(PixelFormat format, int width, int height, size_t align, uint8_t* data,
+                       size_t* bytes) {
+  ImageRef image;
+  image.format = format;
+  image.width = width;
+  image.height = height;
+  auto up = [align](size_t v) { return (v + align - 1) / align * align; };
+  size_t at = 0;
+  for (int p = 0; p < format_info(format).n_planes; ++p) {
+    at = up(at);
+    image.planes[p].stride = up(plane_row_bytes(format, p, width));
+    image.planes[p].data = data ? data + at : nullptr;
+    at += image.planes[p].stride * plane_rows(format, p, height);
+  }
+  *bytes = up(at);
+  return image;
+}
+
 int stored_samples(PixelFormat format, int component, int width) {
   const Component& k = format_info(format).comp[component];
   const size_t row_bytes = plane_row_bytes(format, k.plane, width);

@@ -125,6 +125,12 @@ int stored_samples(PixelFormat format, int component, int width);
 // Sample (x, y) of `component` of `image` at its depth (8 bits, or the
 // `depth` bits of a little-endian word), and writing one there with the
 // other bits of its word kept. Host memory; for the CPU references.
+// An image of `format` and size at `data`, planes one after another, each
+// plane's start and rows aligned to `align` bytes; *bytes gets its size.
+// `data` may be null to learn the size alone.
+ImageRef aligned_image(PixelFormat format, int width, int height, size_t align, uint8_t* data,
+                       size_t* bytes);
+
 uint32_t read_sample(const ImageRef& image, int component, int x, int y);
 void write_sample(const ImageRef& image, int component, int x, int y, uint32_t value);
 

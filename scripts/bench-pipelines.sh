@@ -39,7 +39,8 @@
 #           from the pinned pool and mode=serial, videoconvert n-threads=<cores>
 #   blur    RGBA, sigma 5: cudaoverlap overlapped vs mode=serial
 #   scale   (only when asked) NV12 4K -> 1080p and 1080p -> 4K: kernel=scale
-#           bilinear and lanczos, cudaupload ! cudascale ! cudadownload,
+#           bilinear and lanczos, kernel=convert to RGBA (bilinear),
+#           cudaupload ! cudascale ! cudadownload,
 #           videoscale n-threads=<cores>
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
@@ -342,6 +343,9 @@ for size in "${size_list[@]}"; do
       measure scale "$size" "cudaoverlap method=$method -> ${to_w}x$to_h" $nv12 $scaled \
         "$src ! $freeze ! cudaoverlap kernel=scale method=$method ! $out ! $sink"
     done
+    measure scale "$size" "cudaoverlap kernel=convert -> RGBA ${to_w}x$to_h" $nv12 \
+      $((to_w * to_h * 4)) \
+      "$src ! $freeze ! cudaoverlap kernel=convert ! $out,format=RGBA ! $sink"
     if have cudaupload && have cudascale && have cudadownload; then
       measure scale "$size" "cudaupload ! cudascale ! cudadownload" $nv12 $scaled \
         "$src ! $freeze ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudascale ! video/x-raw(memory:CUDAMemory),width=$to_w,height=$to_h ! cudadownload ! video/x-raw ! $sink"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/convert/convert_math.h"
 #include "kernels/convert/debayer_math.h"
@@ -280,10 +281,62 @@ std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const 
   return formats;
 }
 
+namespace {
+
+// Planes and rows of the frame between the two steps start on 256 bytes,
+// as the engine's own device frames do.
+constexpr size_t kBetweenAlign = 256;
+
+}  // namespace
+
+ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValues& values,
+                                   const FrameSizes& sizes)
+    : Operation(values), params_(params), sizes_(sizes) {
+  if (!resizes()) return;
+  tables_ = scale_tables(
+      values.has("method") ? values.choice<ScaleMethod>("method") : ScaleMethod::kBilinear, sizes_);
+  // Room for the frame between the steps in the largest format, at the
+  // larger of the two sizes (the formats are known only per frame).
+  between_at_ = (tables_.bytes.size() + kBetweenAlign - 1) / kBetweenAlign * kBetweenAlign;
+  size_t most = 0;
+  for (PixelFormat f : output_formats(PixelFormat::kRGBA))
+    for (auto [w, h] :
+         {std::pair{sizes_.in_width, sizes_.in_height}, {sizes_.out_width, sizes_.out_height}}) {
+      size_t bytes = 0;
+      aligned_image(f, w, h, kBetweenAlign, nullptr, &bytes);
+      most = std::max(most, bytes);
+    }
+  workspace_bytes_ = between_at_ + most;
+}
+
+bool ConvertOperation::resizes() const {
+  return sizes_.known() &&
+         (sizes_.in_width != sizes_.out_width || sizes_.in_height != sizes_.out_height);
+}
+
+ImageRef ConvertOperation::between(const ImageRef& in, const ImageRef& out, uint8_t* workspace,
+                                   bool* scale_first) const {
+  *scale_first = !is_bayer(in.format) && static_cast<int64_t>(out.width) * out.height <=
+                                             static_cast<int64_t>(in.width) * in.height;
+  size_t bytes = 0;
+  return *scale_first ? aligned_image(in.format, out.width, out.height, kBetweenAlign,
+                                      workspace + between_at_, &bytes)
+                      : aligned_image(out.format, in.width, in.height, kBetweenAlign,
+                                      workspace + between_at_, &bytes);
+}
+
+void ConvertOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
+  if (resizes()) CO_CUDA_ONLY(scale_prepare_cuda(tables_, workspace.data, stream));
+}
+
+void ConvertOperation::prepare_reference(const Workspace& workspace) const {
+  if (resizes()) std::memcpy(workspace.data, tables_.bytes.data(), tables_.bytes.size());
+}
+
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   // 4:2:0 chroma rows are shared by two picture rows, one of each field;
-  // debayering interpolates between rows.
-  if (is_bayer(in)) return true;
+  // debayering interpolates between rows; so does scaling to another height.
+  if (is_bayer(in) || sizes_.in_height != sizes_.out_height) return true;
   const FormatInfo &i = format_info(in), &o = format_info(out);
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
@@ -294,7 +347,7 @@ bool ConvertOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
 
 int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
   const std::vector<PixelFormat> outs = output_formats(in);
-  if (std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
+  if (resizes() || std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
   // The plane scaler's taps depend on the planes' whole heights (an odd
   // height scales 2n-1 rows from n), so a view of fewer rows would be
   // scaled otherwise: whole frames.
@@ -305,35 +358,80 @@ int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
 }
 
 std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {
-  const std::string problem = Operation::check(in, out);
-  return problem.empty() ? convert_check(in, out, params_) : problem;
+  if (!resizes()) {
+    const std::string problem = Operation::check(in, out);
+    return problem.empty() ? convert_check(in, out, params_) : problem;
+  }
+  // The formats as at one size, then the sizes it was made for.
+  ImageRef same = out;
+  same.width = in.width;
+  same.height = in.height;
+  std::string problem = Operation::check(in, same);
+  if (problem.empty()) problem = convert_check(in, same, params_);
+  if (problem.empty() && (in.width != sizes_.in_width || in.height != sizes_.in_height ||
+                          out.width != sizes_.out_width || out.height != sizes_.out_height))
+    problem = "convert was made for " + std::to_string(sizes_.in_width) + "x" +
+              std::to_string(sizes_.in_height) + " to " + std::to_string(sizes_.out_width) + "x" +
+              std::to_string(sizes_.out_height) + ", not " + std::to_string(in.width) + "x" +
+              std::to_string(in.height) + " to " + std::to_string(out.width) + "x" +
+              std::to_string(out.height);
+  return problem;
 }
 
 bool ConvertOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const ConvertOperation*>(&other);
-  return o != nullptr && o->params_ == params_;
+  return o != nullptr && o->params_ == params_ && o->declared() == declared() &&
+         o->sizes_ == sizes_;
 }
 
-void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
-                                    CUstream_st* stream) const {
-  CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
+                                    const Workspace& workspace, CUstream_st* stream) const {
+  if (!resizes()) {
+    CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+  } else if (in.format == out.format) {
+    CO_CUDA_ONLY(scale_cuda(in, out, tables_, workspace.data, stream));
+  } else {
+    bool scale_first = false;
+    const ImageRef mid = between(in, out, workspace.data, &scale_first);
+    if (scale_first) {
+      CO_CUDA_ONLY(scale_cuda(in, mid, tables_, workspace.data, stream));
+      CO_CUDA_ONLY(convert_cuda(mid, out, params_, stream));
+    } else {
+      CO_CUDA_ONLY(convert_cuda(in, mid, params_, stream));
+      CO_CUDA_ONLY(scale_cuda(mid, out, tables_, workspace.data, stream));
+    }
+  }
 }
 
 void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
-                                     const Workspace&) const {
-  convert_reference(in, out, params_);
+                                     const Workspace& workspace) const {
+  if (!resizes()) {
+    convert_reference(in, out, params_);
+  } else if (in.format == out.format) {
+    scale_reference(in, out, tables_, workspace.data);
+  } else {
+    bool scale_first = false;
+    const ImageRef mid = between(in, out, workspace.data, &scale_first);
+    if (scale_first) {
+      scale_reference(in, mid, tables_, workspace.data);
+      convert_reference(mid, out, params_);
+    } else {
+      convert_reference(in, mid, params_);
+      scale_reference(mid, out, tables_, workspace.data);
+    }
+  }
 }
 
 const OperationEntry& convert_entry() {
   static const OperationEntry entry{
       "convert",
-      "Convert: to the format downstream asks for, with the caps' colorimetry (BT.601/BT.709, "
-      "full/limited range) as videoconvert converts; e.g. cudaoverlap kernel=convert ! "
-      "video/x-raw,format=NV12",
+      "Convert: to the format and size downstream asks for, with the caps' colorimetry "
+      "(BT.601/BT.709, full/limited range) as videoconvert converts and scaled as videoscale "
+      "scales; e.g. cudaoverlap kernel=convert ! video/x-raw,format=NV12,width=1280,height=720",
       true,
-      {},
+      {scale_method_param()},
       [](const KernelParams& p) -> std::shared_ptr<const Operation> {
-        return std::make_shared<ConvertOperation>(p.convert);
+        return std::make_shared<ConvertOperation>(p.convert, p.values, p.sizes);
       }};
   return entry;
 }

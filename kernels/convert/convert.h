@@ -53,6 +53,7 @@
 #include "kernels/kernel_params.h"
 #include "kernels/operation.h"
 #include "kernels/operation_entry.h"
+#include "kernels/scale/scale.h"
 
 namespace cudaoverlap {
 
@@ -66,13 +67,26 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
 // pair by running bands by view (tests/kernels).
 constexpr int kConvertBandHalo = 4;
 
-// Every format to every format; the output format is downstream's choice.
+// Every format to every format; the output format and size are
+// downstream's choice. A change of size is scaled as `scale` scales
+// (`method`), in whichever of the two formats has fewer pixels to scale:
+// the input scaled, then converted, when the picture shrinks; converted,
+// then scaled, when it grows (and always for a Bayer mosaic, which is
+// debayered first). Between the two steps the frame waits in the
+// workspace, which the engine's one compute stream runs frame after frame.
 class ConvertOperation final : public Operation {
  public:
-  explicit ConvertOperation(const ConvertParams& params) : params_(params) {}
+  // `values`: its declared parameters (method); `sizes` from the caps,
+  // unset where the size stays.
+  ConvertOperation(const ConvertParams& params, const ParamValues& values = {},
+                   const FrameSizes& sizes = {});
   const char* name() const override { return "convert"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool format_from_downstream() const override { return true; }
+  bool size_from_downstream() const override { return true; }
+  size_t workspace_bytes() const override { return workspace_bytes_; }
+  void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
+  void prepare_reference(const Workspace& workspace) const override;
   bool mixes_rows(PixelFormat in, PixelFormat out) const override;
   // YUV to or from RGB or grey. (YUV to YUV keeps the samples, and needs
   // the same matrix on both sides.)
@@ -92,7 +106,18 @@ class ConvertOperation final : public Operation {
   bool bands_by_view(PixelFormat in, PixelFormat out) const override { return mixes_rows(in, out); }
 
  private:
+  bool resizes() const;
+  // The frame between the two steps of a resizing conversion, in the
+  // workspace: the input's format at the output's size, or the output's
+  // format at the input's.
+  ImageRef between(const ImageRef& in, const ImageRef& out, uint8_t* workspace,
+                   bool* scale_first) const;
+
   ConvertParams params_;
+  FrameSizes sizes_;
+  ScaleTables tables_;
+  size_t between_at_ = 0;
+  size_t workspace_bytes_ = 0;
 };
 
 // Whether convert_reference's output is its input, byte for byte, whatever

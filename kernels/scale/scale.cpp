@@ -153,26 +153,32 @@ void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
     copy_reference(in, out);
 }
 
+const ParamSpec& scale_method_param() {
+  static const ParamSpec spec{
+      "method",
+      "Method",
+      "kernel=scale and kernel=convert: the resampling filter when the size changes; bilinear, "
+      "bicubic and lanczos widen when shrinking, so the picture does not alias",
+      ParamSpec::Type::kEnum,
+      0,
+      3,
+      static_cast<double>(ScaleMethod::kBilinear),
+      {{0, "nearest", "Nearest neighbour"},
+       {1, "bilinear", "Bilinear (2 taps, more when shrinking)"},
+       {2, "bicubic", "Bicubic, Mitchell-Netravali (4 taps, more when shrinking)"},
+       {3, "lanczos", "Lanczos, three lobes (6 taps, more when shrinking)"}},
+      "GstCudaOverlapScaleMethod",
+      false};
+  return spec;
+}
+
 const OperationEntry& scale_entry() {
   static const OperationEntry entry{
       "scale",
       "Scale: resize to the width and height downstream asks for, keeping the format, as "
       "videoscale does",
       true,
-      {{"method",
-        "Method",
-        "kernel=scale: the resampling filter; bilinear, bicubic and lanczos widen when "
-        "shrinking, so the picture does not alias",
-        ParamSpec::Type::kEnum,
-        0,
-        3,
-        static_cast<double>(ScaleMethod::kBilinear),
-        {{0, "nearest", "Nearest neighbour"},
-         {1, "bilinear", "Bilinear (2 taps, more when shrinking)"},
-         {2, "bicubic", "Bicubic, Mitchell-Netravali (4 taps, more when shrinking)"},
-         {3, "lanczos", "Lanczos, three lobes (6 taps, more when shrinking)"}},
-        "GstCudaOverlapScaleMethod",
-        false}},
+      {scale_method_param()},
       [](const KernelParams& p) -> std::shared_ptr<const Operation> {
         return std::make_shared<ScaleOperation>(p.values, p.sizes);
       }};

@@ -83,6 +83,10 @@ void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
                 const uint8_t* workspace, CUstream_st* stream);
 
+// The `method` parameter, declared by scale and by convert (which scales
+// too).
+const ParamSpec& scale_method_param();
+
 // Its registry entry (operation_entry.h).
 const OperationEntry& scale_entry();
 

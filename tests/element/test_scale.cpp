@@ -58,10 +58,11 @@ ImageRef image_of(GstVideoFrame* frame) {
 }
 
 // Empty when the pixel bytes of `output` (of `out`) are those of the CPU
-// reference of scale `method` on `input` (of `in`), else the first that
+// reference of `kernel` (scale, or convert with the caps' default
+// colorimetry) with `method` on `input` (of `in`), else the first that
 // differs.
 std::string compare_scaled(GstVideoInfo in, GstBuffer* input, GstVideoInfo out, GstBuffer* output,
-                           int method) {
+                           int method, const char* kernel = "scale") {
   cudaoverlap::KernelParams params;
   params.set("method", method);
   params.sizes = {GST_VIDEO_INFO_WIDTH(&in), GST_VIDEO_INFO_HEIGHT(&in), GST_VIDEO_INFO_WIDTH(&out),
@@ -72,7 +73,7 @@ std::string compare_scaled(GstVideoInfo in, GstBuffer* input, GstVideoInfo out, 
   std::vector<uint8_t> expected(layout.size);
   GstVideoFrame a, b;
   if (!gst_video_frame_map(&a, &in, input, GST_MAP_READ)) return "cannot map the input";
-  cudaoverlap::run_reference(*cudaoverlap::make_operation("scale", params), image_of(&a),
+  cudaoverlap::run_reference(*cudaoverlap::make_operation(kernel, params), image_of(&a),
                              layout.at(expected.data()));
   gst_video_frame_unmap(&a);
   if (!gst_video_frame_map(&b, &out, output, GST_MAP_READ)) return "cannot map the output";
@@ -280,6 +281,42 @@ TEST(Scale, VideotestsrcFramesAreTheReference) {
     gst_object_unref(sink);
     gst_object_unref(overlap);
     gst_object_unref(pipeline);
+  }
+}
+
+// kernel=convert takes the size from downstream too: converted and scaled
+// in one element, each frame the reference's (shrinking scales in the
+// input's format first, growing converts first).
+TEST(Scale, ConvertChangesFormatAndSizeAtOnce) {
+  SKIP_WITHOUT_BACKEND();
+  struct Case {
+    GstVideoFormat from;
+    const char* to;
+    int in_w, in_h, out_w, out_h, method;
+  };
+  for (const Case c : {Case{GST_VIDEO_FORMAT_I420, "RGBA", 64, 48, 40, 30, 1},
+                       Case{GST_VIDEO_FORMAT_NV12, "BGRx", 33, 21, 70, 47, 3},
+                       Case{GST_VIDEO_FORMAT_RGBA, "YUY2", 50, 40, 33, 20, 2}}) {
+    SCOPED_TRACE(std::string(gst_video_format_to_string(c.from)) + " -> " + c.to);
+    const GstVideoInfo info = video_info(c.from, c.in_w, c.in_h);
+    AppPipeline pipeline(info, std::string("kernel=convert method=") + kMethods[c.method] +
+                                   " ! video/x-raw,format=" + c.to + ",width=" +
+                                   std::to_string(c.out_w) + ",height=" + std::to_string(c.out_h));
+    ASSERT_TRUE(pipeline.ok());
+    GstBuffer* input = make_frame(info, 5);
+    pipeline.push(gst_buffer_ref(input));
+    pipeline.end();
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << pipeline.error();
+    GstVideoInfo out;
+    ASSERT_TRUE(gst_video_info_from_caps(&out, gst_sample_get_caps(sample)));
+    EXPECT_EQ(std::string(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&out))), c.to);
+    EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&out), GST_VIDEO_INFO_HEIGHT(&out)),
+              size_text(c.out_w, c.out_h));
+    EXPECT_EQ(compare_scaled(info, input, out, gst_sample_get_buffer(sample), c.method, "convert"),
+              "");
+    gst_sample_unref(sample);
+    gst_buffer_unref(input);
   }
 }
 

@@ -204,6 +204,41 @@ TEST(ScaleOperation, RefusesFramesOfOtherSizesThanItWasMadeFor) {
                    ->mixes_rows(PixelFormat::kRGBA, PixelFormat::kRGBA));
 }
 
+// convert with a change of size is scale and convert one after the other:
+// scaled in the input's format when shrinking, converted first when
+// growing and for a mosaic (debayered at its own size).
+TEST(ConvertScaleReference, IsTheTwoStepsInTheCheaperOrder) {
+  struct Case {
+    PixelFormat from, to;
+    int in_w, in_h, out_w, out_h;
+  };
+  for (const Case c : {Case{PixelFormat::kNV12, PixelFormat::kRGBA, 64, 36, 32, 18},
+                       Case{PixelFormat::kRGBA, PixelFormat::kNV12, 32, 18, 64, 36},
+                       Case{PixelFormat::kYUY2, PixelFormat::kBGRx, 33, 9, 20, 7},
+                       Case{PixelFormat::kBayerRGGB, PixelFormat::kRGBA, 40, 30, 20, 15},
+                       Case{PixelFormat::kP010_10LE, PixelFormat::kRGBA, 30, 20, 47, 21}}) {
+    for (ScaleMethod m : {ScaleMethod::kBilinear, ScaleMethod::kLanczos}) {
+      SCOPED_TRACE(std::string(format_info(c.from).name) + " -> " + format_info(c.to).name);
+      OwnedImage in(c.from, c.in_w, c.in_h);
+      in.fill_random(11);
+      KernelParams p = scale_params(m, c.in_w, c.in_h, c.out_w, c.out_h);
+      OwnedImage got(c.to, c.out_w, c.out_h);
+      reference("convert", p, in.image, got.image);
+      const bool shrink = c.out_w * c.out_h <= c.in_w * c.in_h && !is_bayer(c.from);
+      OwnedImage mid(shrink ? c.from : c.to, shrink ? c.out_w : c.in_w, shrink ? c.out_h : c.in_h);
+      OwnedImage want(c.to, c.out_w, c.out_h);
+      if (shrink) {
+        reference("scale", p, in.image, mid.image);
+        reference("convert", {}, mid.image, want.image);
+      } else {
+        reference("convert", {}, in.image, mid.image);
+        reference("scale", p, mid.image, want.image);
+      }
+      EXPECT_EQ(compare_images(got.image, want.image), "");
+    }
+  }
+}
+
 struct GpuScaleCase {
   int in_w, in_h, out_w, out_h;
   bool every_format;  // else RGBA, NV12, YUY2 and P010_10LE
@@ -232,6 +267,39 @@ TEST_P(GpuScale, EqualsTheReferenceByteForByte) {
         EXPECT_EQ(compare_images(got.image, want.image), "")
             << format_info(f).name << " " << kMethodNames[static_cast<int>(m)] << " align "
             << align;
+      }
+    }
+}
+
+// convert's two steps on the GPU, byte for byte, both orders and a mosaic,
+// and 4K NV12 to 1080p RGBA.
+TEST(GpuConvertScale, EqualsTheReferenceByteForByte) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  struct Case {
+    PixelFormat from, to;
+    int in_w, in_h, out_w, out_h;
+  };
+  for (const Case c : {Case{PixelFormat::kNV12, PixelFormat::kRGBA, 3840, 2160, 1920, 1080},
+                       Case{PixelFormat::kNV12, PixelFormat::kRGBA, 1920, 1080, 3840, 2160},
+                       Case{PixelFormat::kRGBA, PixelFormat::kNV12, 641, 479, 320, 240},
+                       Case{PixelFormat::kYUY2, PixelFormat::kBGRx, 33, 7, 100, 3},
+                       Case{PixelFormat::kBayerGRBG, PixelFormat::kRGB, 64, 48, 30, 20},
+                       Case{PixelFormat::kP010_10LE, PixelFormat::kI420, 99, 51, 40, 80}})
+    for (ScaleMethod m : kMethods) {
+      OwnedImage in(c.from, c.in_w, c.in_h);
+      in.fill_random(static_cast<uint32_t>(c.in_w * 3 + c.out_w));
+      const KernelParams p = scale_params(m, c.in_w, c.in_h, c.out_w, c.out_h);
+      OwnedImage want(c.to, c.out_w, c.out_h, 3);
+      reference("convert", p, in.image, want.image);
+      for (size_t align : {size_t{256}, size_t{4}}) {
+        OwnedImage got(c.to, c.out_w, c.out_h, 9);
+        run_on_device(*device, "convert", p, in, got, align);
+        EXPECT_EQ(compare_images(got.image, want.image), "")
+            << format_info(c.from).name << " -> " << format_info(c.to).name << " "
+            << kMethodNames[static_cast<int>(m)] << " align " << align;
       }
     }
 }
