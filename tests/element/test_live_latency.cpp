@@ -75,17 +75,22 @@ TEST(LiveLatency, ASinkSlowForAWhileDoesNotRaiseWhatTheElementReports) {
   ASSERT_TRUE(wait_for(slow.ended)) << "the sink never caught up";
   std::this_thread::sleep_for(1000ms);
   const double after = own_ms();
-  // The sink's holding adds nothing to the report, during or after.
-  const double slack_ms = std::max(2.0, before / 2);
+  // The sink's holding (40 ms a frame) adds nothing to the report, during
+  // or after. The slack is the cpu backend's scheduling on a small shared
+  // machine, where four thread hand-offs a frame have shown p99 stays of
+  // up to 6 ms: far below the hold it would otherwise count.
+  const double slack_ms = std::max(5.0, before);
   EXPECT_LE(during, before + slack_ms) << "the sink's holding was counted as the element's";
   EXPECT_LE(after, before + slack_ms) << "the report did not come back down within a second";
   // And the report is the element's own work, a fraction of a millisecond
-  // for a 320x240 copy; not under a sanitizer, whose every memory access
-  // makes a frame take tens of milliseconds.
+  // for a 320x240 copy, its 99th percentile a few on a busy 2-core
+  // machine, well under the 16.7 ms frame interval a counted wait would
+  // add; not under a sanitizer, whose every memory access makes a frame
+  // take tens of milliseconds.
   if (!std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD")) {
-    EXPECT_LE(before, 3.0);
-    EXPECT_LE(during, 3.0);
-    EXPECT_LE(after, 3.0);
+    EXPECT_LE(before, 8.0);
+    EXPECT_LE(during, 8.0);
+    EXPECT_LE(after, 8.0);
   }
   run_or_die("pipeline to NULL", 10s, [&] { gst_element_set_state(pipeline, GST_STATE_NULL); });
   gst_object_unref(sink_pad);
