@@ -23,7 +23,11 @@ namespace cudaoverlap {
 
 struct GeometryTransform {
   FlipDirection flip = FlipDirection::kIdentity;
-  int in_width = 0;  // the input frame's size
+  // The input's window: its origin in the input frame (the crop's left
+  // and top) and its size.
+  int crop_left = 0;
+  int crop_top = 0;
+  int in_width = 0;
   int in_height = 0;
   // The output's size where the kernel scales (after the flip); 0: the
   // size the flip leaves.
@@ -37,12 +41,12 @@ struct GeometryTransform {
   int out_height() const { return scaled_height > 0 ? scaled_height : flipped_height(); }
   bool moves_pixels() const {
     return flip != FlipDirection::kIdentity || out_width() != flipped_width() ||
-           out_height() != flipped_height();
+           out_height() != flipped_height() || crop_left != 0 || crop_top != 0;
   }
 
   // Where the input point (x, y) ends up on the output, and back, in
-  // continuous coordinates (pixel edges), as videoflip and videoscale map
-  // them: flipped, then scaled.
+  // continuous coordinates (pixel edges), as videocrop, videoflip and
+  // videoscale map them: cropped, flipped, then scaled.
   void to_output(double x, double y, double* out_x, double* out_y) const;
   void to_input(double x, double y, double* in_x, double* in_y) const;
 

@@ -180,7 +180,19 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
   if (out_caps) *out_caps = nullptr;
   if (!op.format_from_downstream() && !op.size_from_downstream())
     return output_info_for(op, in, in_format, out);
-  GstCaps* in_caps = caps_from_info(in, in_format);
+  // What is left of the input after its crop is what is negotiated.
+  const Crop crop = op.crop();
+  GstVideoInfo view = in;
+  GST_VIDEO_INFO_WIDTH(&view) -= crop.left + crop.right;
+  GST_VIDEO_INFO_HEIGHT(&view) -= crop.top + crop.bottom;
+  if (GST_VIDEO_INFO_WIDTH(&view) < 1 || GST_VIDEO_INFO_HEIGHT(&view) < 1) return false;
+  if (crop.any()) {
+    // Strides, offsets and size for the window's width and height.
+    GstVideoAlignment align;
+    gst_video_alignment_reset(&align);
+    if (!gst_video_info_align(&view, &align)) return false;
+  }
+  GstCaps* in_caps = caps_from_info(view, in_format);
   GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
   GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
   GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
@@ -190,7 +202,7 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
   if (gst_caps_can_intersect(candidates, in_caps)) {
     // Downstream takes the input as it is: no conversion (videoconvert's
     // passthrough preference).
-    *out = in;
+    *out = view;
     ok = true;
   } else if (!gst_caps_is_empty(candidates)) {
     // Downstream's first preference, fixated towards the input's values.
@@ -199,7 +211,7 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
     GstStructure* s = gst_caps_get_structure(chosen, 0);
     const bool had_colorimetry = gst_structure_has_field(s, "colorimetry");
     if (op.size_from_downstream()) {
-      fixate_size(in, s);
+      fixate_size(view, s);
     } else {
       gst_structure_fixate_field_nearest_int(s, "width", GST_VIDEO_INFO_WIDTH(&in));
       gst_structure_fixate_field_nearest_int(s, "height", GST_VIDEO_INFO_HEIGHT(&in));
@@ -338,6 +350,14 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   } catch (const Error& e) {
     return e.what();
   }
+  const Crop crop = rules->crop();
+  if (crop.left + crop.right >= GST_VIDEO_INFO_WIDTH(&in) ||
+      crop.top + crop.bottom >= GST_VIDEO_INFO_HEIGHT(&in))
+    return "crop-left " + std::to_string(crop.left) + ", crop-right " + std::to_string(crop.right) +
+           ", crop-top " + std::to_string(crop.top) + " and crop-bottom " +
+           std::to_string(crop.bottom) + " leave nothing of " +
+           std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
+           std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
   if (!negotiate_output_info(*rules, in, in_format, in_colorimetry, srcpad, out, out_caps)) {
     return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +

@@ -66,8 +66,11 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   out->layout = layout_from_info(out->info, out_format);
   out->default_layout = true;  // the engine writes GStreamer's own layout
   out->geometry.flip = config.operation->orientation();
-  out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in);
-  out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in);
+  const Crop crop = config.operation->crop();
+  out->geometry.crop_left = crop.left;
+  out->geometry.crop_top = crop.top;
+  out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in) - crop.left - crop.right;
+  out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in) - crop.top - crop.bottom;
   out->geometry.scaled_width = GST_VIDEO_INFO_WIDTH(&out->info);
   out->geometry.scaled_height = GST_VIDEO_INFO_HEIGHT(&out->info);
   out->geometry.colours_change =

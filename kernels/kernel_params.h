@@ -71,6 +71,19 @@ struct FrameSizes {
   }
 };
 
+// Pixels taken off each edge of the input before anything else (the
+// crop-* parameters of scale and convert).
+struct Crop {
+  int left = 0;
+  int right = 0;
+  int top = 0;
+  int bottom = 0;
+  bool any() const { return left != 0 || right != 0 || top != 0 || bottom != 0; }
+  bool operator==(const Crop& o) const {
+    return left == o.left && right == o.right && top == o.top && bottom == o.bottom;
+  }
+};
+
 struct CustomParam {
   enum class Type { kInt, kUInt, kFloat, kDouble, kBool };
   std::string name;  // a C identifier

@@ -67,6 +67,9 @@ class Operation {
   // element negotiates them as videoscale does and hands them over in
   // KernelParams::sizes); false: they follow from the input's.
   virtual bool size_from_downstream() const { return false; }
+  // The pixels taken off the input's edges before the operation runs (its
+  // crop-* parameters): the element negotiates the size of what is left.
+  virtual Crop crop() const { return {}; }
   // Where each output pixel comes from, for metas and navigation events
   // that carry positions: a flip or rotation, or kIdentity (in place).
   virtual FlipDirection orientation() const { return FlipDirection::kIdentity; }

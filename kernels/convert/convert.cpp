@@ -291,17 +291,15 @@ constexpr size_t kBetweenAlign = 256;
 
 ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValues& values,
                                    const FrameSizes& sizes)
-    : Operation(values), params_(params), sizes_(sizes) {
-  if (!resizes()) return;
-  tables_ = scale_tables(
-      values.has("method") ? values.choice<ScaleMethod>("method") : ScaleMethod::kBilinear, sizes_);
+    : Operation(values), params_(params), resize_(values, sizes) {
+  if (!resize_.scales()) return;
   // Room for the frame between the steps in the largest format, at the
   // larger of the two sizes (the formats are known only per frame).
-  between_at_ = (tables_.bytes.size() + kBetweenAlign - 1) / kBetweenAlign * kBetweenAlign;
+  between_at_ = (resize_.table_bytes() + kBetweenAlign - 1) / kBetweenAlign * kBetweenAlign;
   size_t most = 0;
   for (PixelFormat f : output_formats(PixelFormat::kRGBA))
-    for (auto [w, h] :
-         {std::pair{sizes_.in_width, sizes_.in_height}, {sizes_.out_width, sizes_.out_height}}) {
+    for (auto [w, h] : {std::pair{resize_.window_width(), resize_.window_height()},
+                        {sizes.out_width, sizes.out_height}}) {
       size_t bytes = 0;
       aligned_image(f, w, h, kBetweenAlign, nullptr, &bytes);
       most = std::max(most, bytes);
@@ -309,34 +307,30 @@ ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValue
   workspace_bytes_ = between_at_ + most;
 }
 
-bool ConvertOperation::resizes() const {
-  return sizes_.known() &&
-         (sizes_.in_width != sizes_.out_width || sizes_.in_height != sizes_.out_height);
-}
-
-ImageRef ConvertOperation::between(const ImageRef& in, const ImageRef& out, uint8_t* workspace,
+ImageRef ConvertOperation::between(const ImageRef& window, const ImageRef& out, uint8_t* workspace,
                                    bool* scale_first) const {
-  *scale_first = !is_bayer(in.format) && static_cast<int64_t>(out.width) * out.height <=
-                                             static_cast<int64_t>(in.width) * in.height;
+  *scale_first = !is_bayer(window.format) && static_cast<int64_t>(out.width) * out.height <=
+                                                 static_cast<int64_t>(window.width) * window.height;
   size_t bytes = 0;
-  return *scale_first ? aligned_image(in.format, out.width, out.height, kBetweenAlign,
+  return *scale_first ? aligned_image(window.format, out.width, out.height, kBetweenAlign,
                                       workspace + between_at_, &bytes)
-                      : aligned_image(out.format, in.width, in.height, kBetweenAlign,
+                      : aligned_image(out.format, window.width, window.height, kBetweenAlign,
                                       workspace + between_at_, &bytes);
 }
 
 void ConvertOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
-  if (resizes()) CO_CUDA_ONLY(scale_prepare_cuda(tables_, workspace.data, stream));
+  resize_.prepare_cuda(workspace.data, stream);
 }
 
 void ConvertOperation::prepare_reference(const Workspace& workspace) const {
-  if (resizes()) std::memcpy(workspace.data, tables_.bytes.data(), tables_.bytes.size());
+  resize_.prepare_reference(workspace.data);
 }
 
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   // 4:2:0 chroma rows are shared by two picture rows, one of each field;
   // debayering interpolates between rows; so does scaling to another height.
-  if (is_bayer(in) || sizes_.in_height != sizes_.out_height) return true;
+  if (is_bayer(in) || (resize_.scales() && resize_.window_height() != resize_.sizes().out_height))
+    return true;
   const FormatInfo &i = format_info(in), &o = format_info(out);
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
@@ -347,7 +341,7 @@ bool ConvertOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
 
 int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
   const std::vector<PixelFormat> outs = output_formats(in);
-  if (resizes() || std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
+  if (resize_.active() || std::find(outs.begin(), outs.end(), out) == outs.end()) return -1;
   // The plane scaler's taps depend on the planes' whole heights (an odd
   // height scales 2n-1 rows from n), so a view of fewer rows would be
   // scaled otherwise: whole frames.
@@ -358,66 +352,69 @@ int ConvertOperation::band_halo(PixelFormat in, PixelFormat out) const {
 }
 
 std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) const {
-  if (!resizes()) {
+  if (!resize_.active()) {
     const std::string problem = Operation::check(in, out);
     return problem.empty() ? convert_check(in, out, params_) : problem;
   }
-  // The formats as at one size, then the sizes it was made for.
+  // The formats as at one size, then the sizes and crop it was made for.
   ImageRef same = out;
   same.width = in.width;
   same.height = in.height;
   std::string problem = Operation::check(in, same);
   if (problem.empty()) problem = convert_check(in, same, params_);
-  if (problem.empty() && (in.width != sizes_.in_width || in.height != sizes_.in_height ||
-                          out.width != sizes_.out_width || out.height != sizes_.out_height))
-    problem = "convert was made for " + std::to_string(sizes_.in_width) + "x" +
-              std::to_string(sizes_.in_height) + " to " + std::to_string(sizes_.out_width) + "x" +
-              std::to_string(sizes_.out_height) + ", not " + std::to_string(in.width) + "x" +
-              std::to_string(in.height) + " to " + std::to_string(out.width) + "x" +
-              std::to_string(out.height);
-  return problem;
+  return problem.empty() ? resize_.check("convert", in, out) : problem;
 }
 
 bool ConvertOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const ConvertOperation*>(&other);
   return o != nullptr && o->params_ == params_ && o->declared() == declared() &&
-         o->sizes_ == sizes_;
+         o->resize_ == resize_;
 }
 
 void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
                                     const Workspace& workspace, CUstream_st* stream) const {
-  if (!resizes()) {
+  if (!resize_.active()) {
     CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+    return;
+  }
+  const ImageRef window = resize_.window(in);
+  if (!resize_.scales()) {
+    CO_CUDA_ONLY(convert_cuda(window, out, params_, stream));
   } else if (in.format == out.format) {
-    CO_CUDA_ONLY(scale_cuda(in, out, tables_, workspace.data, stream));
+    resize_.scale_cuda(window, out, workspace.data, stream);
   } else {
     bool scale_first = false;
-    const ImageRef mid = between(in, out, workspace.data, &scale_first);
+    const ImageRef mid = between(window, out, workspace.data, &scale_first);
     if (scale_first) {
-      CO_CUDA_ONLY(scale_cuda(in, mid, tables_, workspace.data, stream));
+      resize_.scale_cuda(window, mid, workspace.data, stream);
       CO_CUDA_ONLY(convert_cuda(mid, out, params_, stream));
     } else {
-      CO_CUDA_ONLY(convert_cuda(in, mid, params_, stream));
-      CO_CUDA_ONLY(scale_cuda(mid, out, tables_, workspace.data, stream));
+      CO_CUDA_ONLY(convert_cuda(window, mid, params_, stream));
+      resize_.scale_cuda(mid, out, workspace.data, stream);
     }
   }
 }
 
 void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                      const Workspace& workspace) const {
-  if (!resizes()) {
+  if (!resize_.active()) {
     convert_reference(in, out, params_);
+    return;
+  }
+  const ImageRef window = resize_.window(in);
+  if (!resize_.scales()) {
+    convert_reference(window, out, params_);
   } else if (in.format == out.format) {
-    scale_reference(in, out, tables_, workspace.data);
+    resize_.scale_reference(window, out, workspace.data);
   } else {
     bool scale_first = false;
-    const ImageRef mid = between(in, out, workspace.data, &scale_first);
+    const ImageRef mid = between(window, out, workspace.data, &scale_first);
     if (scale_first) {
-      scale_reference(in, mid, tables_, workspace.data);
+      resize_.scale_reference(window, mid, workspace.data);
       convert_reference(mid, out, params_);
     } else {
-      convert_reference(in, mid, params_);
-      scale_reference(mid, out, tables_, workspace.data);
+      convert_reference(window, mid, params_);
+      resize_.scale_reference(mid, out, workspace.data);
     }
   }
 }
@@ -428,9 +425,7 @@ const OperationEntry& convert_entry() {
       "Convert: to the format and size downstream asks for, with the caps' colorimetry "
       "(BT.601/BT.709, full/limited range) as videoconvert converts and scaled as videoscale "
       "scales; e.g. cudaoverlap kernel=convert ! video/x-raw,format=NV12,width=1280,height=720",
-      true,
-      {scale_method_param()},
-      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+      true, resize_params(), [](const KernelParams& p) -> std::shared_ptr<const Operation> {
         return std::make_shared<ConvertOperation>(p.convert, p.values, p.sizes);
       }};
   return entry;

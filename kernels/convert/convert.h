@@ -53,7 +53,7 @@
 #include "kernels/kernel_params.h"
 #include "kernels/operation.h"
 #include "kernels/operation_entry.h"
-#include "kernels/scale/scale.h"
+#include "kernels/scale/resize.h"
 
 namespace cudaoverlap {
 
@@ -68,8 +68,9 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
 constexpr int kConvertBandHalo = 4;
 
 // Every format to every format; the output format and size are
-// downstream's choice. A change of size is scaled as `scale` scales
-// (`method`), in whichever of the two formats has fewer pixels to scale:
+// downstream's choice. The crop-* edges are taken off first (resize.h);
+// a change of size is scaled as `scale` scales (`method`), in whichever
+// of the two formats has fewer pixels to scale:
 // the input scaled, then converted, when the picture shrinks; converted,
 // then scaled, when it grows (and always for a Bayer mosaic, which is
 // debayered first). Between the two steps the frame waits in the
@@ -84,6 +85,7 @@ class ConvertOperation final : public Operation {
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool format_from_downstream() const override { return true; }
   bool size_from_downstream() const override { return true; }
+  Crop crop() const override { return resize_.crop(); }
   size_t workspace_bytes() const override { return workspace_bytes_; }
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void prepare_reference(const Workspace& workspace) const override;
@@ -106,16 +108,14 @@ class ConvertOperation final : public Operation {
   bool bands_by_view(PixelFormat in, PixelFormat out) const override { return mixes_rows(in, out); }
 
  private:
-  bool resizes() const;
   // The frame between the two steps of a resizing conversion, in the
   // workspace: the input's format at the output's size, or the output's
-  // format at the input's.
-  ImageRef between(const ImageRef& in, const ImageRef& out, uint8_t* workspace,
+  // format at the window's.
+  ImageRef between(const ImageRef& window, const ImageRef& out, uint8_t* workspace,
                    bool* scale_first) const;
 
   ConvertParams params_;
-  FrameSizes sizes_;
-  ScaleTables tables_;
+  Resize resize_;
   size_t between_at_ = 0;
   size_t workspace_bytes_ = 0;
 };

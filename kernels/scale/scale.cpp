@@ -1,5 +1,5 @@
-// The `scale` operation (see scale.h), its tables and its CPU reference,
-// which runs scale_math.h's arithmetic sample by sample.
+// The `scale` operation (see scale.h), its tables (scale_image.h) and the
+// CPU pass, which runs scale_math.h's arithmetic sample by sample.
 #include "kernels/scale/scale.h"
 
 #include <cstring>
@@ -93,64 +93,50 @@ void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables&
       for (int x = 0; x < components[c].out_samples; ++x) scale_one(components[c], x, y);
 }
 
-ScaleOperation::ScaleOperation(const ParamValues& values, const FrameSizes& sizes)
-    : Operation(values), method_(values.choice<ScaleMethod>("method")), sizes_(sizes) {
-  if (resizes()) tables_ = scale_tables(method_, sizes_);
-}
-
-bool ScaleOperation::resizes() const {
-  return sizes_.known() &&
-         (sizes_.in_width != sizes_.out_width || sizes_.in_height != sizes_.out_height);
-}
-
 std::vector<PixelFormat> ScaleOperation::output_formats(PixelFormat in) const {
   return keep_format(in);
 }
 
 std::string ScaleOperation::check(const ImageRef& in, const ImageRef& out) const {
-  if (!sizes_.known()) return Operation::check(in, out);  // the input's size: a copy
+  if (!resize_.sizes().known()) return Operation::check(in, out);  // the input's size: a copy
   // The base check with the output's size taken as given.
   ImageRef same = out;
   same.width = in.width;
   same.height = in.height;
   const std::string base = Operation::check(in, same);
-  if (!base.empty()) return base;
-  if (in.width != sizes_.in_width || in.height != sizes_.in_height ||
-      out.width != sizes_.out_width || out.height != sizes_.out_height)
-    return "scale was made for " + std::to_string(sizes_.in_width) + "x" +
-           std::to_string(sizes_.in_height) + " to " + std::to_string(sizes_.out_width) + "x" +
-           std::to_string(sizes_.out_height) + ", not " + std::to_string(in.width) + "x" +
-           std::to_string(in.height) + " to " + std::to_string(out.width) + "x" +
-           std::to_string(out.height);
-  return {};
+  return base.empty() ? resize_.check("scale", in, out) : base;
 }
 
 bool ScaleOperation::same_as(const Operation& other) const {
-  return Operation::same_as(other) && static_cast<const ScaleOperation&>(other).sizes_ == sizes_;
+  return Operation::same_as(other) && static_cast<const ScaleOperation&>(other).resize_ == resize_;
 }
 
 void ScaleOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
-  if (resizes()) CO_CUDA_ONLY(scale_prepare_cuda(tables_, workspace.data, stream));
+  resize_.prepare_cuda(workspace.data, stream);
 }
 
 void ScaleOperation::prepare_reference(const Workspace& workspace) const {
-  if (resizes()) std::memcpy(workspace.data, tables_.bytes.data(), tables_.bytes.size());
+  resize_.prepare_reference(workspace.data);
 }
 
 void ScaleOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, CUstream_st* stream) const {
-  if (resizes())
-    CO_CUDA_ONLY(scale_cuda(in, out, tables_, workspace.data, stream));
-  else
+  if (!resize_.active())
     CO_CUDA_ONLY(copy_cuda(in, out, stream));
+  else if (!resize_.scales())
+    CO_CUDA_ONLY(copy_cuda(resize_.window(in), out, stream));
+  else
+    resize_.scale_cuda(resize_.window(in), out, workspace.data, stream);
 }
 
 void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                    const Workspace& workspace) const {
-  if (resizes())
-    scale_reference(in, out, tables_, workspace.data);
-  else
+  if (!resize_.active())
     copy_reference(in, out);
+  else if (!resize_.scales())
+    copy_reference(resize_.window(in), out);
+  else
+    resize_.scale_reference(resize_.window(in), out, workspace.data);
 }
 
 const ParamSpec& scale_method_param() {
@@ -177,9 +163,7 @@ const OperationEntry& scale_entry() {
       "scale",
       "Scale: resize to the width and height downstream asks for, keeping the format, as "
       "videoscale does",
-      true,
-      {scale_method_param()},
-      [](const KernelParams& p) -> std::shared_ptr<const Operation> {
+      true, resize_params(), [](const KernelParams& p) -> std::shared_ptr<const Operation> {
         return std::make_shared<ScaleOperation>(p.values, p.sizes);
       }};
   return entry;

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
-#include "kernels/scale/scale.h"
+#include "kernels/scale/scale_image.h"
 #include "kernels/scale/scale_math.h"
 
 namespace cudaoverlap {

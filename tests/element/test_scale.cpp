@@ -439,6 +439,84 @@ TEST(Scale, RegionsAndNavigationFollowTheScaling) {
   }
 }
 
+// --- Crop ------------------------------------------------------------------
+
+// crop-* crops as videocrop does: the window's size in the caps and its
+// pixels byte for byte; a region of interest moves with the window, and one
+// the crop leaves out does not come out.
+TEST(Scale, CropEqualsVideocrop) {
+  SKIP_WITHOUT_BACKEND();
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420,
+                                GST_VIDEO_FORMAT_YUY2}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    const GstVideoInfo info = video_info(format, 40, 30);
+    AppPipeline ours(info, "kernel=scale crop-left=4 crop-right=6 crop-top=2 crop-bottom=8");
+    AppPipeline theirs(info, "kernel=copy ! videocrop left=4 right=6 top=2 bottom=8");
+    ASSERT_TRUE(ours.ok() && theirs.ok());
+    GstBuffer* input = make_frame(info, 9);
+    gst_buffer_add_video_region_of_interest_meta(input, "in", 10, 10, 10, 10);
+    gst_buffer_add_video_region_of_interest_meta(input, "out", 0, 0, 3, 30);
+    ours.push(gst_buffer_ref(input));
+    theirs.push(input);
+    GstSample* a = ours.pull();
+    GstSample* b = theirs.pull();
+    ASSERT_NE(a, nullptr) << ours.error();
+    ASSERT_NE(b, nullptr) << theirs.error();
+    GstVideoInfo ia, ib;
+    ASSERT_TRUE(gst_video_info_from_caps(&ia, gst_sample_get_caps(a)));
+    ASSERT_TRUE(gst_video_info_from_caps(&ib, gst_sample_get_caps(b)));
+    EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&ia), GST_VIDEO_INFO_HEIGHT(&ia)), "30x20");
+    EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&ib), GST_VIDEO_INFO_HEIGHT(&ib)), "30x20");
+    GstVideoFrame fa, fb;
+    ASSERT_TRUE(gst_video_frame_map(&fa, &ia, gst_sample_get_buffer(a), GST_MAP_READ));
+    ASSERT_TRUE(gst_video_frame_map(&fb, &ib, gst_sample_get_buffer(b), GST_MAP_READ));
+    const ImageRef x = image_of(&fa), y = image_of(&fb);
+    for (int p = 0; p < cudaoverlap::format_info(x.format).n_planes; ++p)
+      for (size_t r = 0; r < cudaoverlap::plane_rows(x.format, p, 20); ++r)
+        ASSERT_EQ(std::memcmp(x.planes[p].data + r * x.planes[p].stride,
+                              y.planes[p].data + r * y.planes[p].stride,
+                              cudaoverlap::plane_row_bytes(x.format, p, 30)),
+                  0)
+            << "plane " << p << " row " << r;
+    gst_video_frame_unmap(&fa);
+    gst_video_frame_unmap(&fb);
+    std::vector<std::string> regions;
+    gpointer state = nullptr;
+    while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+               gst_sample_get_buffer(a), &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+      const auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+      regions.push_back(std::string(g_quark_to_string(roi->roi_type)) + " " +
+                        std::to_string(roi->x) + "," + std::to_string(roi->y) + " " +
+                        size_text(roi->w, roi->h));
+    }
+    EXPECT_EQ(regions, std::vector<std::string>({"in 6,8 10x10"}));
+    gst_sample_unref(a);
+    gst_sample_unref(b);
+    ours.end();
+    theirs.end();
+  }
+}
+
+// A crop that leaves nothing, or an odd left edge on 4:2:0, is an error
+// naming the property.
+TEST(Scale, AnImpossibleCropIsAnError) {
+  SKIP_WITHOUT_BACKEND();
+  for (const auto& [format, properties, words] :
+       {std::tuple{GST_VIDEO_FORMAT_RGBA, "kernel=convert crop-left=20 crop-right=20",
+                   "leave nothing"},
+        std::tuple{GST_VIDEO_FORMAT_NV12, "kernel=scale crop-left=3", "crop-left must be even"}}) {
+    const GstVideoInfo info = video_info(format, 40, 30);
+    AppPipeline pipeline(info, properties);
+    ASSERT_TRUE(pipeline.ok());
+    pipeline.push(make_frame(info, 1));
+    pipeline.end();
+    GstSample* sample = pipeline.pull();
+    EXPECT_EQ(sample, nullptr);
+    if (sample) gst_sample_unref(sample);
+    EXPECT_NE(pipeline.error().find(words), std::string::npos) << pipeline.error();
+  }
+}
+
 // --- Interlaced input ----------------------------------------------------
 
 GstVideoInfo interlaced(GstVideoFormat format, int width, int height) {

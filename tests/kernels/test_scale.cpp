@@ -239,6 +239,59 @@ TEST(ConvertScaleReference, IsTheTwoStepsInTheCheaperOrder) {
   }
 }
 
+// The crop-* edges come off first: cropping and scaling equals scaling the
+// cut-out window as an image of its own, and cropping alone cuts it out.
+TEST(CropReference, IsTheWindowScaledOrCutOut) {
+  for (PixelFormat f :
+       {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kYUY2,
+        PixelFormat::kP010_10LE, PixelFormat::kGRAY8, PixelFormat::kRGB}) {
+    OwnedImage in(f, 40, 30);
+    in.fill_random(23);
+    // The window, columns 4..34 and rows 2..22, copied out byte by byte as
+    // videocrop would (each plane's rows and bytes at its subsampling).
+    OwnedImage window(f, 30, 20);
+    const FormatInfo& info = format_info(f);
+    for (int p = 0; p < info.n_planes; ++p)
+      for (size_t y = 0; y < plane_rows(f, p, 20); ++y)
+        std::memcpy(window.image.planes[p].data + y * window.image.planes[p].stride,
+                    in.image.planes[p].data +
+                        (y + (2 >> info.y_shift[p])) * in.image.planes[p].stride +
+                        (4 >> info.x_shift[p]) * info.pixel_bytes[p],
+                    plane_row_bytes(f, p, 30));
+    for (auto [w, h] : {std::pair{45, 10}, {30, 20}}) {
+      SCOPED_TRACE(std::string(info.name) + " to " + std::to_string(w) + "x" + std::to_string(h));
+      KernelParams p = scale_params(ScaleMethod::kBicubic, 40, 30, w, h);
+      p.set("crop-left", 4).set("crop-right", 6).set("crop-top", 2).set("crop-bottom", 8);
+      OwnedImage got(f, w, h);
+      reference("scale", p, in.image, got.image);
+      OwnedImage want(f, w, h);
+      reference("scale", scale_params(ScaleMethod::kBicubic, 30, 20, w, h), window.image,
+                want.image);
+      EXPECT_EQ(compare_images(got.image, want.image), "");
+      // convert the same through its own pass (which clears the bits beside
+      // a 10-bit sample even at one size).
+      OwnedImage converted(f, w, h), converted_window(f, w, h);
+      reference("convert", p, in.image, converted.image);
+      reference("convert", scale_params(ScaleMethod::kBicubic, 30, 20, w, h), window.image,
+                converted_window.image);
+      EXPECT_EQ(compare_images(converted.image, converted_window.image), "") << "convert";
+    }
+  }
+}
+
+TEST(CropReference, RefusesAnOddEdgeWhereChromaPairsAndACropOfEverything) {
+  OwnedImage in(PixelFormat::kNV12, 40, 30), out(PixelFormat::kNV12, 20, 15);
+  KernelParams p = scale_params(ScaleMethod::kBilinear, 40, 30, 20, 15);
+  p.set("crop-left", 3);
+  EXPECT_NE(check("scale", p, in.image, out.image).find("crop-left must be even for NV12"),
+            std::string::npos)
+      << check("scale", p, in.image, out.image);
+  OwnedImage rgba(PixelFormat::kRGBA, 40, 30), small(PixelFormat::kRGBA, 20, 15);
+  EXPECT_EQ(check("scale", p, rgba.image, small.image), "") << "RGBA takes any edge";
+  p.set("crop-left", 20).set("crop-right", 20);
+  EXPECT_NE(check("scale", p, rgba.image, small.image).find("leave nothing"), std::string::npos);
+}
+
 struct GpuScaleCase {
   int in_w, in_h, out_w, out_h;
   bool every_format;  // else RGBA, NV12, YUY2 and P010_10LE
@@ -291,7 +344,10 @@ TEST(GpuConvertScale, EqualsTheReferenceByteForByte) {
     for (ScaleMethod m : kMethods) {
       OwnedImage in(c.from, c.in_w, c.in_h);
       in.fill_random(static_cast<uint32_t>(c.in_w * 3 + c.out_w));
-      const KernelParams p = scale_params(m, c.in_w, c.in_h, c.out_w, c.out_h);
+      KernelParams p = scale_params(m, c.in_w, c.in_h, c.out_w, c.out_h);
+      // Bicubic with a crop off every edge (even, for the subsampled ones).
+      if (m == ScaleMethod::kBicubic)
+        p.set("crop-left", 2).set("crop-right", 3).set("crop-top", 4).set("crop-bottom", 1);
       OwnedImage want(c.to, c.out_w, c.out_h, 3);
       reference("convert", p, in.image, want.image);
       for (size_t align : {size_t{256}, size_t{4}}) {

@@ -1,0 +1,61 @@
+// Scaling one image to another of the same format through fixed-point tap
+// tables (scale_taps.h): the tables for a pair of sizes, laid out as a
+// workspace holds them, and the CPU and CUDA passes that read them. Every
+// component is scaled on its own grid, as GStreamer's video scaler does:
+// chroma of subsampled formats from the input's chroma grid to the
+// output's, 10- and 16-bit samples at their depth, alpha like a colour,
+// and the padding byte of RGBx-like formats written as 255.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernel_params.h"
+#include "kernels/parameter.h"
+#include "kernels/scale/scale_taps.h"
+#include "kernels/video_format.h"
+
+struct CUstream_st;
+
+namespace cudaoverlap {
+
+struct ScaleComponent;
+
+// The tables of one operation: each component grid's two axes, laid out as
+// the workspace holds them.
+struct ScaleTables {
+  struct Axis {
+    int taps = 0;
+    int in_size = 0;
+    int out_size = 0;
+    size_t first_at = 0;   // byte offset of its int32 starts
+    size_t weight_at = 0;  // byte offset of its int16 weights
+  };
+  // [0] x and [1] y of the full grid (luma, RGB, 4:4:4 chroma); [2] x
+  // and [3] y of a grid halved along that axis (subsampled chroma).
+  Axis axes[4];
+  std::vector<uint8_t> bytes;
+};
+
+// The components of an `in` -> `out` frame (the same format) with their
+// axes in `tables` (the workspace's copy of ScaleTables::bytes at
+// `workspace`). Returns how many (at most kMaxComponents + 1: a padding
+// byte).
+int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+                     const uint8_t* workspace, ScaleComponent* components);
+
+// The tables for `sizes`, for every format's grids.
+ScaleTables scale_tables(ScaleMethod method, const FrameSizes& sizes);
+
+void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+                     const uint8_t* workspace);
+// Copies `tables` into the device workspace, on `stream`.
+void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_st* stream);
+void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+                const uint8_t* workspace, CUstream_st* stream);
+
+// The `method` parameter, declared by scale and by convert (which scales
+// too).
+const ParamSpec& scale_method_param();
+
+}  // namespace cudaoverlap
