@@ -36,7 +36,9 @@ namespace cudaoverlap {
 
 // Memory an operation asked for (workspace_bytes()), allocated by whoever
 // runs it: device memory on CUDA, host memory on the cpu backend. Shared by
-// every frame; written only by prepare_*().
+// every frame, which the engine runs one after another on one stream:
+// prepare_*() fill its tables, and a frame may use the rest as scratch
+// (convert's frame between its two passes).
 struct Workspace {
   uint8_t* data = nullptr;
   size_t bytes = 0;
