@@ -36,49 +36,40 @@ __device__ __forceinline__ int sample(const uint8_t* p, int shift, int mask) {
   return ((p[0] | (p[1] << 8)) >> shift) & mask;
 }
 
-// kN components of kBytes-byte samples; kWide: vertical sums in 64 bits
-// (16-bit samples); kWord: 4-byte pixels loaded and stored as one word.
-template <int kN, int kBytes, bool kWide, bool kWord>
-__global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
-  const ScaleComponent& c = g.c;
-  const int x = blockIdx.x * kBlockX + threadIdx.x;
-  const int y = blockIdx.y * kBlockY + threadIdx.y;
-  if (x >= c.out_samples || y >= c.out_rows) return;
+// Output x's rounded sums along x of the input row at `line`, for each of
+// the kN components (scale_math.h's row sums).
+template <int kN, int kBytes, bool kWord>
+__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* line, int xs, int mask,
+                                         int h[kN]) {
   constexpr int kHalf = 1 << (kScaleWeightBits - 1);
-  const int mask = (1 << c.depth) - 1;
-  const int xs = x < c.out_width ? x : c.out_width - 1;
+  const ScaleComponent& c = g.c;
   const int x0 = c.x.first[xs];
-  const int y0 = c.y.first[y];
   const int16_t* wx = c.x.weight + static_cast<size_t>(xs) * c.x.taps;
-  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
-  using Acc = typename std::conditional<kWide, long long, int>::type;
-  Acc sum[kN];
 #pragma unroll
-  for (int k = 0; k < kN; ++k) sum[k] = 0;
-  for (int j = 0; j < c.y.taps; ++j) {
-    const int wj = wy[j];
-    if (wj == 0) continue;
-    const uint8_t* line =
-        c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
-    int h[kN];
+  for (int k = 0; k < kN; ++k) h[k] = 0;
+  for (int i = 0; i < c.x.taps; ++i) {
+    const int w = wx[i];
+    const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
+    if (kWord) {
+      const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
 #pragma unroll
-    for (int k = 0; k < kN; ++k) h[k] = 0;
-    for (int i = 0; i < c.x.taps; ++i) {
-      const int w = wx[i];
-      const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
-      if (kWord) {
-        const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
+      for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
+    } else {
 #pragma unroll
-        for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
-      } else {
-#pragma unroll
-        for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
-      }
+      for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
     }
-#pragma unroll
-    for (int k = 0; k < kN; ++k)
-      sum[k] += static_cast<Acc>(wj) * ((h[k] + kHalf) >> kScaleWeightBits);
   }
+#pragma unroll
+  for (int k = 0; k < kN; ++k) h[k] = (h[k] + kHalf) >> kScaleWeightBits;
+}
+
+// Rounds and clamps the vertical sums and writes output pixel (x, y): one
+// word for whole 4-byte pixels, else sample by sample, and the padding.
+template <int kN, int kBytes, bool kWord, typename Acc>
+__device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mask,
+                                      const Acc sum[kN]) {
+  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+  const ScaleComponent& c = g.c;
   uint8_t* d =
       c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
   uint32_t word = 0;
@@ -104,6 +95,35 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
   }
 }
 
+// kN components of kBytes-byte samples; kWide: vertical sums in 64 bits
+// (16-bit samples); kWord: 4-byte pixels loaded and stored as one word.
+template <int kN, int kBytes, bool kWide, bool kWord>
+__global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
+  const ScaleComponent& c = g.c;
+  const int x = blockIdx.x * kBlockX + threadIdx.x;
+  const int y = blockIdx.y * kBlockY + threadIdx.y;
+  if (x >= c.out_samples || y >= c.out_rows) return;
+  const int mask = (1 << c.depth) - 1;
+  const int xs = x < c.out_width ? x : c.out_width - 1;
+  const int y0 = c.y.first[y];
+  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+  using Acc = typename std::conditional<kWide, long long, int>::type;
+  Acc sum[kN];
+#pragma unroll
+  for (int k = 0; k < kN; ++k) sum[k] = 0;
+  for (int j = 0; j < c.y.taps; ++j) {
+    const int wj = wy[j];
+    if (wj == 0) continue;
+    const uint8_t* line =
+        c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
+    int h[kN];
+    row_sums<kN, kBytes, kWord>(g, line, xs, mask, h);
+#pragma unroll
+    for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * h[k];
+  }
+  store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
+}
+
 // The same in two passes through shared memory: the block's 32 x 8
 // outputs need input rows [first_y of its top row, first_y of its bottom
 // row + taps); each of those rows is filtered along x once for the block's
@@ -112,9 +132,8 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
 // once per output row, which is what makes multi-tap methods affordable.
 template <int kN, int kBytes, bool kWide, bool kWord>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
-  extern __shared__ int row_sums[];  // [row][component][column]
+  extern __shared__ int row_sums_of[];  // [row][component][column]
   const ScaleComponent& c = g.c;
-  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
   const int mask = (1 << c.depth) - 1;
   const int bx = blockIdx.x * kBlockX;
   const int by = blockIdx.y * kBlockY;
@@ -126,29 +145,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
     const int r = item / kBlockX;
     const int tx = item - r * kBlockX;
     const int x = min(bx + tx, c.out_samples - 1);
-    const int xs = x < c.out_width ? x : c.out_width - 1;
-    const int x0 = c.x.first[xs];
-    const int16_t* wx = c.x.weight + static_cast<size_t>(xs) * c.x.taps;
     const uint8_t* line =
         c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
     int h[kN];
+    row_sums<kN, kBytes, kWord>(g, line, x < c.out_width ? x : c.out_width - 1, mask, h);
 #pragma unroll
-    for (int k = 0; k < kN; ++k) h[k] = 0;
-    for (int i = 0; i < c.x.taps; ++i) {
-      const int w = wx[i];
-      const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
-      if (kWord) {
-        const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
-#pragma unroll
-        for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
-      } else {
-#pragma unroll
-        for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kN; ++k)
-      row_sums[(r * kN + k) * kBlockX + tx] = (h[k] + kHalf) >> kScaleWeightBits;
+    for (int k = 0; k < kN; ++k) row_sums_of[(r * kN + k) * kBlockX + tx] = h[k];
   }
   __syncthreads();
   const int x = bx + threadIdx.x;
@@ -165,31 +167,9 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
     if (wj == 0) continue;
 #pragma unroll
     for (int k = 0; k < kN; ++k)
-      sum[k] += static_cast<Acc>(wj) * row_sums[((base + j) * kN + k) * kBlockX + threadIdx.x];
+      sum[k] += static_cast<Acc>(wj) * row_sums_of[((base + j) * kN + k) * kBlockX + threadIdx.x];
   }
-  uint8_t* d =
-      c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
-  uint32_t word = 0;
-#pragma unroll
-  for (int k = 0; k < kN; ++k) {
-    const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
-    const int v = r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r));
-    if (kWord) {
-      word |= static_cast<uint32_t>(v) << (8 * g.offset[k]);
-    } else if (kBytes == 1) {
-      d[g.offset[k]] = static_cast<uint8_t>(v);
-    } else {
-      const int w = v << c.shift;
-      d[g.offset[k]] = static_cast<uint8_t>(w);
-      d[g.offset[k] + 1] = static_cast<uint8_t>(w >> 8);
-    }
-  }
-  if (kWord) {
-    if (g.fill_offset >= 0) word |= static_cast<uint32_t>(g.fill) << (8 * g.fill_offset);
-    *reinterpret_cast<uint32_t*>(d) = word;
-  } else if (g.fill_offset >= 0) {
-    d[g.fill_offset] = static_cast<uint8_t>(g.fill);
-  }
+  store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
 }
 
 // Shared memory a tile may use: the default limit, with no opt-in.

@@ -75,123 +75,12 @@
 //     chroma is not resampled on the chroma grid (even nearest: up to 89).
 //     NV12's and YUY2's chroma go through the fast path, on their own grid
 //     with the centres aligned as ours.
-#include <gst/app/gstappsink.h>
-#include <gst/app/gstappsrc.h>
-#include <gst/gst.h>
-#include <gst/video/video.h>
-
 #include <cstdio>
 
-#include "kernel_test_util.h"
+#include "gst_frames.h"
 
 namespace cudaoverlap::test {
 namespace {
-
-GstVideoFormat gst_format(PixelFormat f) {
-  return gst_video_format_from_string(format_info(f).name);
-}
-
-// Whether GStreamer's element `factory` takes raw video in `format` (its
-// sink pad template; structures with ANY features say nothing).
-bool element_takes(const char* factory, PixelFormat format) {
-  gst_init(nullptr, nullptr);
-  GstElement* element = gst_element_factory_make(factory, nullptr);
-  if (element == nullptr) return false;
-  GstPad* sink = gst_element_get_static_pad(element, "sink");
-  GstCaps* templ = gst_pad_get_pad_template_caps(sink);
-  GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
-                                      format_info(format).name, nullptr);
-  bool takes = false;
-  for (guint i = 0; i < gst_caps_get_size(templ); ++i) {
-    GstCapsFeatures* features = gst_caps_get_features(templ, i);
-    if (features != nullptr && gst_caps_features_is_any(features)) continue;
-    GstCaps* one = gst_caps_copy_nth(templ, i);
-    takes = takes || gst_caps_can_intersect(one, caps);
-    gst_caps_unref(one);
-  }
-  gst_caps_unref(caps);
-  gst_caps_unref(templ);
-  gst_object_unref(sink);
-  gst_object_unref(element);
-  return takes;
-}
-
-// A mapped frame of a buffer, seen as an ImageRef. Unmaps on destruction.
-class MappedFrame {
- public:
-  MappedFrame(GstBuffer* buffer, const GstVideoInfo& info, PixelFormat format) {
-    mapped_ = gst_video_frame_map(&frame_, const_cast<GstVideoInfo*>(&info), buffer, GST_MAP_READ);
-    if (!mapped_) return;
-    image_.format = format;
-    image_.width = GST_VIDEO_FRAME_WIDTH(&frame_);
-    image_.height = GST_VIDEO_FRAME_HEIGHT(&frame_);
-    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame_); ++p) {
-      image_.planes[p].data = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame_, p));
-      image_.planes[p].stride = static_cast<size_t>(GST_VIDEO_FRAME_PLANE_STRIDE(&frame_, p));
-    }
-  }
-  ~MappedFrame() {
-    if (mapped_) gst_video_frame_unmap(&frame_);
-  }
-  MappedFrame(const MappedFrame&) = delete;
-  MappedFrame& operator=(const MappedFrame&) = delete;
-  bool ok() const { return mapped_; }
-  const ImageRef& image() const { return image_; }
-
- private:
-  GstVideoFrame frame_;
-  bool mapped_ = false;
-  ImageRef image_;
-};
-
-// Random bytes in 64..191 (`flat` >= 0: every byte that value): every
-// sample mid-range, 10-bit ones too (their high byte).
-GstBuffer* random_frame(const GstVideoInfo& info, uint32_t seed, int flat = -1) {
-  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
-  GstMapInfo map;
-  gst_buffer_map(buffer, &map, GST_MAP_WRITE);
-  std::mt19937 random(seed);
-  for (gsize i = 0; i < map.size; ++i)
-    map.data[i] = static_cast<uint8_t>(flat >= 0 ? flat : 64 + random() % 128);
-  gst_buffer_unmap(buffer, &map);
-  GST_BUFFER_PTS(buffer) = 0;
-  GST_BUFFER_DURATION(buffer) = GST_SECOND / 30;
-  return buffer;
-}
-
-// Runs `frame` through "appsrc ! `element` ! video/x-raw,width=`w`,height=`h`
-// ! appsink" and returns the output sample (transfer full), or nullptr with
-// the reason in `why`.
-GstSample* run_scaler(const std::string& element, const GstVideoInfo& info, GstBuffer* frame, int w,
-                      int h, std::string* why) {
-  const std::string description =
-      "appsrc name=src format=time ! " + element + " ! video/x-raw,width=" + std::to_string(w) +
-      ",height=" + std::to_string(h) + " ! appsink name=sink sync=false";
-  GError* error = nullptr;
-  GstElement* pipeline =
-      gst_parse_launch_full(description.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
-  if (!pipeline || error) {
-    *why = "cannot build '" + description + "': " + (error ? error->message : "?");
-    g_clear_error(&error);
-    if (pipeline) gst_object_unref(pipeline);
-    return nullptr;
-  }
-  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstCaps* caps = gst_video_info_to_caps(&info);
-  gst_app_src_set_caps(GST_APP_SRC(src), caps);
-  gst_caps_unref(caps);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(frame));
-  gst_app_src_end_of_stream(GST_APP_SRC(src));
-  GstSample* sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 20 * GST_SECOND);
-  if (!sample) *why = "no output from '" + description + "'";
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(src);
-  gst_object_unref(pipeline);
-  return sample;
-}
 
 struct Difference {
   double y = 0;     // largest over Y (R, G, B, A) samples, on the 8-bit scale
@@ -305,9 +194,15 @@ void scale_both(const std::string& element, int method, PixelFormat format, cons
   const std::string what = element + " " + format_info(format).name + " " + ratio.name;
   GstVideoInfo info;
   gst_video_info_set_format(&info, gst_format(format), kInWidth, kInHeight);
-  GstBuffer* frame = random_frame(info, seed, flat);
+  // Samples mid-range (64..191), 10-bit ones too (their high byte).
+  GstBuffer* frame = random_frame(info, seed, 64, 128, flat);
   std::string why;
-  GstSample* sample = run_scaler(element, info, frame, ratio.width, ratio.height, &why);
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstSample* sample =
+      run_element_caps(element + " ! video/x-raw,width=" + std::to_string(ratio.width) +
+                           ",height=" + std::to_string(ratio.height),
+                       caps, frame, &why);
+  gst_caps_unref(caps);
   GstVideoInfo out_info;
   if (!sample) {
     ADD_FAILURE() << why;
