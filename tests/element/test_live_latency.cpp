@@ -78,8 +78,9 @@ TEST(LiveLatency, ASinkSlowForAWhileDoesNotRaiseWhatTheElementReports) {
   // The sink's holding (40 ms a frame) adds nothing to the report, during
   // or after. The slack is the cpu backend's scheduling on a small shared
   // machine, where four thread hand-offs a frame have shown p99 stays of
-  // up to 6 ms: far below the hold it would otherwise count.
-  const double slack_ms = std::max(5.0, before);
+  // up to 6 ms (9 under ThreadSanitizer): below the hold it would count.
+  const bool sanitized = std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD") != nullptr;
+  const double slack_ms = std::max(sanitized ? 15.0 : 5.0, before);
   EXPECT_LE(during, before + slack_ms) << "the sink's holding was counted as the element's";
   EXPECT_LE(after, before + slack_ms) << "the report did not come back down within a second";
   // And the report is the element's own work, a fraction of a millisecond
@@ -87,7 +88,7 @@ TEST(LiveLatency, ASinkSlowForAWhileDoesNotRaiseWhatTheElementReports) {
   // machine, well under the 16.7 ms frame interval a counted wait would
   // add; not under a sanitizer, whose every memory access makes a frame
   // take tens of milliseconds.
-  if (!std::getenv("CUDAOVERLAP_SANITIZER_PRELOAD")) {
+  if (!sanitized) {
     EXPECT_LE(before, 8.0);
     EXPECT_LE(during, 8.0);
     EXPECT_LE(after, 8.0);
