@@ -2,6 +2,7 @@
 // CPU pass, which runs scale_math.h's arithmetic sample by sample.
 #include "kernels/scale/scale.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/copy/copy.h"
@@ -20,6 +21,11 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   a.taps = axis.taps;
   a.in_size = axis.in_size;
   a.out_size = axis.out_size;
+  if (axis.taps > 1)
+    for (int y = 0; y < axis.out_size; y += kScaleBlockRows) {
+      const int last = std::min(y + kScaleBlockRows, axis.out_size) - 1;
+      a.block_rows = std::max(a.block_rows, axis.first[last] + axis.taps - axis.first[y]);
+    }
   std::vector<uint8_t>& bytes = tables->bytes;
   auto put = [&bytes](const void* data, size_t n) {
     const size_t at = (bytes.size() + 15) / 16 * 16;  // aligned for the device's loads

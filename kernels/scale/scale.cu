@@ -19,7 +19,7 @@ namespace cudaoverlap {
 namespace {
 
 constexpr int kBlockX = 32;
-constexpr int kBlockY = 8;
+constexpr int kBlockY = kScaleBlockRows;
 
 // Up to four components scaled together, and a padding byte written with
 // a constant (RGBx and the like).
@@ -203,22 +203,11 @@ void launch_n(const ScaleGroup& g, bool word, int tile_rows, CUstream_st* stream
   }
 }
 
-// The most input rows any block of kBlockY consecutive output rows of the
-// axis whose device starts are at `first` needs (the host's copy of the
-// tables says); 0 where filtering along x first gains nothing (one
-// vertical tap).
+// The rows a block needs on the axis whose device starts are at `first`
+// (ScaleTables::Axis::block_rows, worked out with the tables).
 int tile_rows(const ScaleTables& tables, const uint8_t* workspace, const int32_t* first) {
-  for (const ScaleTables::Axis& a : tables.axes) {
-    if (reinterpret_cast<const int32_t*>(workspace + a.first_at) != first) continue;
-    if (a.taps <= 1) return 0;
-    const auto* f = reinterpret_cast<const int32_t*>(tables.bytes.data() + a.first_at);
-    int most = 0;
-    for (int y = 0; y < a.out_size; y += kBlockY) {
-      const int last = std::min(y + kBlockY, a.out_size) - 1;
-      most = std::max(most, f[last] + a.taps - f[y]);
-    }
-    return most;
-  }
+  for (const ScaleTables::Axis& a : tables.axes)
+    if (reinterpret_cast<const int32_t*>(workspace + a.first_at) == first) return a.block_rows;
   return 0;
 }
 

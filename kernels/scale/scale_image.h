@@ -23,11 +23,17 @@ struct ScaleComponent;
 
 // The tables of one operation: each component grid's two axes, laid out as
 // the workspace holds them.
+// Output rows a CUDA block of the scale kernels makes.
+constexpr int kScaleBlockRows = 8;
+
 struct ScaleTables {
   struct Axis {
     int taps = 0;
     int in_size = 0;
     int out_size = 0;
+    // The most input rows any kScaleBlockRows consecutive outputs reach (a
+    // CUDA block's shared-memory rows); 0 with one tap.
+    int block_rows = 0;
     size_t first_at = 0;   // byte offset of its int32 starts
     size_t weight_at = 0;  // byte offset of its int16 weights
   };
