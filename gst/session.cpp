@@ -294,7 +294,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     GST_DEBUG_OBJECT(element_, "refusing a buffer: %s", gst_flow_get_name(flow));
     return flow;
   }
-  if (!engine_ || !out_format_) {
+  if ((!engine_ && !passthrough_) || !out_format_) {
     std::string refused;
     {
       std::lock_guard<std::mutex> lock(info_mutex_);
@@ -322,6 +322,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   // QoS: a frame downstream would show too late is dropped before it costs
   // an upload.
   if (instruments_.drop_late(element_, buffer)) return GST_FLOW_OK;
+  if (passthrough_) return pass_through(std::move(info), arrived_ns);
   take_replacement_kernel();
 
   const FrameLayout in_layout = engine_->config().input;
@@ -376,6 +377,19 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
       return GST_FLOW_ERROR;
   }
   return GST_FLOW_ERROR;
+}
+
+GstFlowReturn Session::pass_through(std::shared_ptr<FrameInfo> info, int64_t arrived_ns) {
+  info->epoch = queue_.epoch();
+  info->format = out_format_;
+  FrameTiming timing;
+  timing.arrived_ns = arrived_ns;
+  timing.ready_ns = host_now_ns();
+  const uint64_t epoch = info->epoch;
+  queue_.push_frame(OutputFrame(nullptr, -1, submitted_, ImageRef{}, std::move(info), timing), epoch);
+  ++submitted_;
+  instruments_.submitted();
+  return queue_.flow();
 }
 
 bool Session::drain() { return !engine_ || report(engine_->drain()); }
@@ -592,10 +606,15 @@ void Session::push_next() {
           std::dynamic_pointer_cast<FrameInfo>(item.frame.user());
       if (!info) throw Error("a frame came back without its input buffer");
       bool copied = false;
-      GstBuffer* buffer = outputs_.make(std::move(item.frame), *info->format, info->input, &copied);
-      // Upstream's buffer is not held while downstream holds ours.
-      gst_buffer_unref(info->input);
-      info->input = nullptr;
+      GstBuffer* buffer = nullptr;
+      if (!item.frame) {
+        buffer = std::exchange(info->input, nullptr);  // passed through: no slot
+      } else {
+        buffer = outputs_.make(std::move(item.frame), *info->format, info->input, &copied);
+        // Upstream's buffer is not held while downstream holds ours.
+        gst_buffer_unref(info->input);
+        info->input = nullptr;
+      }
       if (buffer == nullptr)
         throw Error("no buffer to copy a frame into (downstream holds " +
                     std::to_string(outputs_.held()) + " of the ring's buffers)");

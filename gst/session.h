@@ -140,6 +140,9 @@ class Session {
   // Streaming thread: whether upstream answers the LATENCY query as live.
   bool upstream_is_live();
   GstFlowReturn submit(GstBuffer* buffer);
+  // Streaming: a frame passed on untouched (passthrough_) takes its place
+  // in the queue's order, as a frame without a slot.
+  GstFlowReturn pass_through(std::shared_ptr<FrameInfo> info, int64_t arrived_ns);
   bool drain();
   // Any thread: the flow state becomes FLUSHING and the engine stops taking
   // frames; a submit() waiting for a slot returns.
@@ -208,6 +211,7 @@ class Session {
   std::shared_ptr<const OutputFormat> out_format_;
   GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned
   uint64_t submitted_ = 0;       // frames submitted in the queue's epoch
+  bool passthrough_ = false;     // the caps ask nothing of the frames: no engine
 
   mutable std::mutex info_mutex_;
   // Guarded by info_mutex_: read by queries and errors on any thread.

@@ -94,8 +94,23 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
   }
   if (chosen_caps) gst_caps_unref(chosen_caps);
-  bool same_engine = engine_ && engine_->config() == config;
-  if (!same_engine && engine_) {
+  // Nothing asked of the frames (Operation::passes_through_same_caps):
+  // they go on untouched, and no engine runs.
+  const bool passthrough = config.operation->passes_through_same_caps() &&
+                           gst_video_info_is_equal(&in, &out->info);
+  bool same_engine = !passthrough && engine_ && engine_->config() == config;
+  if (passthrough && engine_) {
+    // What is in flight goes out before the frames passed on.
+    if (!report(engine_->drain())) {
+      gst_caps_unref(out_caps);
+      return false;
+    }
+    install_engine(nullptr);
+  }
+  if (passthrough) {
+    GST_INFO_OBJECT(element_, "%s: nothing to do, buffers passed through",
+                    describe(in, format).c_str());
+  } else if (!same_engine && engine_) {
     // Only the operation's parameters changed (a property set while
     // playing): the running engine takes it between two frames where it
     // can, without draining and starting again.
@@ -114,7 +129,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   }
   const bool same_caps = out_caps_ != nullptr && gst_caps_is_equal(out_caps, out_caps_);
 
-  if (!same_engine) {
+  if (!same_engine && !passthrough) {
     if (!device_) {
       gst_caps_unref(out_caps);
       SESSION_ERROR(CORE, STATE_CHANGE, "cudaoverlap received caps before it was started");
@@ -169,13 +184,15 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   in_info_ = in;
   in_format_ = format;
   out_format_ = out;
+  passthrough_ = passthrough;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
     fps_n_ = GST_VIDEO_INFO_FPS_N(&in);
     fps_d_ = GST_VIDEO_INFO_FPS_D(&in);
     geometry_ = out->geometry;
-    latency_estimate_ = first_latency_estimate(config.input.size + config.output.size,
-                                               device_ && device_->cuda_device() >= 0);
+    latency_estimate_ = passthrough ? 0
+                                    : first_latency_estimate(config.input.size + config.output.size,
+                                                             device_ && device_->cuda_device() >= 0);
   }
   if (same_caps) {
     gst_caps_unref(out_caps);

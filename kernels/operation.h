@@ -75,6 +75,11 @@ class Operation {
   // Where each output pixel comes from, for metas and navigation events
   // that carry positions: a flip or rotation, or kIdentity (in place).
   virtual FlipDirection orientation() const { return FlipDirection::kIdentity; }
+  // True when, with the same caps on both sides, the output is the input
+  // byte for byte whatever it holds (convert and scale asked for nothing
+  // else): the element then passes each buffer on untouched, as
+  // videoconvertscale does, and runs no engine.
+  virtual bool passes_through_same_caps() const { return false; }
   // True when an output row depends on input rows other than its own, so
   // the two fields of interlaced video would be mixed.
   virtual bool mixes_rows(PixelFormat in, PixelFormat out) const = 0;

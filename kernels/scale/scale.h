@@ -22,6 +22,7 @@ class ScaleOperation final : public Operation {
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool size_from_downstream() const override { return true; }
   Crop crop() const override { return resize_.crop(); }
+  bool passes_through_same_caps() const override { return !resize_.crop().any(); }
   // Vertical taps mix rows; cropping and horizontal scaling keep them
   // apart (a crop of odd rows swaps the fields' order, as videocrop's).
   bool mixes_rows(PixelFormat, PixelFormat) const override {

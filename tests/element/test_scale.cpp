@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "app_pipeline.h"
@@ -321,13 +322,16 @@ TEST(Scale, ConvertChangesFormatAndSizeAtOnce) {
 }
 
 // At the input's size, downstream fixing it or leaving it free, the caps
-// keep the input's size and aspect ratio and every frame is a copy.
-TEST(Scale, AtTheSameSizeFramesAreCopies) {
+// keep the input's size and aspect ratio, and with nothing else asked the
+// buffers pass through untouched (their memory is the input's), as
+// videoconvertscale passes them.
+TEST(Scale, AtTheSameCapsBuffersPassThrough) {
   SKIP_WITHOUT_BACKEND();
   for (GstVideoFormat format :
        {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_YUY2}) {
     for (const std::string properties :
-         {"kernel=scale method=bicubic", "kernel=scale method=lanczos ! video/x-raw,width=33"}) {
+         {"kernel=scale method=bicubic", "kernel=scale method=lanczos ! video/x-raw,width=33",
+          "kernel=convert", "kernel=convert method=nearest ! video/x-raw,height=25"}) {
       SCOPED_TRACE(std::string(gst_video_format_to_string(format)) + ": " + properties);
       GstVideoInfo info = video_info(format, 33, 25);
       GST_VIDEO_INFO_PAR_N(&info) = 16;
@@ -344,11 +348,56 @@ TEST(Scale, AtTheSameSizeFramesAreCopies) {
       EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&out), GST_VIDEO_INFO_HEIGHT(&out)), "33x25");
       EXPECT_EQ(GST_VIDEO_INFO_PAR_N(&out), 16);
       EXPECT_EQ(GST_VIDEO_INFO_PAR_D(&out), 15);
-      EXPECT_EQ(compare_frames(info, input, gst_sample_get_buffer(sample), Kernel::kCopy), "");
+      GstBuffer* output = gst_sample_get_buffer(sample);
+      EXPECT_EQ(compare_frames(info, input, output, Kernel::kCopy), "");
+      EXPECT_EQ(gst_buffer_peek_memory(output, 0), gst_buffer_peek_memory(input, 0))
+          << "the frame was copied, not passed through";
       gst_sample_unref(sample);
       gst_buffer_unref(input);
     }
   }
+}
+
+// Input caps going between downstream's size (passed through) and another
+// (scaled), three frames each pushed before any is pulled: every frame
+// comes out in order, the reference of its own input, those at the same
+// caps in their own memory.
+TEST(Scale, PassesThroughAndScalesInTurnInOrder) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo sizes[] = {video_info(GST_VIDEO_FORMAT_NV12, 160, 120),
+                                video_info(GST_VIDEO_FORMAT_NV12, 320, 240),
+                                video_info(GST_VIDEO_FORMAT_NV12, 160, 120)};
+  AppPipeline pipeline(sizes[0], scaled_to(1, 160, 120));
+  ASSERT_TRUE(pipeline.ok());
+  std::vector<std::pair<const GstVideoInfo*, GstBuffer*>> pushed;
+  for (const GstVideoInfo& info : sizes) {
+    pipeline.set_caps(info);
+    for (int i = 0; i < 3; ++i) {
+      const uint64_t index = pushed.size();
+      GstBuffer* input = make_frame(info, 900 + static_cast<uint32_t>(index), index);
+      pipeline.push(gst_buffer_ref(input));
+      pushed.emplace_back(&info, input);
+    }
+  }
+  pipeline.end();
+  for (size_t i = 0; i < pushed.size(); ++i) {
+    const GstVideoInfo& info = *pushed[i].first;
+    SCOPED_TRACE("frame " + std::to_string(i) + ", " +
+                 size_text(GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info)));
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << pipeline.error();
+    GstBuffer* output = gst_sample_get_buffer(sample);
+    GstVideoInfo out;
+    EXPECT_TRUE(gst_video_info_from_caps(&out, gst_sample_get_caps(sample)));
+    EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&out), GST_VIDEO_INFO_HEIGHT(&out)), "160x120");
+    EXPECT_EQ(GST_BUFFER_PTS(output), GST_BUFFER_PTS(pushed[i].second));
+    EXPECT_EQ(compare_scaled(info, pushed[i].second, out, output, 1), "");
+    const bool same_memory =
+        gst_buffer_peek_memory(output, 0) == gst_buffer_peek_memory(pushed[i].second, 0);
+    EXPECT_EQ(same_memory, GST_VIDEO_INFO_WIDTH(&info) == 160);
+    gst_sample_unref(sample);
+  }
+  for (auto& frame : pushed) gst_buffer_unref(frame.second);
 }
 
 // Input caps going from 640x480 to 320x240 while downstream stays at
