@@ -276,23 +276,40 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
   }
   if (!is_yuv(info)) return {};
   c->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
-  switch (info.colorimetry.matrix) {
-    case GST_VIDEO_COLOR_MATRIX_BT709:
-      c->matrix = YuvMatrix::kBT709;
-      break;
+  // Caps that name no matrix mean BT.601, as videoconvert takes them.
+  const GstVideoColorMatrix matrix = info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_UNKNOWN
+                                         ? GST_VIDEO_COLOR_MATRIX_BT601
+                                         : info.colorimetry.matrix;
+  YuvMatrix ours = YuvMatrix::kBT601;
+  switch (matrix) {
     case GST_VIDEO_COLOR_MATRIX_BT601:
-    case GST_VIDEO_COLOR_MATRIX_UNKNOWN:
-      c->matrix = YuvMatrix::kBT601;
+      ours = YuvMatrix::kBT601;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT709:
+      ours = YuvMatrix::kBT709;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_FCC:
+      ours = YuvMatrix::kFCC;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_SMPTE240M:
+      ours = YuvMatrix::kSMPTE240M;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT2020:
+      ours = YuvMatrix::kBT2020;
       break;
     default: {
       gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
       const std::string message =
-          std::string("the BT.601 and BT.709 matrices, not the one of colorimetry ") +
+          std::string("the BT.601, BT.709, BT.2020, SMPTE 240M and FCC matrices, not the one of "
+                      "colorimetry ") +
           (text ? text : "?");
       g_free(text);
       return message;
     }
   }
+  gdouble kr = 0, kb = 0;
+  gst_video_color_matrix_get_Kr_Kb(matrix, &kr, &kb);
+  *c = with_matrix(*c, ours, kr, kb);
   return {};
 }
 

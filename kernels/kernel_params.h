@@ -37,16 +37,30 @@ bool flip_swaps_size(FlipDirection direction);
 // convert's colorimetry of one side: the matrix and range where that side
 // is YUV; where it is RGB, whether its caps say range 16-235 (as
 // "colorimetry=bt709" on RGB does), which videoconvert honours.
-enum class YuvMatrix { kBT601, kBT709 };
+enum class YuvMatrix { kBT601, kBT709, kFCC, kSMPTE240M, kBT2020 };
 
 struct Colorimetry {
   YuvMatrix matrix = YuvMatrix::kBT601;
   bool full_range = false;   // YUV sides
   bool rgb_limited = false;  // RGB sides: samples on 16..235
+  // The matrix's luma weights of red and blue, as GStreamer gives them
+  // (gst_video_color_matrix_get_Kr_Kb): the element fills them in from the
+  // caps; with_matrix() sets them with the matrix.
+  double kr = 0.299;
+  double kb = 0.114;
   bool operator==(const Colorimetry& o) const {
-    return matrix == o.matrix && full_range == o.full_range && rgb_limited == o.rgb_limited;
+    return matrix == o.matrix && full_range == o.full_range && rgb_limited == o.rgb_limited &&
+           kr == o.kr && kb == o.kb;
   }
 };
+
+// `c` with `matrix` and its Kr and Kb.
+inline Colorimetry with_matrix(Colorimetry c, YuvMatrix matrix, double kr, double kb) {
+  c.matrix = matrix;
+  c.kr = kr;
+  c.kb = kb;
+  return c;
+}
 
 struct ConvertParams {
   Colorimetry in;   // of the input

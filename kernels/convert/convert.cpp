@@ -64,15 +64,6 @@ void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
   k->scale_planar = both_planar;
 }
 
-void kr_kb(YuvMatrix m, double* kr, double* kb) {
-  if (m == YuvMatrix::kBT709) {
-    *kr = 0.2126;
-    *kb = 0.0722;
-  } else {
-    *kr = 0.299;
-    *kb = 0.114;
-  }
-}
 
 }  // namespace
 
@@ -91,8 +82,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.
   {
-    double kr, kb;
-    kr_kb(params.in.matrix, &kr, &kb);
+    const double kr = params.in.kr, kb = params.in.kb;
     const double kg = 1 - kr - kb;
     const double ys = params.in.full_range ? 1.0 : 255.0 / 219.0;
     const double cs = params.in.full_range ? 1.0 : 255.0 / 224.0;
@@ -105,8 +95,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   {
     Colorimetry c = params.out;
     if (family_of(out) == convert_math::kGrey) c = Colorimetry{YuvMatrix::kBT601, true};
-    double kr, kb;
-    kr_kb(c.matrix, &kr, &kb);
+    const double kr = c.kr, kb = c.kb;
     const double kg = 1 - kr - kb;
     const double ys = (c.full_range ? 255.0 : 219.0) / 255.0;
     const double cs = (c.full_range ? 255.0 : 224.0) / 255.0;
@@ -133,8 +122,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
     // YUV, or GRAY8 as full-range BT.601 luma, to RGB on 16..235.
     const bool grey = k.in_family == convert_math::kGrey;
     const Colorimetry c = grey ? Colorimetry{YuvMatrix::kBT601, true} : params.in;
-    double kr, kb;
-    kr_kb(c.matrix, &kr, &kb);
+    const double kr = c.kr, kb = c.kb;
     const double kg = 1.0 - kr - kb;
     const double yi = inverse(c.full_range ? 255 : 219), ci = inverse(c.full_range ? 255 : 224);
     const double m[5] = {1.0 * yi, 2 * (1 - kr) * ci, 2 * (1 - kb) * ci,
@@ -148,8 +136,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
     // RGB on 16..235 to YUV, or to GRAY8's full-range BT.601 luma.
     const Colorimetry c =
         k.out_family == convert_math::kGrey ? Colorimetry{YuvMatrix::kBT601, true} : params.out;
-    double kr, kb;
-    kr_kb(c.matrix, &kr, &kb);
+    const double kr = c.kr, kb = c.kb;
     const double kg = 1.0 - kr - kb;
     const double xb = 1 / (2 * (1 - kb)), xr = 1 / (2 * (1 - kr));
     const double t[3][3] = {
@@ -185,13 +172,13 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
   // RGB for BT.709, which this kernel does not reproduce.
   const bool grey_in = family_of(in.format) == convert_math::kGrey;
   const bool grey_out = family_of(out.format) == convert_math::kGrey;
-  const bool grey_709 =
-      (grey_in && format_info(out.format).is_yuv && params.out.matrix == YuvMatrix::kBT709) ||
-      (grey_out && format_info(in.format).is_yuv && params.in.matrix == YuvMatrix::kBT709);
-  if (grey_709)
+  const bool grey_other =
+      (grey_in && format_info(out.format).is_yuv && params.out.matrix != YuvMatrix::kBT601) ||
+      (grey_out && format_info(in.format).is_yuv && params.in.matrix != YuvMatrix::kBT601);
+  if (grey_other)
     return std::string("kernel 'convert' converts between ") +
            format_info(grey_in ? in.format : out.format).name +
-           " and YUV with the BT.601 matrix only, not BT.709; convert through an RGB format or "
+           " and YUV with the BT.601 matrix only; convert through an RGB format or "
            "use videoconvert";
   return {};
 }

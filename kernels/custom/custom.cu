@@ -22,7 +22,7 @@ struct CustomFrameData {
   CustomColorimetry colorimetry;
 };
 static_assert(offsetof(CustomFrameData, plane) == 8 && offsetof(CustomFrameData, stride) == 40 &&
-                  offsetof(CustomFrameData, colorimetry) == 72 && sizeof(CustomFrameData) == 88,
+                  offsetof(CustomFrameData, colorimetry) == 72 && sizeof(CustomFrameData) == 96,
               "co::FrameData's layout");
 
 namespace {

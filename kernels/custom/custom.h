@@ -101,6 +101,7 @@ struct CustomColorimetry {
   int matrix;
   int full_range;
   int rgb_limited;
+  float kr, kb;
 };
 CustomColorimetry custom_colorimetry(const Colorimetry& c);
 

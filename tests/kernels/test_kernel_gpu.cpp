@@ -173,11 +173,14 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
     for (PixelFormat b : formats_of("convert")) pairs.push_back({c.format, b});
   }
   ASSERT_FALSE(pairs.empty());
-  // The third: RGB sides on 16..235 (convert_math::matrix8 and grey
-  // through the matrix), 8-bit pairs only.
+  // The second: full-range BT.2020 (GStreamer's Kr and Kb). The third: RGB
+  // sides on 16..235 (convert_math::matrix8 and grey through the matrix),
+  // 8-bit pairs only.
   for (const Colorimetry colour :
-       {Colorimetry{YuvMatrix::kBT601, false}, Colorimetry{YuvMatrix::kBT709, true},
-        Colorimetry{YuvMatrix::kBT709, false, true}})
+       {Colorimetry{YuvMatrix::kBT601, false},
+        with_matrix(Colorimetry{YuvMatrix::kBT601, true}, YuvMatrix::kBT2020, 0.2627, 0.0593),
+        with_matrix(Colorimetry{YuvMatrix::kBT601, false, true}, YuvMatrix::kBT709, 0.2126,
+                    0.0722)})
     for (const auto& [from, to] : pairs) {
       KernelParams params;
       params.convert.in = params.convert.out = colour;

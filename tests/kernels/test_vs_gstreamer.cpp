@@ -190,8 +190,19 @@ Colorimetry colorimetry_of(const GstVideoInfo& info) {
   Colorimetry c;
   c.rgb_limited =
       GST_VIDEO_INFO_IS_RGB(&info) && info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235;
-  c.matrix = info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_BT709 ? YuvMatrix::kBT709
-                                                                     : YuvMatrix::kBT601;
+  // The matrices' Kr and Kb as the element takes them (gst/negotiation.cpp).
+  const GstVideoColorMatrix m = info.colorimetry.matrix;
+  double kr = 0.299, kb = 0.114;
+  if (GST_VIDEO_INFO_IS_YUV(&info)) {
+    EXPECT_TRUE(gst_video_color_matrix_get_Kr_Kb(m, &kr, &kb));
+  }
+  c = with_matrix(c,
+                  m == GST_VIDEO_COLOR_MATRIX_BT709       ? YuvMatrix::kBT709
+                  : m == GST_VIDEO_COLOR_MATRIX_BT2020    ? YuvMatrix::kBT2020
+                  : m == GST_VIDEO_COLOR_MATRIX_SMPTE240M ? YuvMatrix::kSMPTE240M
+                  : m == GST_VIDEO_COLOR_MATRIX_FCC       ? YuvMatrix::kFCC
+                                                          : YuvMatrix::kBT601,
+                  kr, kb);
   c.full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
   return c;
 }
@@ -266,12 +277,12 @@ struct ColorimetryCase {
   const char* out;
 };
 // BT.601 and BT.709, limited and full range ("1:4:0:0" is full-range BT.601,
-// "1:3:0:0" full-range BT.709).
-const ColorimetryCase kColorimetries[] = {{"bt601", "bt601"},
-                                          {"bt709", "bt709"},
-                                          {"1:4:0:0", "1:4:0:0"},
-                                          {"1:3:0:0", "1:3:0:0"},
-                                          {"bt601", "bt709"}};
+// "1:3:0:0" full-range BT.709), BT.2020 (10-bit HEVC's and AV1's), SMPTE
+// 240M and FCC ("2:5:0:0", limited range).
+const ColorimetryCase kColorimetries[] = {{"bt601", "bt601"},     {"bt709", "bt709"},
+                                          {"1:4:0:0", "1:4:0:0"}, {"1:3:0:0", "1:3:0:0"},
+                                          {"bt601", "bt709"},     {"bt2020", "bt2020"},
+                                          {"smpte240m", "bt2020"}, {"2:5:0:0", "2:5:0:0"}};
 
 TEST(ConvertVsVideoconvert, ReferenceWithinTwoOfVideoconvertForEveryPair) {
   std::map<int, int> cases_by_difference;
@@ -284,10 +295,10 @@ TEST(ConvertVsVideoconvert, ReferenceWithinTwoOfVideoconvertForEveryPair) {
         if (is_bayer(from) || is_bayer(to)) continue;
         if (format_info(from).is_yuv && format_info(to).is_yuv && std::string(c.in) != c.out)
           continue;  // refused by the kernel (ConvertReference tests)
-        auto is_709 = [](const std::string& c) { return c == "bt709" || c == "1:3:0:0"; };
+        auto not_601 = [](const std::string& c) { return c != "bt601" && c != "1:4:0:0"; };
         auto grey = [](PixelFormat f) { return format_info(f).n_components == 1; };
-        if ((grey(from) && format_info(to).is_yuv && is_709(c.out)) ||
-            (grey(to) && format_info(from).is_yuv && is_709(c.in)))
+        if ((grey(from) && format_info(to).is_yuv && not_601(c.out)) ||
+            (grey(to) && format_info(from).is_yuv && not_601(c.in)))
           continue;  // refused by the kernel (ConvertReference tests)
         // Colorimetry reaches the pixels only through a matrix, between
         // YUV and a side that is not: other pairs are run with the first.
@@ -470,7 +481,7 @@ TEST(ConvertElement, RefusesLimitedRangeRgbWithADeepSide) {
 }
 
 // The element negotiates the output format with downstream and runs the
-// reference with the caps' colorimetry.
+// reference with the caps' colorimetry, every matrix GStreamer knows.
 TEST(ConvertElement, TakesDownstreamsFormatAndColorimetry) {
   const std::pair<PixelFormat, PixelFormat> pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12}, {PixelFormat::kNV12, PixelFormat::kBGRx},
@@ -478,12 +489,12 @@ TEST(ConvertElement, TakesDownstreamsFormatAndColorimetry) {
       {PixelFormat::kNV12, PixelFormat::kI420}, {PixelFormat::kGRAY8, PixelFormat::kRGBA},
       {PixelFormat::kYUY2, PixelFormat::kRGBA}, {PixelFormat::kUYVY, PixelFormat::kBGRx},
       {PixelFormat::kRGBA, PixelFormat::kYUY2}, {PixelFormat::kNV21, PixelFormat::kRGB},
-      {PixelFormat::kBGR, PixelFormat::kY444},  {PixelFormat::kNV16, PixelFormat::kNV12}};
+      {PixelFormat::kBGR, PixelFormat::kY444},  {PixelFormat::kNV16, PixelFormat::kNV12},
+      {PixelFormat::kP010_10LE, PixelFormat::kRGBA}};
   for (const auto& [from, to] : pairs)
-    for (const char* colorimetry : {"bt601", "bt709", "1:4:0:0"}) {
-      if (std::string(colorimetry) == "bt709" &&
-          (from == PixelFormat::kGRAY8 || to == PixelFormat::kGRAY8))
-        continue;
+    for (const char* colorimetry : {"bt601", "bt709", "1:4:0:0", "bt2020", "smpte240m", "2:5:0:0"}) {
+      const bool bt601 = std::string(colorimetry) == "bt601" || std::string(colorimetry) == "1:4:0:0";
+      if (!bt601 && (from == PixelFormat::kGRAY8 || to == PixelFormat::kGRAY8)) continue;
       EXPECT_EQ(convert_difference("cudaoverlap backend=cpu kernel=convert", from, to, colorimetry,
                                    colorimetry, 33, 17, 3),
                 0)

@@ -133,7 +133,7 @@ struct ComponentOf<F, 3> {
 
 // --- Colour ------------------------------------------------------------------
 
-enum Matrix { kBT601 = 0, kBT709 = 1 };
+enum Matrix { kBT601 = 0, kBT709 = 1, kFCC = 2, kSMPTE240M = 3, kBT2020 = 4 };
 
 // How the samples of a frame map to colours: the YUV matrix and range, and
 // for an RGB frame whether its samples sit on 16..235.
@@ -141,6 +141,7 @@ struct Colorimetry {
   int matrix;      // Matrix
   int full_range;  // YUV samples on 0..max (else 16..235 and 16..240, scaled)
   int rgb_limited;
+  float kr, kb;  // the matrix's luma weights of red and blue
 };
 
 __device__ inline float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
@@ -148,8 +149,8 @@ __device__ inline float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f
 struct Coefficients {
   float kr, kb;
 };
-__device__ inline Coefficients coefficients(int matrix) {
-  return matrix == kBT709 ? Coefficients{0.2126f, 0.0722f} : Coefficients{0.299f, 0.114f};
+__device__ inline Coefficients coefficients(const Colorimetry& c) {
+  return Coefficients{c.kr, c.kb};
 }
 
 // Normalised samples of a `depth`-bit stream to Y in 0..1 and U, V in
@@ -182,7 +183,7 @@ __device__ inline void ycc_to_samples(const Colorimetry& c, int depth, float Y, 
 }
 
 __device__ inline Rgba ycc_to_rgb(const Colorimetry& c, float Y, float U, float V, float a) {
-  const Coefficients k = coefficients(c.matrix);
+  const Coefficients k = coefficients(c);
   const float r = Y + 2.f * (1.f - k.kr) * V;
   const float b = Y + 2.f * (1.f - k.kb) * U;
   const float g = (Y - k.kr * r - k.kb * b) / (1.f - k.kr - k.kb);
@@ -190,7 +191,7 @@ __device__ inline Rgba ycc_to_rgb(const Colorimetry& c, float Y, float U, float 
 }
 __device__ inline void rgb_to_ycc(const Colorimetry& c, const Rgba& p, float* Y, float* U,
                                   float* V) {
-  const Coefficients k = coefficients(c.matrix);
+  const Coefficients k = coefficients(c);
   *Y = k.kr * p.r + (1.f - k.kr - k.kb) * p.g + k.kb * p.b;
   *U = (p.b - *Y) / (2.f * (1.f - k.kb));
   *V = (p.r - *Y) / (2.f * (1.f - k.kr));
@@ -305,7 +306,7 @@ struct Frame : FrameData {
     Pixel p;
     p.a = q.a;
     if (F::colours == 1) {
-      const Coefficients k = coefficients(colorimetry.matrix);
+      const Coefficients k = coefficients(colorimetry);
       p.c[0] = k.kr * q.r + (1.f - k.kr - k.kb) * q.g + k.kb * q.b;
       p.c[1] = p.c[2] = 0.f;
     } else if (!F::yuv) {
