@@ -28,12 +28,18 @@ void add_moved_region(const GstVideoRegionOfInterestMeta* roi, GstBuffer* to,
   g.to_output(roi->x, roi->y, &x0, &y0);
   g.to_output(static_cast<double>(roi->x) + roi->w, static_cast<double>(roi->y) + roi->h, &x1, &y1);
   // Scaled corners fall between pixels: the pixels they touch, within the
-  // output; a region the crop left out does not come out.
-  auto within = [](double v, int size) { return std::min<double>(std::max(v, 0.0), size); };
-  const auto left = static_cast<guint>(std::floor(within(std::min(x0, x1), g.out_width())));
-  const auto top = static_cast<guint>(std::floor(within(std::min(y0, y1), g.out_height())));
-  const auto right = static_cast<guint>(std::ceil(within(std::max(x0, x1), g.out_width())));
-  const auto bottom = static_cast<guint>(std::ceil(within(std::max(y0, y1), g.out_height())));
+  // picture; a region the crop left out does not come out.
+  auto within = [](double v, int from, int size) {
+    return std::min<double>(std::max<double>(v, from), from + size);
+  };
+  const auto left =
+      static_cast<guint>(std::floor(within(std::min(x0, x1), g.picture_x, g.out_width())));
+  const auto top =
+      static_cast<guint>(std::floor(within(std::min(y0, y1), g.picture_y, g.out_height())));
+  const auto right =
+      static_cast<guint>(std::ceil(within(std::max(x0, x1), g.picture_x, g.out_width())));
+  const auto bottom =
+      static_cast<guint>(std::ceil(within(std::max(y0, y1), g.picture_y, g.out_height())));
   if (right <= left || bottom <= top) return;
   GstVideoRegionOfInterestMeta* moved = gst_buffer_add_video_region_of_interest_meta_id(
       to, roi->roi_type, left, top, right - left, bottom - top);
@@ -84,8 +90,8 @@ gboolean transform_one(GstBuffer*, GstMeta** meta_ptr, gpointer user_data) {
 
 void GeometryTransform::to_output(double x, double y, double* ox, double* oy) const {
   flip_to_output(x - crop_left, y - crop_top, ox, oy);
-  *ox = *ox * out_width() / flipped_width();
-  *oy = *oy * out_height() / flipped_height();
+  *ox = *ox * out_width() / flipped_width() + picture_x;
+  *oy = *oy * out_height() / flipped_height() + picture_y;
 }
 
 void GeometryTransform::flip_to_output(double x, double y, double* ox, double* oy) const {
@@ -137,8 +143,8 @@ void GeometryTransform::to_input(double x, double y, double* ix, double* iy) con
                                             : flip;
   back.in_width = flipped_width();
   back.in_height = flipped_height();
-  back.flip_to_output(x * flipped_width() / out_width(), y * flipped_height() / out_height(), ix,
-                      iy);
+  back.flip_to_output((x - picture_x) * flipped_width() / out_width(),
+                      (y - picture_y) * flipped_height() / out_height(), ix, iy);
   *ix += crop_left;
   *iy += crop_top;
 }

@@ -29,10 +29,13 @@ struct GeometryTransform {
   int crop_top = 0;
   int in_width = 0;
   int in_height = 0;
-  // The output's size where the kernel scales (after the flip); 0: the
-  // size the flip leaves.
+  // The picture's size where the kernel scales (after the flip); 0: the
+  // size the flip leaves. And its place in the output, where borders
+  // surround it (add-borders).
   int scaled_width = 0;
   int scaled_height = 0;
+  int picture_x = 0;
+  int picture_y = 0;
   bool colours_change = false;  // the output has another format or colorimetry
 
   int flipped_width() const { return flip_swaps_size(flip) ? in_height : in_width; }
@@ -41,12 +44,13 @@ struct GeometryTransform {
   int out_height() const { return scaled_height > 0 ? scaled_height : flipped_height(); }
   bool moves_pixels() const {
     return flip != FlipDirection::kIdentity || out_width() != flipped_width() ||
-           out_height() != flipped_height() || crop_left != 0 || crop_top != 0;
+           out_height() != flipped_height() || crop_left != 0 || crop_top != 0 || picture_x != 0 ||
+           picture_y != 0;
   }
 
   // Where the input point (x, y) ends up on the output, and back, in
   // continuous coordinates (pixel edges), as videocrop, videoflip and
-  // videoscale map them: cropped, flipped, then scaled.
+  // videoscale map them: cropped, flipped, scaled, then placed.
   void to_output(double x, double y, double* out_x, double* out_y) const;
   void to_input(double x, double y, double* in_x, double* in_y) const;
 

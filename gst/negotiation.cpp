@@ -300,8 +300,9 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
     default: {
       gchar* text = gst_video_colorimetry_to_string(&info.colorimetry);
       const std::string message =
-          std::string("the BT.601, BT.709, BT.2020, SMPTE 240M and FCC matrices, not the one of "
-                      "colorimetry ") +
+          std::string(
+              "the BT.601, BT.709, BT.2020, SMPTE 240M and FCC matrices, not the one of "
+              "colorimetry ") +
           (text ? text : "?");
       g_free(text);
       return message;
@@ -311,6 +312,46 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
   gst_video_color_matrix_get_Kr_Kb(matrix, &kr, &kb);
   *c = with_matrix(*c, ours, kr, kb);
   return {};
+}
+
+// add-borders: where the output's display aspect ratio is not the input
+// window's, the picture's place in the output, keeping the window's, as
+// videoconvertscale works it out (centred; its left and top edges brought
+// down to a whole group of pixels of `out_format`, chroma pairs included).
+void place_picture(const ParamValues& values, const GstVideoInfo& in, const GstVideoInfo& out,
+                   PixelFormat out_format, FrameSizes* sizes) {
+  auto value = [&values](const char* name) { return values.has(name) ? values.integer(name) : 0; };
+  if (value("add-borders") == 0) return;
+  const int in_w = GST_VIDEO_INFO_WIDTH(&in) - value("crop-left") - value("crop-right");
+  const int in_h = GST_VIDEO_INFO_HEIGHT(&in) - value("crop-top") - value("crop-bottom");
+  const int out_w = GST_VIDEO_INFO_WIDTH(&out), out_h = GST_VIDEO_INFO_HEIGHT(&out);
+  gint from_n, from_d, to_n, to_d, n, d;
+  if (in_w < 1 || in_h < 1 ||
+      !gst_util_fraction_multiply(in_w, in_h, GST_VIDEO_INFO_PAR_N(&in), GST_VIDEO_INFO_PAR_D(&in),
+                                  &from_n, &from_d) ||
+      !gst_util_fraction_multiply(out_w, out_h, GST_VIDEO_INFO_PAR_N(&out),
+                                  GST_VIDEO_INFO_PAR_D(&out), &to_n, &to_d) ||
+      (from_n == to_n && from_d == to_d) ||
+      !gst_util_fraction_multiply(from_n, from_d, GST_VIDEO_INFO_PAR_D(&out),
+                                  GST_VIDEO_INFO_PAR_N(&out), &n, &d))
+    return;
+  int borders_w = 0, borders_h = 0;
+  const int to_h = static_cast<int>(gst_util_uint64_scale_int(out_w, d, n));
+  if (to_h <= out_h)
+    borders_h = out_h - to_h;
+  else
+    borders_w = out_w - static_cast<int>(gst_util_uint64_scale_int(out_h, n, d));
+  if (borders_w <= 0 && borders_h <= 0) return;
+  const FormatInfo& info = format_info(out_format);
+  int group_x = 1, group_y = 1;
+  for (int p = 0; p < info.n_planes; ++p) {
+    group_x = std::max(group_x, 1 << info.x_shift[p]);
+    group_y = std::max(group_y, 1 << info.y_shift[p]);
+  }
+  sizes->dest_x = borders_w / 2 / group_x * group_x;
+  sizes->dest_y = borders_h / 2 / group_y * group_y;
+  sizes->dest_width = out_w - borders_w;
+  sizes->dest_height = out_h - borders_h;
 }
 
 }  // namespace
@@ -329,6 +370,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
   params.sizes = FrameSizes{a.width, a.height, b.width, b.height};
+  place_picture(params.values, in, out, b.format, &params.sizes);
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
   // only to an operation that uses one.
   const std::string in_problem =

@@ -71,8 +71,13 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   out->geometry.crop_top = crop.top;
   out->geometry.in_width = GST_VIDEO_INFO_WIDTH(&in) - crop.left - crop.right;
   out->geometry.in_height = GST_VIDEO_INFO_HEIGHT(&in) - crop.top - crop.bottom;
-  out->geometry.scaled_width = GST_VIDEO_INFO_WIDTH(&out->info);
-  out->geometry.scaled_height = GST_VIDEO_INFO_HEIGHT(&out->info);
+  const FrameSizes placed = config.operation->sizes();
+  out->geometry.scaled_width =
+      placed.known() ? placed.picture_width() : GST_VIDEO_INFO_WIDTH(&out->info);
+  out->geometry.scaled_height =
+      placed.known() ? placed.picture_height() : GST_VIDEO_INFO_HEIGHT(&out->info);
+  out->geometry.picture_x = placed.known() ? placed.dest_x : 0;
+  out->geometry.picture_y = placed.known() ? placed.dest_y : 0;
   out->geometry.colours_change =
       GST_VIDEO_INFO_FORMAT(&in) != GST_VIDEO_INFO_FORMAT(&out->info) ||
       !gst_video_colorimetry_is_equal(&in.colorimetry, &out->info.colorimetry);
@@ -96,8 +101,8 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   if (chosen_caps) gst_caps_unref(chosen_caps);
   // Nothing asked of the frames (Operation::passes_through_same_caps):
   // they go on untouched, and no engine runs.
-  const bool passthrough = config.operation->passes_through_same_caps() &&
-                           gst_video_info_is_equal(&in, &out->info);
+  const bool passthrough =
+      config.operation->passes_through_same_caps() && gst_video_info_is_equal(&in, &out->info);
   bool same_engine = !passthrough && engine_ && engine_->config() == config;
   if (passthrough && engine_) {
     // What is in flight goes out before the frames passed on.
@@ -190,9 +195,10 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     fps_n_ = GST_VIDEO_INFO_FPS_N(&in);
     fps_d_ = GST_VIDEO_INFO_FPS_D(&in);
     geometry_ = out->geometry;
-    latency_estimate_ = passthrough ? 0
-                                    : first_latency_estimate(config.input.size + config.output.size,
-                                                             device_ && device_->cuda_device() >= 0);
+    latency_estimate_ = passthrough
+                            ? 0
+                            : first_latency_estimate(config.input.size + config.output.size,
+                                                     device_ && device_->cuda_device() >= 0);
   }
   if (same_caps) {
     gst_caps_unref(out_caps);

@@ -78,10 +78,22 @@ struct FrameSizes {
   int in_height = 0;
   int out_width = 0;
   int out_height = 0;
+  // The picture's place in the output where borders surround it
+  // (add-borders); a zero width: all of the output.
+  int dest_x = 0;
+  int dest_y = 0;
+  int dest_width = 0;
+  int dest_height = 0;
   bool known() const { return in_width > 0 && in_height > 0 && out_width > 0 && out_height > 0; }
+  int picture_width() const { return dest_width > 0 ? dest_width : out_width; }
+  int picture_height() const { return dest_width > 0 ? dest_height : out_height; }
+  bool has_borders() const {
+    return picture_width() != out_width || picture_height() != out_height;
+  }
   bool operator==(const FrameSizes& o) const {
     return in_width == o.in_width && in_height == o.in_height && out_width == o.out_width &&
-           out_height == o.out_height;
+           out_height == o.out_height && dest_x == o.dest_x && dest_y == o.dest_y &&
+           dest_width == o.dest_width && dest_height == o.dest_height;
   }
 };
 

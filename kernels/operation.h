@@ -72,6 +72,10 @@ class Operation {
   // The pixels taken off the input's edges before the operation runs (its
   // crop-* parameters): the element negotiates the size of what is left.
   virtual Crop crop() const { return {}; }
+  // The sizes it was made for, with the picture's place in the output
+  // where borders surround it; unset (zero) for an operation whose output
+  // size follows from the input's.
+  virtual FrameSizes sizes() const { return {}; }
   // Where each output pixel comes from, for metas and navigation events
   // that carry positions: a flip or rotation, or kIdentity (in place).
   virtual FlipDirection orientation() const { return FlipDirection::kIdentity; }

@@ -64,7 +64,6 @@ void chroma_path(PixelFormat in, PixelFormat out, ConvertCoefficients* k) {
   k->scale_planar = both_planar;
 }
 
-
 }  // namespace
 
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
@@ -278,7 +277,7 @@ constexpr size_t kBetweenAlign = 256;
 
 ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValues& values,
                                    const FrameSizes& sizes)
-    : Operation(values), params_(params), resize_(values, sizes) {
+    : Operation(values), params_(params), resize_(values, sizes, params.out) {
   if (!resize_.scales()) return;
   // Room for the frame between the steps in the largest format, at the
   // larger of the two sizes (the formats are known only per frame).
@@ -286,7 +285,7 @@ ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValue
   size_t most = 0;
   for (PixelFormat f : output_formats(PixelFormat::kRGBA))
     for (auto [w, h] : {std::pair{resize_.window_width(), resize_.window_height()},
-                        {sizes.out_width, sizes.out_height}}) {
+                        {sizes.picture_width(), sizes.picture_height()}}) {
       size_t bytes = 0;
       aligned_image(f, w, h, kBetweenAlign, nullptr, &bytes);
       most = std::max(most, bytes);
@@ -316,7 +315,8 @@ void ConvertOperation::prepare_reference(const Workspace& workspace) const {
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   // 4:2:0 chroma rows are shared by two picture rows, one of each field;
   // debayering interpolates between rows; so does scaling to another height.
-  if (is_bayer(in) || (resize_.scales() && resize_.window_height() != resize_.sizes().out_height))
+  if (is_bayer(in) ||
+      (resize_.scales() && resize_.window_height() != resize_.sizes().picture_height()))
     return true;
   const FormatInfo &i = format_info(in), &o = format_info(out);
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
@@ -358,13 +358,15 @@ bool ConvertOperation::same_as(const Operation& other) const {
          o->resize_ == resize_;
 }
 
-void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
+void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& whole_out,
                                     const Workspace& workspace, CUstream_st* stream) const {
   if (!resize_.active()) {
-    CO_CUDA_ONLY(convert_cuda(in, out, params_, stream));
+    CO_CUDA_ONLY(convert_cuda(in, whole_out, params_, stream));
     return;
   }
+  resize_.fill_borders_cuda(whole_out, stream);
   const ImageRef window = resize_.window(in);
+  const ImageRef out = resize_.picture(whole_out);
   if (!resize_.scales()) {
     CO_CUDA_ONLY(convert_cuda(window, out, params_, stream));
   } else if (in.format == out.format) {
@@ -382,13 +384,15 @@ void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
   }
 }
 
-void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
+void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_out,
                                      const Workspace& workspace) const {
   if (!resize_.active()) {
-    convert_reference(in, out, params_);
+    convert_reference(in, whole_out, params_);
     return;
   }
+  resize_.fill_borders_reference(whole_out);
   const ImageRef window = resize_.window(in);
+  const ImageRef out = resize_.picture(whole_out);
   if (!resize_.scales()) {
     convert_reference(window, out, params_);
   } else if (in.format == out.format) {

@@ -86,6 +86,7 @@ class ConvertOperation final : public Operation {
   bool format_from_downstream() const override { return true; }
   bool size_from_downstream() const override { return true; }
   Crop crop() const override { return resize_.crop(); }
+  FrameSizes sizes() const override { return resize_.sizes(); }
   bool passes_through_same_caps() const override { return !resize_.crop().any(); }
   size_t workspace_bytes() const override { return workspace_bytes_; }
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;

@@ -3,22 +3,26 @@
 
 #include <cstring>
 
+#include "kernels/scale/borders.h"
 #include "kernels/scale/scale_taps.h"
 
 namespace cudaoverlap {
 
-Resize::Resize(const ParamValues& values, const FrameSizes& sizes) : sizes_(sizes) {
+Resize::Resize(const ParamValues& values, const FrameSizes& sizes, const Colorimetry& colorimetry)
+    : sizes_(sizes), colorimetry_(colorimetry) {
   if (values.has("crop-left"))
     crop_ = Crop{values.integer("crop-left"), values.integer("crop-right"),
                  values.integer("crop-top"), values.integer("crop-bottom")};
+  if (values.has("border-color"))
+    border_argb_ = static_cast<uint32_t>(values.number("border-color"));
   if (!sizes_.known() || window_width() < 1 || window_height() < 1) return;
-  scales_ = window_width() != sizes_.out_width || window_height() != sizes_.out_height;
-  active_ = scales_ || crop_.any();
+  scales_ = window_width() != sizes_.picture_width() || window_height() != sizes_.picture_height();
+  active_ = scales_ || crop_.any() || sizes_.has_borders();
   if (!scales_) return;
   const ScaleMethod method =
       values.has("method") ? values.choice<ScaleMethod>("method") : ScaleMethod::kBilinear;
-  tables_ = scale_tables(
-      method, FrameSizes{window_width(), window_height(), sizes_.out_width, sizes_.out_height});
+  tables_ = scale_tables(method, FrameSizes{window_width(), window_height(), sizes_.picture_width(),
+                                            sizes_.picture_height()});
 }
 
 std::string Resize::check(const char* kernel, const ImageRef& in, const ImageRef& out) const {
@@ -44,6 +48,19 @@ std::string Resize::check(const char* kernel, const ImageRef& in, const ImageRef
            " must be even for " + info.name +
            (is_bayer(in.format) ? ", a mosaic of 2x2 cells"
                                 : ", whose chroma is shared by pairs of pixels");
+  // The picture lies inside the output and starts on a whole group of
+  // pixels of every plane (no operation makes a mosaic).
+  const FormatInfo& o = format_info(out.format);
+  bool whole = sizes_.dest_x >= 0 && sizes_.dest_y >= 0 &&
+               sizes_.dest_x + sizes_.picture_width() <= out.width &&
+               sizes_.dest_y + sizes_.picture_height() <= out.height;
+  for (int p = 0; p < o.n_planes; ++p)
+    whole = whole && sizes_.dest_x % (1 << o.x_shift[p]) == 0 &&
+            sizes_.dest_y % (1 << o.y_shift[p]) == 0;
+  if (!whole)
+    return name + " cannot place a " + size(sizes_.picture_width(), sizes_.picture_height()) +
+           " picture at " + std::to_string(sizes_.dest_x) + "," + std::to_string(sizes_.dest_y) +
+           " in a " + size(out.width, out.height) + " " + o.name + " frame";
   return {};
 }
 
@@ -56,6 +73,28 @@ ImageRef Resize::window(const ImageRef& in) const {
     w.planes[p].data += (crop_.top >> info.y_shift[p]) * in.planes[p].stride +
                         static_cast<size_t>(crop_.left >> info.x_shift[p]) * info.pixel_bytes[p];
   return w;
+}
+
+ImageRef Resize::picture(const ImageRef& out) const {
+  ImageRef w = out;
+  w.width = sizes_.picture_width();
+  w.height = sizes_.picture_height();
+  const FormatInfo& info = format_info(out.format);
+  for (int p = 0; p < info.n_planes; ++p)
+    w.planes[p].data += (sizes_.dest_y >> info.y_shift[p]) * out.planes[p].stride +
+                        static_cast<size_t>(sizes_.dest_x >> info.x_shift[p]) * info.pixel_bytes[p];
+  return w;
+}
+
+void Resize::fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const {
+  if (sizes_.has_borders())
+    CO_CUDA_ONLY(::cudaoverlap::fill_borders_cuda(
+        border_fill(out, sizes_, border_argb_, colorimetry_), stream));
+}
+
+void Resize::fill_borders_reference(const ImageRef& out) const {
+  if (sizes_.has_borders())
+    ::cudaoverlap::fill_borders_reference(border_fill(out, sizes_, border_argb_, colorimetry_));
 }
 
 void Resize::prepare_cuda(uint8_t* workspace, CUstream_st* stream) const {
@@ -91,7 +130,29 @@ const std::vector<ParamSpec>& resize_params() {
            "kernel=scale and kernel=convert: rows taken off the input's top (even where chroma or "
            "a mosaic pairs rows)"),
       edge("crop-bottom", "Crop bottom",
-           "kernel=scale and kernel=convert: rows taken off the input's bottom")};
+           "kernel=scale and kernel=convert: rows taken off the input's bottom"),
+      ParamSpec{"add-borders",
+                "Add borders",
+                "kernel=scale and kernel=convert: where downstream's width and height would "
+                "change the display aspect ratio, scale to fit and fill the rest with "
+                "border-color, as videoscale does",
+                ParamSpec::Type::kBool,
+                0,
+                1,
+                1,
+                {},
+                nullptr,
+                false},
+      ParamSpec{"border-color",
+                "Border color",
+                "kernel=scale and kernel=convert: the borders' colour, 0xAARRGGBB",
+                ParamSpec::Type::kUInt,
+                0,
+                4294967295.0,
+                4278190080.0,
+                {},
+                nullptr,
+                false}};
   return specs;
 }
 

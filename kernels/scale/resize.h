@@ -1,10 +1,12 @@
-// A crop and a change of size, as `scale` and `convert` make them: the
-// input's window (the frame less its crop-* edges) scaled to the output's
-// size by `method`, through tap tables built once for the sizes from the
-// caps. Both operations hold one, so the parameters, the checks and the
-// tables are written once.
+// A crop, a change of size and borders, as `scale` and `convert` make
+// them: the input's window (the frame less its crop-* edges) scaled by
+// `method` to the picture's size, through tap tables built once for the
+// sizes from the caps, and put in the output where FrameSizes' dest_* say,
+// `border-color` around it (borders.h). Both operations hold one, so the
+// parameters, the checks and the tables are written once.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,13 +19,14 @@ namespace cudaoverlap {
 class Resize {
  public:
   Resize() = default;
-  // `values`: method and crop-* where declared; `sizes` from the caps.
-  Resize(const ParamValues& values, const FrameSizes& sizes);
+  // `values`: method, crop-* and border-color where declared; `sizes` from
+  // the caps; `colorimetry`: the output's, for the border's colour.
+  Resize(const ParamValues& values, const FrameSizes& sizes, const Colorimetry& colorimetry = {});
 
-  // False where the sizes are unknown or the frame is neither cropped nor
-  // scaled: the operation then runs as at one size.
+  // False where the sizes are unknown or the frame is neither cropped,
+  // scaled nor bordered: the operation then runs as at one size.
   bool active() const { return active_; }
-  // True when the window's size is not the output's (else the window is
+  // True when the window's size is not the picture's (else the window is
   // only cut out).
   bool scales() const { return scales_; }
   const Crop& crop() const { return crop_; }
@@ -36,6 +39,11 @@ class Resize {
   std::string check(const char* kernel, const ImageRef& in, const ImageRef& out) const;
   // `in`'s window, the same bytes seen as an image of its own.
   ImageRef window(const ImageRef& in) const;
+  // The picture's place in `out`, seen as an image of its own.
+  ImageRef picture(const ImageRef& out) const;
+  // `out`'s border in the border colour; nothing without borders.
+  void fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const;
+  void fill_borders_reference(const ImageRef& out) const;
 
   size_t table_bytes() const { return tables_.bytes.size(); }
   void prepare_cuda(uint8_t* workspace, CUstream_st* stream) const;
@@ -45,18 +53,23 @@ class Resize {
                   CUstream_st* stream) const;
   void scale_reference(const ImageRef& in, const ImageRef& out, const uint8_t* workspace) const;
 
-  bool operator==(const Resize& o) const { return sizes_ == o.sizes_ && crop_ == o.crop_; }
+  bool operator==(const Resize& o) const {
+    return sizes_ == o.sizes_ && crop_ == o.crop_ && border_argb_ == o.border_argb_ &&
+           colorimetry_ == o.colorimetry_;
+  }
 
  private:
   FrameSizes sizes_;
   Crop crop_;
+  uint32_t border_argb_ = 0xff000000;
+  Colorimetry colorimetry_;
   bool active_ = false;
   bool scales_ = false;
   ScaleTables tables_;
 };
 
-// The parameters scale and convert declare for it: method and crop-left,
-// crop-right, crop-top, crop-bottom.
+// The parameters scale and convert declare for it: method, crop-left,
+// crop-right, crop-top, crop-bottom, add-borders and border-color.
 const std::vector<ParamSpec>& resize_params();
 
 }  // namespace cudaoverlap

@@ -127,22 +127,28 @@ void ScaleOperation::prepare_reference(const Workspace& workspace) const {
 
 void ScaleOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, CUstream_st* stream) const {
-  if (!resize_.active())
+  if (!resize_.active()) {
     CO_CUDA_ONLY(copy_cuda(in, out, stream));
-  else if (!resize_.scales())
-    CO_CUDA_ONLY(copy_cuda(resize_.window(in), out, stream));
+    return;
+  }
+  resize_.fill_borders_cuda(out, stream);
+  if (!resize_.scales())
+    CO_CUDA_ONLY(copy_cuda(resize_.window(in), resize_.picture(out), stream));
   else
-    resize_.scale_cuda(resize_.window(in), out, workspace.data, stream);
+    resize_.scale_cuda(resize_.window(in), resize_.picture(out), workspace.data, stream);
 }
 
 void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                    const Workspace& workspace) const {
-  if (!resize_.active())
+  if (!resize_.active()) {
     copy_reference(in, out);
-  else if (!resize_.scales())
-    copy_reference(resize_.window(in), out);
+    return;
+  }
+  resize_.fill_borders_reference(out);
+  if (!resize_.scales())
+    copy_reference(resize_.window(in), resize_.picture(out));
   else
-    resize_.scale_reference(resize_.window(in), out, workspace.data);
+    resize_.scale_reference(resize_.window(in), resize_.picture(out), workspace.data);
 }
 
 const ParamSpec& scale_method_param() {
@@ -170,7 +176,7 @@ const OperationEntry& scale_entry() {
       "Scale: resize to the width and height downstream asks for, keeping the format, as "
       "videoscale does",
       true, resize_params(), [](const KernelParams& p) -> std::shared_ptr<const Operation> {
-        return std::make_shared<ScaleOperation>(p.values, p.sizes);
+        return std::make_shared<ScaleOperation>(p.values, p.sizes, p.convert.out);
       }};
   return entry;
 }

@@ -16,17 +16,20 @@ namespace cudaoverlap {
 class ScaleOperation final : public Operation {
  public:
   // `sizes` from the caps; unset (zero), the output is the input's size.
-  ScaleOperation(const ParamValues& values, const FrameSizes& sizes)
-      : Operation(values), resize_(values, sizes) {}
+  // `colorimetry`: the output's, for the border's colour.
+  ScaleOperation(const ParamValues& values, const FrameSizes& sizes,
+                 const Colorimetry& colorimetry = {})
+      : Operation(values), resize_(values, sizes, colorimetry) {}
   const char* name() const override { return "scale"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool size_from_downstream() const override { return true; }
   Crop crop() const override { return resize_.crop(); }
+  FrameSizes sizes() const override { return resize_.sizes(); }
   bool passes_through_same_caps() const override { return !resize_.crop().any(); }
   // Vertical taps mix rows; cropping and horizontal scaling keep them
   // apart (a crop of odd rows swaps the fields' order, as videocrop's).
   bool mixes_rows(PixelFormat, PixelFormat) const override {
-    return resize_.scales() && resize_.window_height() != resize_.sizes().out_height;
+    return resize_.scales() && resize_.window_height() != resize_.sizes().picture_height();
   }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;

@@ -546,6 +546,168 @@ TEST(Scale, CropEqualsVideocrop) {
   }
 }
 
+// --- Borders --------------------------------------------------------------
+
+// A frame of one colour: every component's samples `value` (its depth's
+// top bits), alpha opaque.
+GstBuffer* uniform_frame(const GstVideoInfo& info, const uint32_t value[3]) {
+  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info, buffer, GST_MAP_WRITE)) return buffer;
+  const ImageRef image = image_of(&frame);
+  const cudaoverlap::FormatInfo& f = cudaoverlap::format_info(image.format);
+  for (int c = 0; c < f.n_components; ++c) {
+    const cudaoverlap::Component& k = f.comp[c];
+    const bool alpha = c >= 3;
+    const uint32_t v = alpha ? (1u << k.depth) - 1 : value[c] << (k.depth - 8);
+    // Samples on the component's own grid.
+    const int w = (image.width + (1 << k.x_sub) - 1) >> k.x_sub;
+    const int h = (image.height + (1 << k.y_sub) - 1) >> k.y_sub;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) cudaoverlap::write_sample(image, c, x, y, v);
+  }
+  gst_video_frame_unmap(&frame);
+  return buffer;
+}
+
+// The bytes of every plane of two samples' frames, or where they differ.
+std::string compare_samples(GstSample* a, GstSample* b) {
+  GstVideoInfo ia, ib;
+  if (!gst_video_info_from_caps(&ia, gst_sample_get_caps(a)) ||
+      !gst_video_info_from_caps(&ib, gst_sample_get_caps(b)))
+    return "no video caps";
+  if (GST_VIDEO_INFO_WIDTH(&ia) != GST_VIDEO_INFO_WIDTH(&ib) ||
+      GST_VIDEO_INFO_HEIGHT(&ia) != GST_VIDEO_INFO_HEIGHT(&ib))
+    return "sizes differ";
+  GstVideoFrame fa, fb;
+  if (!gst_video_frame_map(&fa, &ia, gst_sample_get_buffer(a), GST_MAP_READ)) return "cannot map";
+  if (!gst_video_frame_map(&fb, &ib, gst_sample_get_buffer(b), GST_MAP_READ)) {
+    gst_video_frame_unmap(&fa);
+    return "cannot map";
+  }
+  const ImageRef x = image_of(&fa), y = image_of(&fb);
+  std::string problem;
+  for (int p = 0; p < cudaoverlap::format_info(x.format).n_planes && problem.empty(); ++p)
+    for (size_t r = 0; r < cudaoverlap::plane_rows(x.format, p, x.height) && problem.empty(); ++r)
+      for (size_t i = 0; i < cudaoverlap::plane_row_bytes(x.format, p, x.width); ++i) {
+        const int u = x.planes[p].data[r * x.planes[p].stride + i];
+        const int v = y.planes[p].data[r * y.planes[p].stride + i];
+        if (u != v) {
+          problem = "plane " + std::to_string(p) + " row " + std::to_string(r) + " byte " +
+                    std::to_string(i) + ": " + std::to_string(u) + " against " + std::to_string(v);
+          break;
+        }
+      }
+  gst_video_frame_unmap(&fa);
+  gst_video_frame_unmap(&fb);
+  return problem;
+}
+
+// Downstream fixing width, height and square pixels that change the
+// display aspect ratio: the picture scaled to fit and centred, black
+// around it, byte for byte what videoscale makes (a frame of one colour,
+// so the filters agree), letterboxed and pillarboxed, in RGB and YUV;
+// without add-borders the picture is stretched over the whole frame.
+TEST(Scale, AddsTheBordersVideoscaleAdds) {
+  SKIP_WITHOUT_BACKEND();
+  const uint32_t colour[3] = {180, 60, 200};
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420,
+                                GST_VIDEO_FORMAT_YUY2}) {
+    for (const char* size : {"width=48,height=24", "width=48,height=48"}) {
+      SCOPED_TRACE(std::string(gst_video_format_to_string(format)) + " 48x36 to " + size);
+      GstVideoInfo info = video_info(format, 48, 36);
+      const std::string caps = std::string(" ! video/x-raw,") + size + ",pixel-aspect-ratio=1/1";
+      AppPipeline ours(info, "kernel=scale" + caps);
+      AppPipeline theirs(info, "kernel=copy ! videoscale" + caps);
+      AppPipeline stretched(info, "kernel=scale add-borders=false" + caps);
+      ASSERT_TRUE(ours.ok() && theirs.ok() && stretched.ok());
+      GstBuffer* input = uniform_frame(info, colour);
+      gst_buffer_add_video_region_of_interest_meta(input, "all", 0, 0, 48, 36);
+      ours.push(gst_buffer_ref(input));
+      theirs.push(gst_buffer_ref(input));
+      stretched.push(input);
+      GstSample* a = ours.pull();
+      GstSample* b = theirs.pull();
+      GstSample* c = stretched.pull();
+      ASSERT_NE(a, nullptr) << ours.error();
+      ASSERT_NE(b, nullptr) << theirs.error();
+      ASSERT_NE(c, nullptr) << stretched.error();
+      EXPECT_EQ(compare_samples(a, b), "");
+      EXPECT_NE(compare_samples(a, c), "") << "no borders";
+      // The region covering the whole input covers the picture alone.
+      gpointer state = nullptr;
+      const auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(
+          gst_buffer_iterate_meta_filtered(gst_sample_get_buffer(a), &state,
+                                           GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE));
+      ASSERT_NE(roi, nullptr);
+      EXPECT_EQ(std::to_string(roi->x) + "," + std::to_string(roi->y) + " " +
+                    size_text(roi->w, roi->h),
+                std::string(size) == "width=48,height=24" ? "8,0 32x24" : "0,6 48x36");
+      gst_sample_unref(a);
+      gst_sample_unref(b);
+      gst_sample_unref(c);
+      ours.end();
+      theirs.end();
+      stretched.end();
+    }
+  }
+}
+
+// border-color fills the borders, as the output format stores the colour:
+// RGBA's bytes, and NV12's samples as convert makes them from RGB.
+TEST(Scale, BorderColorFillsTheBorders) {
+  SKIP_WITHOUT_BACKEND();
+  const uint32_t colour[3] = {10, 20, 30};
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    GstVideoInfo info = video_info(format, 48, 36);
+    AppPipeline ours(info,
+                     "kernel=scale border-color=0x8040c020 ! "
+                     "video/x-raw,width=48,height=24,pixel-aspect-ratio=1/1");
+    AppPipeline green(video_info(GST_VIDEO_FORMAT_RGBA, 2, 2),
+                      "kernel=convert ! video/x-raw,format=" +
+                          std::string(gst_video_format_to_string(format)));
+    ASSERT_TRUE(ours.ok() && green.ok());
+    ours.push(uniform_frame(info, colour));
+    // The colour as RGBA bytes: R 0x40, G 0xc0, B 0x20, A 0x80.
+    GstBuffer* rgba = gst_buffer_new_allocate(nullptr, 16, nullptr);
+    const uint8_t px[4] = {0x40, 0xc0, 0x20, 0x80};
+    for (int i = 0; i < 4; ++i) gst_buffer_fill(rgba, 4 * i, px, 4);
+    green.push(rgba);
+    GstSample* a = ours.pull();
+    GstSample* b = green.pull();
+    ASSERT_NE(a, nullptr) << ours.error();
+    ASSERT_NE(b, nullptr) << green.error();
+    GstVideoInfo ia, ib;
+    ASSERT_TRUE(gst_video_info_from_caps(&ia, gst_sample_get_caps(a)));
+    ASSERT_TRUE(gst_video_info_from_caps(&ib, gst_sample_get_caps(b)));
+    GstVideoFrame fa, fb;
+    ASSERT_TRUE(gst_video_frame_map(&fa, &ia, gst_sample_get_buffer(a), GST_MAP_READ));
+    ASSERT_TRUE(gst_video_frame_map(&fb, &ib, gst_sample_get_buffer(b), GST_MAP_READ));
+    const ImageRef x = image_of(&fa), y = image_of(&fb);
+    const cudaoverlap::FormatInfo& f = cudaoverlap::format_info(x.format);
+    // Columns 0-7 and 40-47 are border, 8-39 the picture.
+    // Samples are read on each component's own grid.
+    for (int c = 0; c < f.n_components; ++c) {
+      const int xs = f.comp[c].x_sub, ys = f.comp[c].y_sub;
+      const uint32_t border = cudaoverlap::read_sample(y, c, 0, 0);
+      for (int row : {0, 23})
+        for (int col : {0, 6, 40, 46}) {
+          EXPECT_EQ(cudaoverlap::read_sample(x, c, col >> xs, row >> ys), border)
+              << "component " << c << " at " << col << "," << row;
+          EXPECT_NE(cudaoverlap::read_sample(x, c, 20 >> xs, row >> ys), border)
+              << "component " << c << " of the picture";
+        }
+    }
+    gst_video_frame_unmap(&fa);
+    gst_video_frame_unmap(&fb);
+    gst_sample_unref(a);
+    gst_sample_unref(b);
+    ours.end();
+    green.end();
+  }
+}
+
 // A crop that leaves nothing, or an odd left edge on 4:2:0, is an error
 // naming the property.
 TEST(Scale, AnImpossibleCropIsAnError) {

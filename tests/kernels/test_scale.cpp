@@ -292,6 +292,121 @@ TEST(CropReference, RefusesAnOddEdgeWhereChromaPairsAndACropOfEverything) {
   EXPECT_NE(check("scale", p, rgba.image, small.image).find("leave nothing"), std::string::npos);
 }
 
+// Borders (add-borders): the picture is the window scaled to the
+// picture's size, in its place; every other sample is the border colour as
+// convert makes it from RGB; in every format the kernel makes, letterboxed
+// and pillarboxed, at odd sizes.
+KernelParams bordered(ScaleMethod method, int in_w, int in_h, int out_w, int out_h, int x, int y,
+                      int w, int h) {
+  KernelParams p = scale_params(method, in_w, in_h, out_w, out_h);
+  p.sizes.dest_x = x;
+  p.sizes.dest_y = y;
+  p.sizes.dest_width = w;
+  p.sizes.dest_height = h;
+  p.set("border-color", 0xff2080c0u);
+  return p;
+}
+
+TEST(BordersReference, ThePictureInItsPlaceAndTheColourAroundIt) {
+  for (PixelFormat f : scale_formats()) {
+    const FormatInfo& info = format_info(f);
+    // The colour as this format stores it.
+    OwnedImage rgba(PixelFormat::kRGBA, 2, 2);
+    for (int x = 0; x < 2; ++x)
+      for (int y = 0; y < 2; ++y) {
+        write_sample(rgba.image, 0, x, y, 0x20);
+        write_sample(rgba.image, 1, x, y, 0x80);
+        write_sample(rgba.image, 2, x, y, 0xc0);
+        write_sample(rgba.image, 3, x, y, 0xff);
+      }
+    OwnedImage colour(f, 2, 2);
+    reference("convert", KernelParams{}, rgba.image, colour.image);
+    struct Place {
+      int in_w, in_h, out_w, out_h, x, y, w, h;
+    };
+    for (const Place c : {Place{48, 36, 48, 24, 8, 0, 32, 24}, Place{48, 36, 48, 48, 0, 6, 48, 36},
+                          Place{33, 7, 101, 31, 10, 4, 81, 21}}) {
+      SCOPED_TRACE(std::string(info.name) + " " + std::to_string(c.out_w) + "x" +
+                   std::to_string(c.out_h));
+      OwnedImage in(f, c.in_w, c.in_h);
+      in.fill_random(static_cast<uint32_t>(c.out_w + c.out_h));
+      const KernelParams p = bordered(ScaleMethod::kBilinear, c.in_w, c.in_h, c.out_w, c.out_h,
+                                      c.x, c.y, c.w, c.h);
+      OwnedImage got(f, c.out_w, c.out_h);
+      ASSERT_EQ(check("scale", p, in.image, got.image), "");
+      reference("scale", p, in.image, got.image);
+      const OwnedImage picture = scaled(in, ScaleMethod::kBilinear, c.w, c.h);
+      for (int k = 0; k < info.n_components; ++k) {
+        const int xs = info.comp[k].x_sub, ys = info.comp[k].y_sub;
+        const int gw = (c.out_w + (1 << xs) - 1) >> xs, gh = (c.out_h + (1 << ys) - 1) >> ys;
+        const int x0 = c.x >> xs, y0 = c.y >> ys;
+        const int x1 = (c.x + c.w + (1 << xs) - 1) >> xs, y1 = (c.y + c.h + (1 << ys) - 1) >> ys;
+        // A group of the plane the picture only partly covers (YUY2's pair
+        // at an odd right edge) is the picture's, its samples as scale
+        // makes them: not compared.
+        const int group = 1 << info.x_shift[info.comp[k].plane];
+        const int past = (c.x + c.w + group - 1) / group * group;
+        for (int y = 0; y < gh; ++y)
+          for (int x = 0; x < gw; ++x) {
+            if ((x << xs) >= c.x + c.w && (x << xs) < past && y >= y0 && y < y1) continue;
+            const bool inside = x >= x0 && x < x1 && y >= y0 && y < y1;
+            const uint32_t want = inside ? read_sample(picture.image, k, x - x0, y - y0)
+                                         : read_sample(colour.image, k, 0, 0);
+            ASSERT_EQ(read_sample(got.image, k, x, y), want)
+                << "component " << k << " at " << x << "," << y << (inside ? " (picture)" : "");
+          }
+      }
+    }
+  }
+}
+
+TEST(BordersReference, APictureOffTheGroupsOrOutsideTheFrameIsRefused) {
+  OwnedImage nv12(PixelFormat::kNV12, 48, 36), out(PixelFormat::kNV12, 48, 24);
+  EXPECT_NE(check("scale", bordered(ScaleMethod::kBilinear, 48, 36, 48, 24, 7, 0, 32, 24),
+                  nv12.image, out.image)
+                .find("cannot place"),
+            std::string::npos)
+      << "an odd left edge in NV12";
+  EXPECT_NE(check("scale", bordered(ScaleMethod::kBilinear, 48, 36, 48, 24, 20, 0, 32, 24),
+                  nv12.image, out.image)
+                .find("cannot place"),
+            std::string::npos)
+      << "past the right edge";
+}
+
+// Borders on the GPU, byte for byte: scale in every format, and convert's
+// two steps into a bordered picture.
+TEST(GpuBorders, EqualsTheReferenceByteForByte) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  for (PixelFormat f : scale_formats()) {
+    OwnedImage in(f, 33, 7);
+    in.fill_random(5);
+    const KernelParams p = bordered(ScaleMethod::kBicubic, 33, 7, 101, 31, 10, 4, 81, 21);
+    OwnedImage want(f, 101, 31, 3);
+    reference("scale", p, in.image, want.image);
+    for (size_t align : {size_t{256}, size_t{4}}) {
+      OwnedImage got(f, 101, 31, 9);
+      run_on_device(*device, "scale", p, in, got, align);
+      EXPECT_EQ(compare_images(got.image, want.image), "") << format_info(f).name << " " << align;
+    }
+  }
+  for (auto [from, to] : {std::pair{PixelFormat::kNV12, PixelFormat::kRGBA},
+                          {PixelFormat::kRGBA, PixelFormat::kI420}}) {
+    OwnedImage in(from, 1920, 1080);
+    in.fill_random(6);
+    const KernelParams p = bordered(ScaleMethod::kLanczos, 1920, 1080, 1280, 1024, 0, 152, 1280, 720);
+    OwnedImage want(to, 1280, 1024, 3);
+    reference("convert", p, in.image, want.image);
+    OwnedImage got(to, 1280, 1024, 9);
+    run_on_device(*device, "convert", p, in, got, 256);
+    EXPECT_EQ(compare_images(got.image, want.image), "")
+        << format_info(from).name << " -> " << format_info(to).name;
+  }
+}
+
 struct GpuScaleCase {
   int in_w, in_h, out_w, out_h;
   bool every_format;  // else RGBA, NV12, YUY2 and P010_10LE
