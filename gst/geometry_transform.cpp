@@ -61,7 +61,10 @@ gboolean transform_one(GstBuffer*, GstMeta** meta_ptr, gpointer user_data) {
   GstMeta* meta = *meta_ptr;
   const GstMetaInfo* info = meta->info;
   const GeometryTransform& g = *job->geometry;
-  if (info->api == GST_VIDEO_META_API_TYPE || has_tag(info, GST_META_TAG_MEMORY_STR)) return TRUE;
+  // A crop meta was applied on the way in (input_frame.h): not again.
+  if (info->api == GST_VIDEO_META_API_TYPE || info->api == GST_VIDEO_CROP_META_API_TYPE ||
+      has_tag(info, GST_META_TAG_MEMORY_STR))
+    return TRUE;
   if (info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
     const auto* roi = reinterpret_cast<const GstVideoRegionOfInterestMeta*>(meta);
     if (g.moves_pixels())

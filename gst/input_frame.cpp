@@ -25,17 +25,39 @@ std::string MappedInput::map(GstBuffer* buffer, const GstVideoInfo& info,
     return std::string("its GstVideoMeta (") + gst_video_format_to_string(meta->format) + " " +
            std::to_string(meta->width) + "x" + std::to_string(meta->height) +
            ") does not describe the caps' format at their size or larger";
-  mapped_ = gst_video_frame_map(&frame_, &info, buffer, GST_MAP_READ);
-  if (!mapped_) return "it could not be mapped for reading";
   width_ = GST_VIDEO_INFO_WIDTH(&info);
   height_ = GST_VIDEO_INFO_HEIGHT(&info);
-  return check_frame_extent(frame_, geometry);
+  if (const GstVideoCropMeta* crop = gst_buffer_get_video_crop_meta(buffer)) {
+    const int picture_w = meta != nullptr ? static_cast<int>(meta->width) : width_;
+    const int picture_h = meta != nullptr ? static_cast<int>(meta->height) : height_;
+    const std::string where = "its GstVideoCropMeta (" + std::to_string(crop->x) + "," +
+                              std::to_string(crop->y) + " " + std::to_string(crop->width) + "x" +
+                              std::to_string(crop->height) + ")";
+    if (static_cast<int>(crop->x) + width_ > picture_w ||
+        static_cast<int>(crop->y) + height_ > picture_h)
+      return where + " places the caps' " + std::to_string(width_) + "x" + std::to_string(height_) +
+             " past the " + std::to_string(picture_w) + "x" + std::to_string(picture_h) +
+             " picture the buffer holds";
+    const FormatInfo& f = format_info(geometry.format);
+    for (int p = 0; p < f.n_planes; ++p)
+      if (crop->x % (1u << f.x_shift[p]) != 0 || crop->y % (1u << f.y_shift[p]) != 0)
+        return where + " starts inside a group of pixels that share samples in " + f.name;
+    crop_x_ = static_cast<int>(crop->x);
+    crop_y_ = static_cast<int>(crop->y);
+  }
+  mapped_ = gst_video_frame_map(&frame_, &info, buffer, GST_MAP_READ);
+  if (!mapped_) return "it could not be mapped for reading";
+  return check_frame_extent(frame_, geometry, crop_x_, crop_y_);
 }
 
 ImageRef MappedInput::image(PixelFormat format) const {
   ImageRef image = image_from_frame(frame_, format);
   image.width = width_;  // the caps' size, where a meta describes more
   image.height = height_;
+  const FormatInfo& f = format_info(format);
+  for (int p = 0; p < f.n_planes; ++p)
+    image.planes[p].data += (crop_y_ >> f.y_shift[p]) * image.planes[p].stride +
+                            static_cast<size_t>(crop_x_ >> f.x_shift[p]) * f.pixel_bytes[p];
   return image;
 }
 

@@ -19,13 +19,16 @@ class MappedInput {
   ~MappedInput();
 
   // Maps `buffer` for reading as `info`; a GstVideoMeta of the caps' format
-  // may describe a larger picture, whose top-left part is the frame. Returns an empty string on
-  // success, else why the buffer cannot be a frame of `info` (too small, a video meta that
-  // disagrees with the caps, strides shorter than a row), for an error message that continues
-  // "…describe: <reason>".
+  // may describe a larger picture, whose top-left part is the frame, or
+  // the part a GstVideoCropMeta places (videocrop and decoders send them
+  // where ALLOCATION says we take them), of the caps' size. Returns an
+  // empty string on success, else why the buffer cannot be a frame of
+  // `info` (too small, a video meta that disagrees with the caps, strides
+  // shorter than a row, a crop past the picture or splitting chroma pairs),
+  // for an error message that continues "…describe: <reason>".
   std::string map(GstBuffer* buffer, const GstVideoInfo& info, const FrameLayout& geometry);
-  // The mapped planes, honouring any GstVideoMeta strides and offsets, at
-  // the caps' size.
+  // The mapped planes, honouring any GstVideoMeta strides and offsets and
+  // any crop, at the caps' size.
   ImageRef image(PixelFormat format) const;
 
  private:
@@ -33,6 +36,8 @@ class MappedInput {
   bool mapped_ = false;
   int width_ = 0;
   int height_ = 0;
+  int crop_x_ = 0;  // the frame's origin in the picture (GstVideoCropMeta)
+  int crop_y_ = 0;
 };
 
 }  // namespace cudaoverlap

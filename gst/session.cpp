@@ -386,7 +386,8 @@ GstFlowReturn Session::pass_through(std::shared_ptr<FrameInfo> info, int64_t arr
   timing.arrived_ns = arrived_ns;
   timing.ready_ns = host_now_ns();
   const uint64_t epoch = info->epoch;
-  queue_.push_frame(OutputFrame(nullptr, -1, submitted_, ImageRef{}, std::move(info), timing), epoch);
+  queue_.push_frame(OutputFrame(nullptr, -1, submitted_, ImageRef{}, std::move(info), timing),
+                    epoch);
   ++submitted_;
   instruments_.submitted();
   return queue_.flow();
@@ -473,6 +474,11 @@ gboolean Session::sink_event(GstEvent* event) {
 }
 
 gboolean Session::propose_allocation(GstQuery* query) {
+  // Buffers passed through go to downstream as they are: its answer.
+  if (passthrough_) return gst_pad_peer_query(srcpad_, query);
+  // A crop meta is applied as the frame is mapped (input_frame.h), so
+  // videocrop and decoders crop without a copy.
+  gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, nullptr);
   // The engine holds each input buffer until its upload is done, and
   // upstream writes the next: ring-size + 2, growing if upstream holds more
   // (max 0) rather than stalling it.

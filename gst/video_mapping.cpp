@@ -151,7 +151,9 @@ ImageRef image_from_frame(const GstVideoFrame& frame, PixelFormat format) {
   return image;
 }
 
-std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& geometry) {
+std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& geometry, int x,
+                               int y) {
+  const FormatInfo& f = format_info(geometry.format);
   for (int p = 0; p < geometry.n_planes(); ++p) {
     const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
     if (stride < 0 || static_cast<size_t>(stride) < geometry.row_bytes(p))
@@ -161,7 +163,9 @@ std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& ge
     // With a GstVideoMeta each plane is mapped on its own; without one the
     // whole buffer is map[0].
     const GstMapInfo& map = frame.meta != nullptr ? frame.map[p] : frame.map[0];
-    const auto* begin = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+    const auto* begin = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p)) +
+                        static_cast<size_t>(y >> f.y_shift[p]) * stride +
+                        static_cast<size_t>(x >> f.x_shift[p]) * f.pixel_bytes[p];
     const size_t extent =
         static_cast<size_t>(stride) * (geometry.rows(p) - 1) + geometry.row_bytes(p);
     if (begin < map.data || begin + extent > map.data + map.size)

@@ -62,10 +62,12 @@ FrameLayout layout_from_info(const GstVideoInfo& info, PixelFormat format);
 // already honours any GstVideoMeta (strides and offsets).
 ImageRef image_from_frame(const GstVideoFrame& frame, PixelFormat format);
 
-// Empty when every plane of `frame` lies inside the memory it was mapped
-// from and every stride covers its row of pixels; otherwise a sentence
-// naming the first plane that does not, for an error message.
-std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& geometry);
+// Empty when every plane of `frame` (from `x`, `y` of its picture, a
+// crop's origin) lies inside the memory it was mapped from and every
+// stride covers its row of pixels; otherwise a sentence naming the first
+// plane that does not, for an error message.
+std::string check_frame_extent(const GstVideoFrame& frame, const FrameLayout& geometry, int x = 0,
+                               int y = 0);
 
 // What the src pad sends for one input configuration: caps-level info and
 // the engine's output layout (always GStreamer's default layout today).

@@ -330,8 +330,8 @@ TEST(BordersReference, ThePictureInItsPlaceAndTheColourAroundIt) {
                    std::to_string(c.out_h));
       OwnedImage in(f, c.in_w, c.in_h);
       in.fill_random(static_cast<uint32_t>(c.out_w + c.out_h));
-      const KernelParams p = bordered(ScaleMethod::kBilinear, c.in_w, c.in_h, c.out_w, c.out_h,
-                                      c.x, c.y, c.w, c.h);
+      const KernelParams p =
+          bordered(ScaleMethod::kBilinear, c.in_w, c.in_h, c.out_w, c.out_h, c.x, c.y, c.w, c.h);
       OwnedImage got(f, c.out_w, c.out_h);
       ASSERT_EQ(check("scale", p, in.image, got.image), "");
       reference("scale", p, in.image, got.image);
@@ -397,7 +397,8 @@ TEST(GpuBorders, EqualsTheReferenceByteForByte) {
                           {PixelFormat::kRGBA, PixelFormat::kI420}}) {
     OwnedImage in(from, 1920, 1080);
     in.fill_random(6);
-    const KernelParams p = bordered(ScaleMethod::kLanczos, 1920, 1080, 1280, 1024, 0, 152, 1280, 720);
+    const KernelParams p =
+        bordered(ScaleMethod::kLanczos, 1920, 1080, 1280, 1024, 0, 152, 1280, 720);
     OwnedImage want(to, 1280, 1024, 3);
     reference("convert", p, in.image, want.image);
     OwnedImage got(to, 1280, 1024, 9);
