@@ -70,6 +70,8 @@ class AppPipeline {
   }
   // The cudaoverlap element (a new reference).
   GstElement* overlap() { return gst_bin_get_by_name(GST_BIN(pipeline_), "overlap"); }
+  // The element named `name` in element_properties' chain (a new reference).
+  GstElement* element(const char* name) { return gst_bin_get_by_name(GST_BIN(pipeline_), name); }
   // Text of the first ERROR message, or empty.
   std::string error() { return message_text(GST_MESSAGE_ERROR, 0); }
   // Text of the next WARNING message within `timeout`, or empty.

@@ -405,6 +405,38 @@ TEST(Scale, FollowsAnInputSizeChange) {
   pipeline.end();
 }
 
+// Downstream asking for another size mid-stream (a capsfilter's new caps,
+// which send RECONFIGURE): the frames after come out at the new size, each
+// the reference of its own input, and passed through once the size is the
+// input's.
+TEST(Scale, FollowsDownstreamsNewSize) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV12, 320, 240);
+  AppPipeline pipeline(info,
+                       "kernel=scale ! capsfilter name=filter "
+                       "caps=video/x-raw,width=160,height=120");
+  ASSERT_TRUE(pipeline.ok());
+  GstElement* filter = pipeline.element("filter");
+  ASSERT_NE(filter, nullptr);
+  uint64_t index = 0;
+  for (auto [w, h] : {std::pair{160, 120}, {80, 60}, {320, 240}, {160, 120}}) {
+    SCOPED_TRACE(size_text(w, h));
+    GstCaps* caps = gst_caps_new_simple("video/x-raw", "width", G_TYPE_INT, w, "height",
+                                        G_TYPE_INT, h, nullptr);
+    g_object_set(filter, "caps", caps, nullptr);
+    gst_caps_unref(caps);
+    for (int i = 0; i < 2; ++i, ++index) {
+      GstBuffer* input = make_frame(info, 700 + static_cast<uint32_t>(index), index);
+      pipeline.push(gst_buffer_ref(input));
+      const bool pulled = pull_and_check(pipeline, info, input, 1, w, h);
+      gst_buffer_unref(input);
+      ASSERT_TRUE(pulled);
+    }
+  }
+  gst_object_unref(filter);
+  pipeline.end();
+}
+
 // --- Metas and navigation ------------------------------------------------
 
 // A region of interest comes out on the scaled frame covering the output
