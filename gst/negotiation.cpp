@@ -235,10 +235,19 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
         out->colorimetry.primaries = in.colorimetry.primaries;
       }
     }
-    // Downstream's own colorimetry string goes back as it came: written
-    // from the info, RGB's "bt709" would come out as "2:1:5:1" (the same
-    // range, GStreamer's RGB matrix), which a capsfilter of "bt709" refuses.
-    if (ok && had_colorimetry && out_caps) *out_caps = gst_caps_ref(chosen);
+    // Downstream's own fields go back as they came, only a colorimetry
+    // taken from the input added: written from the info, RGB's "bt709"
+    // would come out as "2:1:5:1" (the same range, GStreamer's RGB
+    // matrix), and chroma-site=mpeg2 as jpeg (GStreamer 1.22 reads no
+    // other name), which a capsfilter asking for them refuses.
+    if (ok && out_caps) {
+      if (!had_colorimetry) {
+        gchar* text = gst_video_colorimetry_to_string(&out->colorimetry);
+        if (text) gst_structure_set(s, "colorimetry", G_TYPE_STRING, text, nullptr);
+        g_free(text);
+      }
+      *out_caps = gst_caps_ref(chosen);
+    }
     gst_caps_unref(chosen);
   }
   gst_caps_unref(candidates);
