@@ -222,6 +222,11 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
                                                 GST_VIDEO_INFO_FPS_D(&in));
     chosen = gst_caps_fixate(chosen);
     ok = gst_video_info_from_caps(out, chosen);
+    // The siting downstream names, read here: GStreamer 1.22 reads
+    // chroma-site only beside a colorimetry; none named, none assumed.
+    const gchar* site = gst_structure_get_string(s, "chroma-site");
+    out->chroma_site =
+        site != nullptr ? gst_video_chroma_site_from_string(site) : GST_VIDEO_CHROMA_SITE_UNKNOWN;
     // Unless downstream asks for one, the colorimetry follows the input's
     // caps' as videoconvert's does: kept whole within YUV, RGB or grey; across them
     // the input's transfer and primaries with the output's own range and
@@ -380,6 +385,8 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
   params.sizes = FrameSizes{a.width, a.height, b.width, b.height};
   place_picture(params.values, in, out, b.format, &params.sizes);
+  params.convert.cosited_x = (out.chroma_site & GST_VIDEO_CHROMA_SITE_H_COSITED) != 0;
+  params.convert.cosited_y = (out.chroma_site & GST_VIDEO_CHROMA_SITE_V_COSITED) != 0;
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters
   // only to an operation that uses one.
   const std::string in_problem =

@@ -65,7 +65,14 @@ inline Colorimetry with_matrix(Colorimetry c, YuvMatrix matrix, double kr, doubl
 struct ConvertParams {
   Colorimetry in;   // of the input
   Colorimetry out;  // of the output
-  bool operator==(const ConvertParams& o) const { return in == o.in && out == o.out; }
+  // The output's chroma siting where its caps name one (chroma-site):
+  // samples co-sited with the first pixel of their pair across, and with
+  // the first row of their pair down (mpeg2: across; dv: both).
+  bool cosited_x = false;
+  bool cosited_y = false;
+  bool operator==(const ConvertParams& o) const {
+    return in == o.in && out == o.out && cosited_x == o.cosited_x && cosited_y == o.cosited_y;
+  }
 };
 
 // One field of kernel=custom's parameters (the element's kernel-params

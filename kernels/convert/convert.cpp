@@ -77,6 +77,11 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // generic path interpolates.
   chroma_path(in, out, &k);
   k.deep = format_info(in).sample_bytes > 1 || format_info(out).sample_bytes > 1;
+  // Siting matters where the output subsamples chroma the input has per
+  // pixel, and not through the plane scaler.
+  const bool per_pixel = !k.scale_planes && k.out_family == convert_math::kYuv;
+  k.cosited_x = params.cosited_x && per_pixel && k.out_side.x_sub == 1 && k.in_side.x_sub == 0;
+  k.cosited_y = params.cosited_y && per_pixel && k.out_side.y_sub == 1 && k.in_side.y_sub == 0;
 
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.

@@ -47,6 +47,11 @@ void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& 
     copy_cuda(in, out, stream);
     return;
   }
+  // Co-sited output chroma: the reference's own block function.
+  if (coefficients.cosited_x || coefficients.cosited_y) {
+    convert_any_cuda(in, out, coefficients, stream);
+    return;
+  }
   if (moves_chroma(in.format, out.format, coefficients)) {
     move_chroma_cuda(in, out, coefficients, stream);
     return;

@@ -178,7 +178,8 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
     scale_planes_cuda(in, out, k, stream);
     return;
   }
-  if (repacks_samples(out, k)) {
+  const bool cosited = k.cosited_x || k.cosited_y;  // the block function alone
+  if (repacks_samples(out, k) && !cosited) {
     repack_samples_cuda(in, out, k, stream);
     return;
   }
@@ -190,7 +191,7 @@ void convert_any_cuda(const ImageRef& in, const ImageRef& out, const ConvertCoef
   // packed 4:2:2 without interpolated chroma); a thread per block writing
   // its own samples elsewhere (see tile_out).
   TileOut o;
-  if (tile_out(k, &o)) {
+  if (!cosited && tile_out(k, &o)) {
     convert_tile_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, o, in, out, bw, bh);
   } else if (k.deep) {
     convert_block_kernel<true><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(k, in, out, bw, bh);

@@ -58,6 +58,11 @@ struct ConvertCoefficients {
   // GRAY8 to limited-range RGB: through yuv_to_rgb (to_rgb made for
   // full-range BT.601 input) rather than by replicating the sample.
   bool grey_matrix = false;
+  // Chroma brought down to a subsampled output from one sample per pixel,
+  // co-sited (ConvertParams): across, videoconvert's 1-2-1 filter centred
+  // on the pair's first pixel; down, the pair's first row
+  // (convert_math::block_chroma_cosited).
+  bool cosited_x = false, cosited_y = false;
 };
 ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
                                          const ConvertParams& params);

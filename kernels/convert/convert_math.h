@@ -495,6 +495,56 @@ CO_HD void block_chroma(const ImageAccess& out, int bx, int by, const int (&u_px
   }
 }
 
+// block_chroma for co-sited output chroma (k.cosited_x, k.cosited_y), as
+// videoconvert's chroma resampler makes it: down first (the pair of rows
+// averaged, rounding up, or the first row where co-sited down), then
+// across, co-sited: (left + 2 first + second + 2) >> 2 over the pair and
+// the pixel left of it, (3 first + second + 2) >> 2 for a row's first
+// sample, (left + 3 first + 2) >> 2 for its last; a picture one pixel wide
+// keeps its pixel's chroma. u_left, v_left: the chroma of the pixel left
+// of the block, per row (unused in column 0).
+template <int kXs, int kYs, typename Emit>
+CO_HD void block_chroma_cosited(const ConvertCoefficients& k, const ImageAccess& out, int bx,
+                                int by, const int (&u_px)[2][2], const int (&v_px)[2][2],
+                                const int (&u_left)[2], const int (&v_left)[2], const Emit& emit) {
+  constexpr int nx = kXs ? 1 : 2, ny = kYs ? 1 : 2;
+  const int last = (out.width() + 1) / 2 - 1;  // the last chroma column (kXs)
+  CO_UNROLL
+  for (int j = 0; j < ny; ++j) {
+    const int sy = (2 * by >> kYs) + j;
+    if ((sy << kYs) >= out.height()) continue;
+    // Down: the three columns the row's samples come from (left, first,
+    // second), as one row.
+    int u[3], v[3];
+    auto down = [&](int a_u, int b_u, int a_v, int b_v, int c) {
+      u[c] = !kYs ? a_u : k.cosited_y ? a_u : average(a_u, b_u);
+      v[c] = !kYs ? a_v : k.cosited_y ? a_v : average(a_v, b_v);
+    };
+    const int r0 = kYs ? 0 : j, r1 = kYs ? 1 : j;
+    down(u_left[r0], u_left[r1], v_left[r0], v_left[r1], 0);
+    down(u_px[r0][0], u_px[r1][0], v_px[r0][0], v_px[r1][0], 1);
+    down(u_px[r0][1], u_px[r1][1], v_px[r0][1], v_px[r1][1], 2);
+    CO_UNROLL
+    for (int i = 0; i < nx; ++i) {
+      const int sx = (2 * bx >> kXs) + i;
+      if ((sx << kXs) >= out.width()) continue;
+      if (!kXs) {
+        emit(sx, sy, u[1 + i], v[1 + i]);
+      } else if (!k.cosited_x) {
+        emit(sx, sy, average(u[1], u[2]), average(v[1], v[2]));
+      } else if (out.width() < 2) {
+        emit(sx, sy, u[1], v[1]);
+      } else if (sx == 0) {
+        emit(sx, sy, (3 * u[1] + u[2] + 2) >> 2, (3 * v[1] + v[2] + 2) >> 2);
+      } else if (sx == last) {
+        emit(sx, sy, (u[0] + 3 * u[1] + 2) >> 2, (v[0] + 3 * v[1] + 2) >> 2);
+      } else {
+        emit(sx, sy, (u[0] + 2 * u[1] + u[2] + 2) >> 2, (v[0] + 2 * v[1] + v[2] + 2) >> 2);
+      }
+    }
+  }
+}
+
 // A pixel in the output's colour space: R, G, B for packed output, Y, U, V
 // otherwise (videoconvert's matrices; 8-bit or 16-bit arithmetic).
 template <bool kDeep>
@@ -587,9 +637,11 @@ CO_HD void store_grey(const ConvertCoefficients& k, const ImageAccess& in, const
   });
 }
 
+// `left`: the block left of this one, where k.cosited_x needs its chroma
+// (null in column 0 and otherwise).
 template <int kXs, int kYs, bool kDeep>
 CO_HD void store_yuv(const ConvertCoefficients& k, const ImageAccess& in, const ImageAccess& out,
-                     int bx, int by, const Block& b) {
+                     int bx, int by, const Block& b, const Block* left = nullptr) {
   const ConvertSide& os = k.out_side;
   int u_px[2][2], v_px[2][2];
   // A packed 4:2:2 row of odd width ends in a pair whose second luma is
@@ -613,7 +665,7 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageAccess& in, const 
       v_px[dy][dx] = p.c[2];
     }
   }
-  block_chroma<kXs, kYs>(out, bx, by, u_px, v_px, [&](int sx, int sy, int u, int v) {
+  auto store = [&](int sx, int sy, int u, int v) {
     if constexpr (kDeep) {
       pack16(os, sample_ptr(os, out, 1, sx, sy), u);
       pack16(os, sample_ptr(os, out, 2, sx, sy), v);
@@ -630,7 +682,22 @@ CO_HD void store_yuv(const ConvertCoefficients& k, const ImageAccess& in, const 
       store_sample(os, out, 1, sx, sy, u);
       store_sample(os, out, 2, sx, sy, v);
     }
-  });
+  };
+  if (!k.cosited_x && !k.cosited_y) {
+    block_chroma<kXs, kYs>(out, bx, by, u_px, v_px, store);
+    return;
+  }
+  int u_left[2] = {0, 0}, v_left[2] = {0, 0};
+  if (left != nullptr) {
+    CO_UNROLL
+    for (int dy = 0; dy < 2; ++dy) {
+      Pixel p = left->px[dy][1];
+      to_output<kDeep>(k, &p);
+      u_left[dy] = p.c[1];
+      v_left[dy] = p.c[2];
+    }
+  }
+  block_chroma_cosited<kXs, kYs>(k, out, bx, by, u_px, v_px, u_left, v_left, store);
 }
 
 // The block's four pixels, read by the input's kind.
@@ -661,8 +728,12 @@ CO_HD void load_block(const ConvertCoefficients& k, const ImageAccess& in, int b
 template <bool kDeep>
 CO_HD void convert_block(const ConvertCoefficients& k, const ImageAccess& in,
                          const ImageAccess& out, int bx, int by) {
-  Block b;
+  Block b, left;
   load_block<kDeep>(k, in, bx, by, &b);
+  // Co-sited chroma reaches the pixel left of the block.
+  const bool reach_left = k.cosited_x && bx > 0;
+  if (reach_left) load_block<kDeep>(k, in, bx - 1, by, &left);
+  const Block* l = reach_left ? &left : nullptr;
   switch (side_kind(k.out_family, k.out_side)) {
     case kSidePacked:
       store_packed<kDeep>(k, in, out, bx, by, b);
@@ -671,13 +742,13 @@ CO_HD void convert_block(const ConvertCoefficients& k, const ImageAccess& in,
       store_grey<kDeep>(k, in, out, bx, by, b);
       break;
     case kSideYuv444:
-      store_yuv<0, 0, kDeep>(k, in, out, bx, by, b);
+      store_yuv<0, 0, kDeep>(k, in, out, bx, by, b, l);
       break;
     case kSideYuv422:
-      store_yuv<1, 0, kDeep>(k, in, out, bx, by, b);
+      store_yuv<1, 0, kDeep>(k, in, out, bx, by, b, l);
       break;
     default:
-      store_yuv<1, 1, kDeep>(k, in, out, bx, by, b);
+      store_yuv<1, 1, kDeep>(k, in, out, bx, by, b, l);
       break;
   }
 }

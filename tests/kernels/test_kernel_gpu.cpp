@@ -263,6 +263,36 @@ TEST(GpuConvert, TallImagesEqualTheReference) {
   }
 }
 
+// Co-sited output chroma (chroma-site=mpeg2 and dv) through the block
+// kernel: byte for byte the reference, 8- and 10-bit, 4:2:0 and 4:2:2, odd
+// sizes.
+TEST(GpuConvert, CositedChromaEqualsTheReference) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  for (auto [from, to] : {std::pair{PixelFormat::kRGBA, PixelFormat::kI420},
+                          {PixelFormat::kRGB, PixelFormat::kNV12},
+                          {PixelFormat::kBGRx, PixelFormat::kYUY2},
+                          {PixelFormat::kRGBA, PixelFormat::kP010_10LE},
+                          {PixelFormat::kY444, PixelFormat::kNV12}})
+    for (bool down : {false, true})
+      for (auto [w, h] : {std::pair{641, 479}, {2, 2}, {1, 3}}) {
+        KernelParams params;
+        params.convert.cosited_x = true;
+        params.convert.cosited_y = down;
+        OwnedImage in(from, w, h);
+        in.fill_random(static_cast<uint32_t>(w + h));
+        OwnedImage want(to, w, h, 3);
+        reference("convert", params, in.image, want.image);
+        OwnedImage got(to, w, h, 9);
+        run_on_device(*device, "convert", params, in, got, 256);
+        EXPECT_EQ(compare_images(got.image, want.image), "")
+            << format_info(from).name << " -> " << format_info(to).name << " " << w << "x" << h
+            << (down ? " dv" : " mpeg2");
+      }
+}
+
 // Bands (Operation::enqueue_cuda_rows): blur at sigmas 0.5 to 20 and edge,
 // in every format they take at 641x479, run band by band as the engine
 // cuts a frame (4 and 7 bands) into a device output filled with a canary
