@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixate_size.h"
@@ -186,7 +187,13 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
   GST_VIDEO_INFO_WIDTH(&view) -= crop.left + crop.right;
   GST_VIDEO_INFO_HEIGHT(&view) -= crop.top + crop.bottom;
   if (GST_VIDEO_INFO_WIDTH(&view) < 1 || GST_VIDEO_INFO_HEIGHT(&view) < 1) return false;
-  if (crop.any()) {
+  // A quarter turn: what is negotiated is the window turned, its width and
+  // height and its pixels' aspect ratio swapped.
+  if (op.swaps_axes()) {
+    std::swap(GST_VIDEO_INFO_WIDTH(&view), GST_VIDEO_INFO_HEIGHT(&view));
+    std::swap(GST_VIDEO_INFO_PAR_N(&view), GST_VIDEO_INFO_PAR_D(&view));
+  }
+  if (crop.any() || op.swaps_axes()) {
     // Strides, offsets and size for the window's width and height.
     GstVideoAlignment align;
     gst_video_alignment_reset(&align);
@@ -336,13 +343,18 @@ void place_picture(const ParamValues& values, const GstVideoInfo& in, const GstV
                    PixelFormat out_format, FrameSizes* sizes) {
   auto value = [&values](const char* name) { return values.has(name) ? values.integer(name) : 0; };
   if (value("add-borders") == 0) return;
-  const int in_w = GST_VIDEO_INFO_WIDTH(&in) - value("crop-left") - value("crop-right");
-  const int in_h = GST_VIDEO_INFO_HEIGHT(&in) - value("crop-top") - value("crop-bottom");
+  int in_w = GST_VIDEO_INFO_WIDTH(&in) - value("crop-left") - value("crop-right");
+  int in_h = GST_VIDEO_INFO_HEIGHT(&in) - value("crop-top") - value("crop-bottom");
+  int par_n = GST_VIDEO_INFO_PAR_N(&in), par_d = GST_VIDEO_INFO_PAR_D(&in);
+  // A quarter turn turns the window and its pixels.
+  if (flip_swaps_size(static_cast<FlipDirection>(value("video-direction")))) {
+    std::swap(in_w, in_h);
+    std::swap(par_n, par_d);
+  }
   const int out_w = GST_VIDEO_INFO_WIDTH(&out), out_h = GST_VIDEO_INFO_HEIGHT(&out);
   gint from_n, from_d, to_n, to_d, n, d;
   if (in_w < 1 || in_h < 1 ||
-      !gst_util_fraction_multiply(in_w, in_h, GST_VIDEO_INFO_PAR_N(&in), GST_VIDEO_INFO_PAR_D(&in),
-                                  &from_n, &from_d) ||
+      !gst_util_fraction_multiply(in_w, in_h, par_n, par_d, &from_n, &from_d) ||
       !gst_util_fraction_multiply(out_w, out_h, GST_VIDEO_INFO_PAR_N(&out),
                                   GST_VIDEO_INFO_PAR_D(&out), &to_n, &to_d) ||
       (from_n == to_n && from_d == to_d) ||

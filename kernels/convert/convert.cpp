@@ -266,9 +266,10 @@ std::vector<PixelFormat> ConvertOperation::output_formats(PixelFormat in) const 
   if (is_bayer(in)) return debayer_formats();
   const std::vector<PixelFormat>& taken = convert_formats();
   if (keep_format_of(in, taken).empty()) return {};
-  std::vector<PixelFormat> formats{in};
+  std::vector<PixelFormat> formats;
+  if (resize_.can_turn(in)) formats.push_back(in);
   for (PixelFormat f : taken)
-    if (f != in) formats.push_back(f);
+    if (f != in && resize_.can_turn(f)) formats.push_back(f);
   return formats;
 }
 
@@ -283,14 +284,15 @@ constexpr size_t kBetweenAlign = 256;
 ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValues& values,
                                    const FrameSizes& sizes)
     : Operation(values), params_(params), resize_(values, sizes, params.out) {
+  workspace_bytes_ = resize_.workspace_bytes();
   if (!resize_.scales()) return;
   // Room for the frame between the steps in the largest format, at the
   // larger of the two sizes (the formats are known only per frame).
-  between_at_ = (resize_.table_bytes() + kBetweenAlign - 1) / kBetweenAlign * kBetweenAlign;
+  between_at_ = (resize_.workspace_bytes() + kBetweenAlign - 1) / kBetweenAlign * kBetweenAlign;
   size_t most = 0;
   for (PixelFormat f : output_formats(PixelFormat::kRGBA))
     for (auto [w, h] : {std::pair{resize_.window_width(), resize_.window_height()},
-                        {sizes.picture_width(), sizes.picture_height()}}) {
+                        {resize_.upright_width(), resize_.upright_height()}}) {
       size_t bytes = 0;
       aligned_image(f, w, h, kBetweenAlign, nullptr, &bytes);
       most = std::max(most, bytes);
@@ -319,10 +321,9 @@ void ConvertOperation::prepare_reference(const Workspace& workspace) const {
 
 bool ConvertOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   // 4:2:0 chroma rows are shared by two picture rows, one of each field;
-  // debayering interpolates between rows; so does scaling to another height.
-  if (is_bayer(in) ||
-      (resize_.scales() && resize_.window_height() != resize_.sizes().picture_height()))
-    return true;
+  // debayering interpolates between rows; so does scaling to another
+  // height, and turns move them.
+  if (is_bayer(in) || resize_.moves_rows()) return true;
   const FormatInfo &i = format_info(in), &o = format_info(out);
   return in != out && ((i.is_yuv && i.comp[1].y_sub != 0) || (o.is_yuv && o.comp[1].y_sub != 0));
 }
@@ -350,10 +351,13 @@ std::string ConvertOperation::check(const ImageRef& in, const ImageRef& out) con
   }
   // The formats as at one size, then the sizes and crop it was made for.
   ImageRef same = out;
-  same.width = in.width;
-  same.height = in.height;
+  same.width = swaps_axes() ? in.height : in.width;
+  same.height = swaps_axes() ? in.width : in.height;
   std::string problem = Operation::check(in, same);
-  if (problem.empty()) problem = convert_check(in, same, params_);
+  ImageRef upright = same;
+  upright.width = in.width;
+  upright.height = in.height;
+  if (problem.empty()) problem = convert_check(in, upright, params_);
   return problem.empty() ? resize_.check("convert", in, out) : problem;
 }
 
@@ -371,7 +375,7 @@ void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& whole_ou
   }
   resize_.fill_borders_cuda(whole_out, stream);
   const ImageRef window = resize_.window(in);
-  const ImageRef out = resize_.picture(whole_out);
+  const ImageRef out = resize_.target(whole_out, workspace.data);
   if (!resize_.scales()) {
     CO_CUDA_ONLY(convert_cuda(window, out, params_, stream));
   } else if (in.format == out.format) {
@@ -387,6 +391,7 @@ void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& whole_ou
       resize_.scale_cuda(mid, out, workspace.data, stream);
     }
   }
+  resize_.turn_cuda(whole_out, workspace.data, stream);
 }
 
 void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_out,
@@ -397,7 +402,7 @@ void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_o
   }
   resize_.fill_borders_reference(whole_out);
   const ImageRef window = resize_.window(in);
-  const ImageRef out = resize_.picture(whole_out);
+  const ImageRef out = resize_.target(whole_out, workspace.data);
   if (!resize_.scales()) {
     convert_reference(window, out, params_);
   } else if (in.format == out.format) {
@@ -413,6 +418,7 @@ void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_o
       resize_.scale_reference(mid, out, workspace.data);
     }
   }
+  resize_.turn_reference(whole_out, workspace.data);
 }
 
 const OperationEntry& convert_entry() {

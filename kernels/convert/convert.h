@@ -87,7 +87,11 @@ class ConvertOperation final : public Operation {
   bool size_from_downstream() const override { return true; }
   Crop crop() const override { return resize_.crop(); }
   FrameSizes sizes() const override { return resize_.sizes(); }
-  bool passes_through_same_caps() const override { return !resize_.crop().any(); }
+  bool passes_through_same_caps() const override {
+    return !resize_.crop().any() && !resize_.turns();
+  }
+  bool swaps_axes() const override { return flip_swaps_size(resize_.direction()); }
+  FlipDirection orientation() const override { return resize_.direction(); }
   size_t workspace_bytes() const override { return workspace_bytes_; }
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void prepare_reference(const Workspace& workspace) const override;

@@ -101,31 +101,37 @@ void FlipOperation::run_reference(const ImageRef& in, const ImageRef& out, const
   flip_reference(in, out, direction_);
 }
 
-const OperationEntry& flip_entry() {
+const ParamSpec& flip_direction_param() {
   // GstVideoOrientationMethod's values and nicks, but auto and custom, which
   // need tags or a matrix.
+  static const ParamSpec spec{
+      "video-direction",
+      "Video direction",
+      "kernel=flip, scale and convert: rotation or mirror, as videoflip's (auto and custom are "
+      "not taken); 90r, 90l, ul-lr and ur-ll swap width and height",
+      ParamSpec::Type::kEnum,
+      0,
+      7,
+      0,
+      {{0, "identity", "Identity (no rotation)"},
+       {1, "90r", "Rotate clockwise 90 degrees"},
+       {2, "180", "Rotate 180 degrees"},
+       {3, "90l", "Rotate counter-clockwise 90 degrees"},
+       {4, "horiz", "Flip horizontally"},
+       {5, "vert", "Flip vertically"},
+       {6, "ul-lr", "Flip across upper left/lower right diagonal"},
+       {7, "ur-ll", "Flip across upper right/lower left diagonal"}},
+      "GstVideoOrientationMethod"};
+  return spec;
+}
+
+const OperationEntry& flip_entry() {
   static const OperationEntry entry{
       "flip",
       "Flip: rotate or mirror as videoflip does, by video-direction (width and height swap "
       "for 90r, 90l, ul-lr and ur-ll)",
       true,
-      {{"video-direction",
-        "Video direction",
-        "kernel=flip: rotation or mirror, as videoflip's (auto and custom are not taken); 90r, "
-        "90l, ul-lr and ur-ll swap width and height",
-        ParamSpec::Type::kEnum,
-        0,
-        7,
-        0,
-        {{0, "identity", "Identity (no rotation)"},
-         {1, "90r", "Rotate clockwise 90 degrees"},
-         {2, "180", "Rotate 180 degrees"},
-         {3, "90l", "Rotate counter-clockwise 90 degrees"},
-         {4, "horiz", "Flip horizontally"},
-         {5, "vert", "Flip vertically"},
-         {6, "ul-lr", "Flip across upper left/lower right diagonal"},
-         {7, "ur-ll", "Flip across upper right/lower left diagonal"}},
-        "GstVideoOrientationMethod"}},
+      {flip_direction_param()},
       [](const KernelParams& p) -> std::shared_ptr<const Operation> {
         return std::make_shared<FlipOperation>(p.values);
       }};

@@ -46,6 +46,9 @@ bool is_packed422(PixelFormat format);
 void flip_cuda(const ImageRef& in, const ImageRef& out, FlipDirection direction,
                CUstream_st* stream);
 
+// video-direction, as flip, scale and convert declare it.
+const ParamSpec& flip_direction_param();
+
 // Its registry entry (operation_entry.h).
 const OperationEntry& flip_entry();
 

@@ -1,12 +1,21 @@
 // See resize.h.
 #include "kernels/scale/resize.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "kernels/flip/flip.h"
 #include "kernels/scale/borders.h"
 #include "kernels/scale/scale_taps.h"
 
 namespace cudaoverlap {
+namespace {
+
+// The frame to turn starts its planes and rows on 256 bytes, as the
+// engine's own device frames do.
+constexpr size_t kTurnAlign = 256;
+
+}  // namespace
 
 Resize::Resize(const ParamValues& values, const FrameSizes& sizes, const Colorimetry& colorimetry)
     : sizes_(sizes), colorimetry_(colorimetry) {
@@ -15,14 +24,29 @@ Resize::Resize(const ParamValues& values, const FrameSizes& sizes, const Colorim
                  values.integer("crop-top"), values.integer("crop-bottom")};
   if (values.has("border-color"))
     border_argb_ = static_cast<uint32_t>(values.number("border-color"));
+  if (values.has("video-direction")) direction_ = values.choice<FlipDirection>("video-direction");
   if (!sizes_.known() || window_width() < 1 || window_height() < 1) return;
-  scales_ = window_width() != sizes_.picture_width() || window_height() != sizes_.picture_height();
-  active_ = scales_ || crop_.any() || sizes_.has_borders();
-  if (!scales_) return;
-  const ScaleMethod method =
-      values.has("method") ? values.choice<ScaleMethod>("method") : ScaleMethod::kBilinear;
-  tables_ = scale_tables(method, FrameSizes{window_width(), window_height(), sizes_.picture_width(),
-                                            sizes_.picture_height()});
+  scales_ = window_width() != upright_width() || window_height() != upright_height();
+  active_ = scales_ || crop_.any() || sizes_.has_borders() || turns();
+  if (scales_) {
+    const ScaleMethod method =
+        values.has("method") ? values.choice<ScaleMethod>("method") : ScaleMethod::kBilinear;
+    tables_ = scale_tables(
+        method, FrameSizes{window_width(), window_height(), upright_width(), upright_height()});
+  }
+  workspace_bytes_ = tables_.bytes.size();
+  if (turns()) {
+    // Room for the upright frame in the largest format (the format is
+    // known only per frame).
+    turn_at_ = (workspace_bytes_ + kTurnAlign - 1) / kTurnAlign * kTurnAlign;
+    size_t most = 0;
+    for (PixelFormat f : all_pixel_formats()) {
+      size_t bytes = 0;
+      aligned_image(f, upright_width(), upright_height(), kTurnAlign, nullptr, &bytes);
+      most = std::max(most, bytes);
+    }
+    workspace_bytes_ = turn_at_ + most;
+  }
 }
 
 std::string Resize::check(const char* kernel, const ImageRef& in, const ImageRef& out) const {
@@ -48,6 +72,9 @@ std::string Resize::check(const char* kernel, const ImageRef& in, const ImageRef
            " must be even for " + info.name +
            (is_bayer(in.format) ? ", a mosaic of 2x2 cells"
                                 : ", whose chroma is shared by pairs of pixels");
+  if (!can_turn(out.format))
+    return name + " cannot turn " + format_info(out.format).name +
+           " by video-direction: its 4:2:2 chroma would be subsampled down instead of across";
   // The picture lies inside the output and starts on a whole group of
   // pixels of every plane (no operation makes a mosaic).
   const FormatInfo& o = format_info(out.format);
@@ -95,6 +122,28 @@ void Resize::fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const {
 void Resize::fill_borders_reference(const ImageRef& out) const {
   if (sizes_.has_borders())
     ::cudaoverlap::fill_borders_reference(border_fill(out, sizes_, border_argb_, colorimetry_));
+}
+
+bool Resize::can_turn(PixelFormat format) const {
+  return !turns() ||
+         !FlipOperation(ParamValues().set("video-direction", static_cast<int>(direction_)))
+              .output_formats(format)
+              .empty();
+}
+
+ImageRef Resize::target(const ImageRef& out, uint8_t* workspace) const {
+  if (!turns()) return picture(out);
+  size_t bytes = 0;
+  return aligned_image(out.format, upright_width(), upright_height(), kTurnAlign,
+                       workspace + turn_at_, &bytes);
+}
+
+void Resize::turn_cuda(const ImageRef& out, uint8_t* workspace, CUstream_st* stream) const {
+  if (turns()) CO_CUDA_ONLY(flip_cuda(target(out, workspace), picture(out), direction_, stream));
+}
+
+void Resize::turn_reference(const ImageRef& out, uint8_t* workspace) const {
+  if (turns()) flip_reference(target(out, workspace), picture(out), direction_);
 }
 
 void Resize::prepare_cuda(uint8_t* workspace, CUstream_st* stream) const {
@@ -152,7 +201,8 @@ const std::vector<ParamSpec>& resize_params() {
                 4278190080.0,
                 {},
                 nullptr,
-                false}};
+                false},
+      flip_direction_param()};
   return specs;
 }
 

@@ -1,9 +1,11 @@
-// A crop, a change of size and borders, as `scale` and `convert` make
-// them: the input's window (the frame less its crop-* edges) scaled by
-// `method` to the picture's size, through tap tables built once for the
-// sizes from the caps, and put in the output where FrameSizes' dest_* say,
-// `border-color` around it (borders.h). Both operations hold one, so the
-// parameters, the checks and the tables are written once.
+// A crop, a change of size, a turn and borders, as `scale` and `convert`
+// make them: the input's window (the frame less its crop-* edges) scaled
+// by `method` to the picture's size (before the turn), through tap tables
+// built once for the sizes from the caps, turned by `video-direction` (as
+// `flip` turns, from a frame in the workspace), and put in the output
+// where FrameSizes' dest_* say, `border-color` around it (borders.h).
+// Both operations hold one, so the parameters, the checks and the tables
+// are written once. Its workspace: the tables, then the frame to turn.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +26,29 @@ class Resize {
   Resize(const ParamValues& values, const FrameSizes& sizes, const Colorimetry& colorimetry = {});
 
   // False where the sizes are unknown or the frame is neither cropped,
-  // scaled nor bordered: the operation then runs as at one size.
+  // scaled, turned nor bordered: the operation then runs as at one size.
   bool active() const { return active_; }
-  // True when the window's size is not the picture's (else the window is
-  // only cut out).
+  // True when the window's size is not the picture's before the turn
+  // (else the window is only cut out).
   bool scales() const { return scales_; }
+  FlipDirection direction() const { return direction_; }
+  bool turns() const { return direction_ != FlipDirection::kIdentity; }
+  // True when an output row depends on input rows other than its own:
+  // vertical taps, or a turn other than a mirror across.
+  bool moves_rows() const {
+    return (scales_ && window_height() != upright_height()) ||
+           (turns() && direction_ != FlipDirection::kHoriz);
+  }
+  // Whether the turn can make `format` (4:2:2 that is not packed turns its
+  // chroma's subsampling down: not on the quarter turns).
+  bool can_turn(PixelFormat format) const;
+  // The picture's size before the turn (what the window is scaled to).
+  int upright_width() const {
+    return flip_swaps_size(direction_) ? sizes_.picture_height() : sizes_.picture_width();
+  }
+  int upright_height() const {
+    return flip_swaps_size(direction_) ? sizes_.picture_width() : sizes_.picture_height();
+  }
   const Crop& crop() const { return crop_; }
   const FrameSizes& sizes() const { return sizes_; }
   int window_width() const { return sizes_.in_width - crop_.left - crop_.right; }
@@ -44,8 +64,17 @@ class Resize {
   // `out`'s border in the border colour; nothing without borders.
   void fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const;
   void fill_borders_reference(const ImageRef& out) const;
+  // Where the window, scaled (and converted) to the upright size, is
+  // written: the picture's place in `out`, or the workspace's frame to
+  // turn, in `out`'s format.
+  ImageRef target(const ImageRef& out, uint8_t* workspace) const;
+  // That frame turned into the picture's place in `out`; nothing where
+  // nothing turns.
+  void turn_cuda(const ImageRef& out, uint8_t* workspace, CUstream_st* stream) const;
+  void turn_reference(const ImageRef& out, uint8_t* workspace) const;
 
-  size_t table_bytes() const { return tables_.bytes.size(); }
+  // The workspace it needs: the tables, then the frame to turn.
+  size_t workspace_bytes() const { return workspace_bytes_; }
   void prepare_cuda(uint8_t* workspace, CUstream_st* stream) const;
   void prepare_reference(uint8_t* workspace) const;
   // Scales a window-sized `in` to `out` (one format), tables at `workspace`.
@@ -55,7 +84,7 @@ class Resize {
 
   bool operator==(const Resize& o) const {
     return sizes_ == o.sizes_ && crop_ == o.crop_ && border_argb_ == o.border_argb_ &&
-           colorimetry_ == o.colorimetry_;
+           colorimetry_ == o.colorimetry_ && direction_ == o.direction_;
   }
 
  private:
@@ -63,13 +92,17 @@ class Resize {
   Crop crop_;
   uint32_t border_argb_ = 0xff000000;
   Colorimetry colorimetry_;
+  FlipDirection direction_ = FlipDirection::kIdentity;
   bool active_ = false;
   bool scales_ = false;
   ScaleTables tables_;
+  size_t turn_at_ = 0;  // the frame to turn, in the workspace
+  size_t workspace_bytes_ = 0;
 };
 
 // The parameters scale and convert declare for it: method, crop-left,
-// crop-right, crop-top, crop-bottom, add-borders and border-color.
+// crop-right, crop-top, crop-bottom, add-borders, border-color and
+// video-direction.
 const std::vector<ParamSpec>& resize_params();
 
 }  // namespace cudaoverlap

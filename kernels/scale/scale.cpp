@@ -100,15 +100,18 @@ void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables&
 }
 
 std::vector<PixelFormat> ScaleOperation::output_formats(PixelFormat in) const {
+  if (!resize_.can_turn(in)) return {};
   return keep_format(in);
 }
 
 std::string ScaleOperation::check(const ImageRef& in, const ImageRef& out) const {
   if (!resize_.sizes().known()) return Operation::check(in, out);  // the input's size: a copy
+  // A format the turn cannot make: the turn's own sentence.
+  if (!resize_.can_turn(out.format)) return resize_.check("scale", in, out);
   // The base check with the output's size taken as given.
   ImageRef same = out;
-  same.width = in.width;
-  same.height = in.height;
+  same.width = swaps_axes() ? in.height : in.width;
+  same.height = swaps_axes() ? in.width : in.height;
   const std::string base = Operation::check(in, same);
   return base.empty() ? resize_.check("scale", in, out) : base;
 }
@@ -132,10 +135,12 @@ void ScaleOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
     return;
   }
   resize_.fill_borders_cuda(out, stream);
+  const ImageRef target = resize_.target(out, workspace.data);
   if (!resize_.scales())
-    CO_CUDA_ONLY(copy_cuda(resize_.window(in), resize_.picture(out), stream));
+    CO_CUDA_ONLY(copy_cuda(resize_.window(in), target, stream));
   else
-    resize_.scale_cuda(resize_.window(in), resize_.picture(out), workspace.data, stream);
+    resize_.scale_cuda(resize_.window(in), target, workspace.data, stream);
+  resize_.turn_cuda(out, workspace.data, stream);
 }
 
 void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
@@ -145,10 +150,12 @@ void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
     return;
   }
   resize_.fill_borders_reference(out);
+  const ImageRef target = resize_.target(out, workspace.data);
   if (!resize_.scales())
-    copy_reference(resize_.window(in), resize_.picture(out));
+    copy_reference(resize_.window(in), target);
   else
-    resize_.scale_reference(resize_.window(in), resize_.picture(out), workspace.data);
+    resize_.scale_reference(resize_.window(in), target, workspace.data);
+  resize_.turn_reference(out, workspace.data);
 }
 
 const ParamSpec& scale_method_param() {

@@ -25,15 +25,18 @@ class ScaleOperation final : public Operation {
   bool size_from_downstream() const override { return true; }
   Crop crop() const override { return resize_.crop(); }
   FrameSizes sizes() const override { return resize_.sizes(); }
-  bool passes_through_same_caps() const override { return !resize_.crop().any(); }
-  // Vertical taps mix rows; cropping and horizontal scaling keep them
-  // apart (a crop of odd rows swaps the fields' order, as videocrop's).
-  bool mixes_rows(PixelFormat, PixelFormat) const override {
-    return resize_.scales() && resize_.window_height() != resize_.sizes().picture_height();
+  bool passes_through_same_caps() const override {
+    return !resize_.crop().any() && !resize_.turns();
   }
+  bool swaps_axes() const override { return flip_swaps_size(resize_.direction()); }
+  FlipDirection orientation() const override { return resize_.direction(); }
+  // Vertical taps mix rows, and turns other than a mirror across move
+  // them; cropping and horizontal scaling keep them apart (a crop of odd
+  // rows swaps the fields' order, as videocrop's).
+  bool mixes_rows(PixelFormat, PixelFormat) const override { return resize_.moves_rows(); }
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
-  size_t workspace_bytes() const override { return resize_.table_bytes(); }
+  size_t workspace_bytes() const override { return resize_.workspace_bytes(); }
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void prepare_reference(const Workspace& workspace) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

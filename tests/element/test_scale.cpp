@@ -421,8 +421,8 @@ TEST(Scale, FollowsDownstreamsNewSize) {
   uint64_t index = 0;
   for (auto [w, h] : {std::pair{160, 120}, {80, 60}, {320, 240}, {160, 120}}) {
     SCOPED_TRACE(size_text(w, h));
-    GstCaps* caps = gst_caps_new_simple("video/x-raw", "width", G_TYPE_INT, w, "height",
-                                        G_TYPE_INT, h, nullptr);
+    GstCaps* caps = gst_caps_new_simple("video/x-raw", "width", G_TYPE_INT, w, "height", G_TYPE_INT,
+                                        h, nullptr);
     g_object_set(filter, "caps", caps, nullptr);
     gst_caps_unref(caps);
     for (int i = 0; i < 2; ++i, ++index) {
@@ -498,6 +498,98 @@ TEST(Scale, RegionsAndNavigationFollowTheScaling) {
     gst_object_unref(overlap);
     pipeline.end();
   }
+}
+
+// --- Turning ---------------------------------------------------------------
+
+// video-direction on scale and convert: a quarter turn negotiates the
+// turned size (and pixel aspect ratio), as videoflip does, and each frame
+// is the scaled frame turned as flip turns it, byte for byte, in every
+// direction, RGB and 4:2:0, with and without a change of size; 4:2:2
+// planes cannot take a quarter turn.
+TEST(Turn, NegotiatesTheTurnedSize) {
+  SKIP_WITHOUT_BACKEND();
+  const std::string input = "video/x-raw,format=RGBA,width=320,height=240,pixel-aspect-ratio=4/3";
+  EXPECT_EQ(negotiated(input, scale_element() + " video-direction=90r", "video/x-raw"),
+            "240x320 PAR 3/4");
+  EXPECT_EQ(negotiated(input, scale_element() + " video-direction=180", "video/x-raw"),
+            "320x240 PAR 4/3");
+  EXPECT_EQ(negotiated(input, scale_element() + " video-direction=ul-lr",
+                       "video/x-raw,width=120,pixel-aspect-ratio=3/4"),
+            "120x160 PAR 3/4");
+}
+
+TEST(Turn, IsTheScaledFrameFlipped) {
+  SKIP_WITHOUT_BACKEND();
+  const char* const directions[] = {"90r", "180", "90l", "horiz", "vert", "ul-lr", "ur-ll"};
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12}) {
+    for (const char* direction : directions) {
+      const bool swaps = std::string(direction) == "90r" || std::string(direction) == "90l" ||
+                         std::string(direction) == "ul-lr" || std::string(direction) == "ur-ll";
+      for (auto [w, h] : {std::pair{64, 48}, {32, 20}}) {
+        SCOPED_TRACE(std::string(gst_video_format_to_string(format)) + " " + direction + " to " +
+                     size_text(w, h));
+        const GstVideoInfo info = video_info(format, 64, 48);
+        const std::string turned_size = "video/x-raw,width=" + std::to_string(swaps ? h : w) +
+                                        ",height=" + std::to_string(swaps ? w : h);
+        AppPipeline ours(info, std::string("kernel=scale method=bicubic video-direction=") +
+                                   direction + " ! " + turned_size);
+        AppPipeline theirs(
+            info, "kernel=scale method=bicubic ! video/x-raw,width=" + std::to_string(w) +
+                      ",height=" + std::to_string(h) + " ! cudaoverlap " + backend_properties() +
+                      " kernel=flip video-direction=" + direction);
+        ASSERT_TRUE(ours.ok() && theirs.ok());
+        GstBuffer* input = make_frame(info, 61);
+        ours.push(gst_buffer_ref(input));
+        theirs.push(input);
+        GstSample* a = ours.pull();
+        GstSample* b = theirs.pull();
+        ASSERT_NE(a, nullptr) << ours.error();
+        ASSERT_NE(b, nullptr) << theirs.error();
+        EXPECT_EQ(compare_samples(a, b), "");
+        gst_sample_unref(a);
+        gst_sample_unref(b);
+        ours.end();
+        theirs.end();
+      }
+    }
+  }
+}
+
+// convert turns and converts in one element: RGBA to BGRx (no chroma to
+// resample, so the order does not matter) equals flip then convert.
+TEST(Turn, ConvertTurnsAsFlipThenConvert) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 40, 30);
+  AppPipeline ours(info, "kernel=convert video-direction=90l ! video/x-raw,format=BGRx");
+  AppPipeline theirs(info, "kernel=flip video-direction=90l ! cudaoverlap " + backend_properties() +
+                               " kernel=convert ! video/x-raw,format=BGRx");
+  ASSERT_TRUE(ours.ok() && theirs.ok());
+  GstBuffer* input = make_frame(info, 62);
+  ours.push(gst_buffer_ref(input));
+  theirs.push(input);
+  GstSample* a = ours.pull();
+  GstSample* b = theirs.pull();
+  ASSERT_NE(a, nullptr) << ours.error();
+  ASSERT_NE(b, nullptr) << theirs.error();
+  EXPECT_EQ(compare_samples(a, b), "");
+  gst_sample_unref(a);
+  gst_sample_unref(b);
+  ours.end();
+  theirs.end();
+}
+
+TEST(Turn, NV16CannotTakeAQuarterTurn) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_NV16, 40, 30);
+  AppPipeline pipeline(info, "kernel=scale video-direction=90r");
+  ASSERT_TRUE(pipeline.ok());
+  pipeline.push(make_frame(info, 1));
+  pipeline.end();
+  GstSample* sample = pipeline.pull();
+  EXPECT_EQ(sample, nullptr);
+  if (sample) gst_sample_unref(sample);
+  EXPECT_NE(pipeline.error().find("NV16"), std::string::npos) << pipeline.error();
 }
 
 // --- Interlaced input ----------------------------------------------------

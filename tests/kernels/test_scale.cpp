@@ -4,6 +4,7 @@
 // the reference byte for byte over every format, method and a range of
 // ratios (skipped where no CUDA device exists).
 #include "kernel_test_util.h"
+#include "kernels/flip/flip.h"
 #include "kernels/scale/scale.h"
 #include "kernels/scale/scale_taps.h"
 
@@ -406,6 +407,82 @@ TEST(GpuBorders, EqualsTheReferenceByteForByte) {
     EXPECT_EQ(compare_images(got.image, want.image), "")
         << format_info(from).name << " -> " << format_info(to).name;
   }
+}
+
+// video-direction: the window scaled to the upright size, then turned as
+// flip turns it, into the picture's place (borders around it); in every
+// format a quarter turn takes, every direction; convert the same with its
+// conversion before the turn.
+KernelParams turned(FlipDirection direction, int in_w, int in_h, int out_w, int out_h) {
+  KernelParams p = scale_params(ScaleMethod::kBicubic, in_w, in_h, out_w, out_h);
+  p.set("video-direction", direction);
+  return p;
+}
+
+TEST(TurnReference, IsTheScaledFrameFlipped) {
+  for (PixelFormat f : scale_formats())
+    for (int d = 1; d <= 7; ++d) {
+      const auto direction = static_cast<FlipDirection>(d);
+      const bool swaps = flip_swaps_size(direction);
+      if (swaps && (f == PixelFormat::kNV16 || f == PixelFormat::kY42B)) continue;
+      SCOPED_TRACE(std::string(format_info(f).name) + " direction " + std::to_string(d));
+      OwnedImage in(f, 33, 20);
+      in.fill_random(static_cast<uint32_t>(d));
+      const int w = 26, h = 14;  // upright
+      const KernelParams p = turned(direction, 33, 20, swaps ? h : w, swaps ? w : h);
+      OwnedImage got(f, swaps ? h : w, swaps ? w : h);
+      ASSERT_EQ(check("scale", p, in.image, got.image), "");
+      reference("scale", p, in.image, got.image);
+      const OwnedImage upright = scaled(in, ScaleMethod::kBicubic, w, h);
+      OwnedImage want(f, swaps ? h : w, swaps ? w : h);
+      flip_reference(upright.image, want.image, direction);
+      EXPECT_EQ(compare_images(got.image, want.image), "");
+    }
+  OwnedImage nv16(PixelFormat::kNV16, 40, 30), out(PixelFormat::kNV16, 30, 40);
+  EXPECT_NE(check("scale", turned(FlipDirection::k90R, 40, 30, 30, 40), nv16.image, out.image)
+                .find("cannot turn NV16"),
+            std::string::npos);
+  // convert: RGBA to NV12, converted (and scaled) upright, then turned.
+  OwnedImage rgba(PixelFormat::kRGBA, 33, 20);
+  rgba.fill_random(9);
+  OwnedImage got(PixelFormat::kNV12, 14, 26), upright(PixelFormat::kNV12, 26, 14),
+      want(PixelFormat::kNV12, 14, 26);
+  reference("convert", turned(FlipDirection::k90L, 33, 20, 14, 26), rgba.image, got.image);
+  reference("convert", scale_params(ScaleMethod::kBicubic, 33, 20, 26, 14), rgba.image,
+            upright.image);
+  flip_reference(upright.image, want.image, FlipDirection::k90L);
+  EXPECT_EQ(compare_images(got.image, want.image), "") << "convert";
+}
+
+// Turns on the GPU, byte for byte: scale in every format a quarter turn
+// takes, and convert 1080p NV12 to 720x1280 RGBA.
+TEST(GpuTurn, EqualsTheReferenceByteForByte) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  for (PixelFormat f : scale_formats())
+    for (FlipDirection direction : {FlipDirection::k90R, FlipDirection::kVert}) {
+      if (flip_swaps_size(direction) && (f == PixelFormat::kNV16 || f == PixelFormat::kY42B))
+        continue;
+      const bool swaps = flip_swaps_size(direction);
+      OwnedImage in(f, 33, 20);
+      in.fill_random(4);
+      const KernelParams p = turned(direction, 33, 20, swaps ? 14 : 26, swaps ? 26 : 14);
+      OwnedImage want(f, swaps ? 14 : 26, swaps ? 26 : 14, 3);
+      reference("scale", p, in.image, want.image);
+      OwnedImage got(f, swaps ? 14 : 26, swaps ? 26 : 14, 9);
+      run_on_device(*device, "scale", p, in, got, 256);
+      EXPECT_EQ(compare_images(got.image, want.image), "") << format_info(f).name;
+    }
+  OwnedImage in(PixelFormat::kNV12, 1920, 1080);
+  in.fill_random(8);
+  const KernelParams p = turned(FlipDirection::k90R, 1920, 1080, 720, 1280);
+  OwnedImage want(PixelFormat::kRGBA, 720, 1280, 3);
+  reference("convert", p, in.image, want.image);
+  OwnedImage got(PixelFormat::kRGBA, 720, 1280, 9);
+  run_on_device(*device, "convert", p, in, got, 256);
+  EXPECT_EQ(compare_images(got.image, want.image), "") << "convert";
 }
 
 struct GpuScaleCase {
