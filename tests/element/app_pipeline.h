@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "element_test_util.h"
 
@@ -98,5 +99,27 @@ class AppPipeline {
   GstElement* src_ = nullptr;
   GstElement* sink_ = nullptr;
 };
+
+// One frame, `input` (taken), through an AppPipeline with each of two
+// element properties: both samples (the caller's), null where a pipeline
+// made none, with a test failure naming its error.
+inline std::pair<GstSample*, GstSample*> run_both(const GstVideoInfo& info, const std::string& ours,
+                                                  const std::string& theirs, GstBuffer* input) {
+  AppPipeline a(info, ours), b(info, theirs);
+  std::pair<GstSample*, GstSample*> samples{nullptr, nullptr};
+  if (!a.ok() || !b.ok()) {
+    gst_buffer_unref(input);
+    return samples;
+  }
+  a.push(gst_buffer_ref(input));
+  b.push(input);
+  samples.first = a.pull();
+  samples.second = b.pull();
+  EXPECT_NE(samples.first, nullptr) << ours << ": " << a.error();
+  EXPECT_NE(samples.second, nullptr) << theirs << ": " << b.error();
+  a.end();
+  b.end();
+  return samples;
+}
 
 }  // namespace cudaoverlap_test

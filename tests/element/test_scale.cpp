@@ -532,25 +532,18 @@ TEST(Turn, IsTheScaledFrameFlipped) {
         const GstVideoInfo info = video_info(format, 64, 48);
         const std::string turned_size = "video/x-raw,width=" + std::to_string(swaps ? h : w) +
                                         ",height=" + std::to_string(swaps ? w : h);
-        AppPipeline ours(info, std::string("kernel=scale method=bicubic video-direction=") +
-                                   direction + " ! " + turned_size);
-        AppPipeline theirs(
-            info, "kernel=scale method=bicubic ! video/x-raw,width=" + std::to_string(w) +
-                      ",height=" + std::to_string(h) + " ! cudaoverlap " + backend_properties() +
-                      " kernel=flip video-direction=" + direction);
-        ASSERT_TRUE(ours.ok() && theirs.ok());
-        GstBuffer* input = make_frame(info, 61);
-        ours.push(gst_buffer_ref(input));
-        theirs.push(input);
-        GstSample* a = ours.pull();
-        GstSample* b = theirs.pull();
-        ASSERT_NE(a, nullptr) << ours.error();
-        ASSERT_NE(b, nullptr) << theirs.error();
+        auto [a, b] =
+            run_both(info,
+                     std::string("kernel=scale method=bicubic video-direction=") + direction +
+                         " ! " + turned_size,
+                     "kernel=scale method=bicubic ! video/x-raw,width=" + std::to_string(w) +
+                         ",height=" + std::to_string(h) + " ! cudaoverlap " + backend_properties() +
+                         " kernel=flip video-direction=" + direction,
+                     make_frame(info, 61));
+        ASSERT_TRUE(a && b);
         EXPECT_EQ(compare_samples(a, b), "");
         gst_sample_unref(a);
         gst_sample_unref(b);
-        ours.end();
-        theirs.end();
       }
     }
   }
@@ -561,22 +554,14 @@ TEST(Turn, IsTheScaledFrameFlipped) {
 TEST(Turn, ConvertTurnsAsFlipThenConvert) {
   SKIP_WITHOUT_BACKEND();
   const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 40, 30);
-  AppPipeline ours(info, "kernel=convert video-direction=90l ! video/x-raw,format=BGRx");
-  AppPipeline theirs(info, "kernel=flip video-direction=90l ! cudaoverlap " + backend_properties() +
-                               " kernel=convert ! video/x-raw,format=BGRx");
-  ASSERT_TRUE(ours.ok() && theirs.ok());
-  GstBuffer* input = make_frame(info, 62);
-  ours.push(gst_buffer_ref(input));
-  theirs.push(input);
-  GstSample* a = ours.pull();
-  GstSample* b = theirs.pull();
-  ASSERT_NE(a, nullptr) << ours.error();
-  ASSERT_NE(b, nullptr) << theirs.error();
+  auto [a, b] = run_both(info, "kernel=convert video-direction=90l ! video/x-raw,format=BGRx",
+                         "kernel=flip video-direction=90l ! cudaoverlap " + backend_properties() +
+                             " kernel=convert ! video/x-raw,format=BGRx",
+                         make_frame(info, 62));
+  ASSERT_TRUE(a && b);
   EXPECT_EQ(compare_samples(a, b), "");
   gst_sample_unref(a);
   gst_sample_unref(b);
-  ours.end();
-  theirs.end();
 }
 
 TEST(Turn, NV16CannotTakeAQuarterTurn) {
