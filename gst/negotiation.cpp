@@ -331,7 +331,7 @@ std::string colorimetry_of(const GstVideoInfo& info, Colorimetry* c) {
   }
   gdouble kr = 0, kb = 0;
   gst_video_color_matrix_get_Kr_Kb(matrix, &kr, &kb);
-  *c = with_matrix(*c, ours, kr, kb);
+  c->set_matrix(ours, kr, kb);
   return {};
 }
 

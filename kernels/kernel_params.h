@@ -39,28 +39,37 @@ bool flip_swaps_size(FlipDirection direction);
 // "colorimetry=bt709" on RGB does), which videoconvert honours.
 enum class YuvMatrix { kBT601, kBT709, kFCC, kSMPTE240M, kBT2020 };
 
-struct Colorimetry {
-  YuvMatrix matrix = YuvMatrix::kBT601;
+// The matrix travels with its luma weights of red and blue as GStreamer
+// gives them (gst_video_color_matrix_get_Kr_Kb, which the element asks),
+// set together so that neither goes without the other. The default is
+// BT.601's.
+class Colorimetry {
+ public:
+  Colorimetry() = default;
+  explicit Colorimetry(bool full, bool rgb_on_16_235 = false)
+      : full_range(full), rgb_limited(rgb_on_16_235) {}
+  YuvMatrix matrix() const { return matrix_; }
+  double kr() const { return kr_; }
+  double kb() const { return kb_; }
+  Colorimetry& set_matrix(YuvMatrix matrix, double kr, double kb) {
+    matrix_ = matrix;
+    kr_ = kr;
+    kb_ = kb;
+    return *this;
+  }
+  bool operator==(const Colorimetry& o) const {
+    return matrix_ == o.matrix_ && full_range == o.full_range && rgb_limited == o.rgb_limited &&
+           kr_ == o.kr_ && kb_ == o.kb_;
+  }
+
   bool full_range = false;   // YUV sides
   bool rgb_limited = false;  // RGB sides: samples on 16..235
-  // The matrix's luma weights of red and blue, as GStreamer gives them
-  // (gst_video_color_matrix_get_Kr_Kb): the element fills them in from the
-  // caps; with_matrix() sets them with the matrix.
-  double kr = 0.299;
-  double kb = 0.114;
-  bool operator==(const Colorimetry& o) const {
-    return matrix == o.matrix && full_range == o.full_range && rgb_limited == o.rgb_limited &&
-           kr == o.kr && kb == o.kb;
-  }
-};
 
-// `c` with `matrix` and its Kr and Kb.
-inline Colorimetry with_matrix(Colorimetry c, YuvMatrix matrix, double kr, double kb) {
-  c.matrix = matrix;
-  c.kr = kr;
-  c.kb = kb;
-  return c;
-}
+ private:
+  YuvMatrix matrix_ = YuvMatrix::kBT601;
+  double kr_ = 0.299;
+  double kb_ = 0.114;
+};
 
 struct ConvertParams {
   Colorimetry in;   // of the input

@@ -86,7 +86,7 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // YUV -> RGB, as videoconvert derives its matrix: range to [0, 1], then
   // Y'CbCr to R'G'B', times 256, rounded.
   {
-    const double kr = params.in.kr, kb = params.in.kb;
+    const double kr = params.in.kr(), kb = params.in.kb();
     const double kg = 1 - kr - kb;
     const double ys = params.in.full_range ? 1.0 : 255.0 / 219.0;
     const double cs = params.in.full_range ? 1.0 : 255.0 / 224.0;
@@ -98,8 +98,8 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   // RGB -> YUV; GRAY8 output is full-range BT.601 luma.
   {
     Colorimetry c = params.out;
-    if (family_of(out) == convert_math::kGrey) c = Colorimetry{YuvMatrix::kBT601, true};
-    const double kr = c.kr, kb = c.kb;
+    if (family_of(out) == convert_math::kGrey) c = Colorimetry(true);
+    const double kr = c.kr(), kb = c.kb();
     const double kg = 1 - kr - kb;
     const double ys = (c.full_range ? 255.0 : 219.0) / 255.0;
     const double cs = (c.full_range ? 255.0 : 224.0) / 255.0;
@@ -125,8 +125,8 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
       params.out.rgb_limited) {
     // YUV, or GRAY8 as full-range BT.601 luma, to RGB on 16..235.
     const bool grey = k.in_family == convert_math::kGrey;
-    const Colorimetry c = grey ? Colorimetry{YuvMatrix::kBT601, true} : params.in;
-    const double kr = c.kr, kb = c.kb;
+    const Colorimetry c = grey ? Colorimetry(true) : params.in;
+    const double kr = c.kr(), kb = c.kb();
     const double kg = 1.0 - kr - kb;
     const double yi = inverse(c.full_range ? 255 : 219), ci = inverse(c.full_range ? 255 : 224);
     const double m[5] = {1.0 * yi, 2 * (1 - kr) * ci, 2 * (1 - kb) * ci,
@@ -138,9 +138,8 @@ ConvertCoefficients convert_coefficients(PixelFormat in, PixelFormat out,
   if (k.in_family == convert_math::kPacked && k.out_family != convert_math::kPacked &&
       params.in.rgb_limited) {
     // RGB on 16..235 to YUV, or to GRAY8's full-range BT.601 luma.
-    const Colorimetry c =
-        k.out_family == convert_math::kGrey ? Colorimetry{YuvMatrix::kBT601, true} : params.out;
-    const double kr = c.kr, kb = c.kb;
+    const Colorimetry c = k.out_family == convert_math::kGrey ? Colorimetry(true) : params.out;
+    const double kr = c.kr(), kb = c.kb();
     const double kg = 1.0 - kr - kb;
     const double xb = 1 / (2 * (1 - kb)), xr = 1 / (2 * (1 - kr));
     const double t[3][3] = {
@@ -177,8 +176,8 @@ std::string convert_check(const ImageRef& in, const ImageRef& out, const Convert
   const bool grey_in = family_of(in.format) == convert_math::kGrey;
   const bool grey_out = family_of(out.format) == convert_math::kGrey;
   const bool grey_other =
-      (grey_in && format_info(out.format).is_yuv && params.out.matrix != YuvMatrix::kBT601) ||
-      (grey_out && format_info(in.format).is_yuv && params.in.matrix != YuvMatrix::kBT601);
+      (grey_in && format_info(out.format).is_yuv && params.out.matrix() != YuvMatrix::kBT601) ||
+      (grey_out && format_info(in.format).is_yuv && params.in.matrix() != YuvMatrix::kBT601);
   if (grey_other)
     return std::string("kernel 'convert' converts between ") +
            format_info(grey_in ? in.format : out.format).name +

@@ -184,8 +184,9 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
 
 CustomColorimetry custom_colorimetry(const Colorimetry& c) {
   // co::Matrix numbers the matrices as YuvMatrix does.
-  return CustomColorimetry{static_cast<int>(c.matrix), c.full_range ? 1 : 0, c.rgb_limited ? 1 : 0,
-                           static_cast<float>(c.kr), static_cast<float>(c.kb)};
+  return CustomColorimetry{static_cast<int>(c.matrix()), c.full_range ? 1 : 0,
+                           c.rgb_limited ? 1 : 0, static_cast<float>(c.kr()),
+                           static_cast<float>(c.kb())};
 }
 
 CustomOperation::CustomOperation(CustomKernelParams params, Colorimetry colorimetry)

@@ -247,7 +247,8 @@ int run_kernel_table(const Options& opt) {
     if (f != PixelFormat::kBGRA && f != PixelFormat::kRGBx && f != PixelFormat::kABGR)
       formats.push_back(f);
   KernelParams bt709;
-  bt709.convert.in = bt709.convert.out = with_matrix({}, YuvMatrix::kBT709, 0.2126, 0.0722);
+  bt709.convert.in = bt709.convert.out =
+      Colorimetry().set_matrix(YuvMatrix::kBT709, 0.2126, 0.0722);
   if (!opt.pairs.empty()) {
     for (const auto& [from, to] : opt.pairs)
       time_row("convert", "convert", bt709, from, to, opt.iterations, true);

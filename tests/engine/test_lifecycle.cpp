@@ -329,7 +329,8 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
       {"no operation", [](EngineConfig* c) { c->operation = nullptr; }},
       {"matrix in",
        [](EngineConfig* c) {
-         with(c, "convert", [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; });
+         with(c, "convert",
+              [](KernelParams* p) { p->convert.in.set_matrix(YuvMatrix::kBT709, 0.2126, 0.0722); });
        }},
       {"range in",
        [](EngineConfig* c) {
@@ -337,7 +338,9 @@ TEST(ConfigTest, ConfigsThatDifferInAnyOneFieldAreUnequal) {
        }},
       {"matrix out",
        [](EngineConfig* c) {
-         with(c, "convert", [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; });
+         with(c, "convert", [](KernelParams* p) {
+           p->convert.out.set_matrix(YuvMatrix::kBT709, 0.2126, 0.0722);
+         });
        }},
       {"range out",
        [](EngineConfig* c) {
@@ -386,9 +389,9 @@ TEST(ConfigTest, OperationsWithAnyOtherParameterAreNotTheSame) {
   EXPECT_GE(declared, 7);  // flip's one, balance's four, blur's, synthetic's
   // convert's matrices and ranges come from the caps, not from properties.
   const std::vector<std::function<void(KernelParams*)>> caps_changes = {
-      [](KernelParams* p) { p->convert.in.matrix = YuvMatrix::kBT709; },
+      [](KernelParams* p) { p->convert.in.set_matrix(YuvMatrix::kBT709, 0.2126, 0.0722); },
       [](KernelParams* p) { p->convert.in.full_range = true; },
-      [](KernelParams* p) { p->convert.out.matrix = YuvMatrix::kBT709; },
+      [](KernelParams* p) { p->convert.out.set_matrix(YuvMatrix::kBT709, 0.2126, 0.0722); },
       [](KernelParams* p) { p->convert.out.full_range = true; },
   };
   for (const auto& change : caps_changes) {

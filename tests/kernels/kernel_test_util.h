@@ -28,6 +28,26 @@ inline std::vector<PixelFormat> formats_of(const char* kernel) {
   return make_operation(kernel)->input_formats();
 }
 
+// A side of `matrix` (full range or not) with the Kr and Kb GStreamer
+// gives that matrix (tests/kernels/test_vs_gstreamer.cpp holds these to
+// gst_video_color_matrix_get_Kr_Kb).
+inline Colorimetry colorimetry(YuvMatrix matrix, bool full_range = false,
+                               bool rgb_limited = false) {
+  struct Weights {
+    YuvMatrix matrix;
+    double kr, kb;
+  };
+  static const Weights kWeights[] = {{YuvMatrix::kBT601, 0.2990, 0.1140},
+                                     {YuvMatrix::kBT709, 0.2126, 0.0722},
+                                     {YuvMatrix::kFCC, 0.30, 0.11},
+                                     {YuvMatrix::kSMPTE240M, 0.212, 0.087},
+                                     {YuvMatrix::kBT2020, 0.2627, 0.0593}};
+  Colorimetry c(full_range, rgb_limited);
+  for (const Weights& w : kWeights)
+    if (w.matrix == matrix) c.set_matrix(matrix, w.kr, w.kb);
+  return c;
+}
+
 inline const FlipDirection kAllDirections[] = {
     FlipDirection::kIdentity, FlipDirection::k90R,  FlipDirection::k180,  FlipDirection::k90L,
     FlipDirection::kHoriz,    FlipDirection::kVert, FlipDirection::kUlLr, FlipDirection::kUrLl};

@@ -13,8 +13,8 @@ namespace {
 
 KernelParams convert(YuvMatrix in_matrix, bool in_full, YuvMatrix out_matrix, bool out_full) {
   KernelParams params;
-  params.convert.in = {in_matrix, in_full};
-  params.convert.out = {out_matrix, out_full};
+  params.convert.in = colorimetry(in_matrix, in_full);
+  params.convert.out = colorimetry(out_matrix, out_full);
   return params;
 }
 
@@ -33,8 +33,7 @@ TEST(ConvertReference, ThirtyTwoBitRgbToSixteenBitRowsEqualTheSixtyFourBitSum) {
   for (YuvMatrix m : {YuvMatrix::kBT601, YuvMatrix::kBT709})
     for (bool full : {false, true}) {
       ConvertParams p;
-      p.out.matrix = m;
-      p.out.full_range = full;
+      p.out = colorimetry(m, full);
       sets.push_back(p);
     }
   int wrong = 0;

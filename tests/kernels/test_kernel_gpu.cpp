@@ -177,10 +177,8 @@ TEST_P(GpuConvertVsReference, GpuEqualsCpuReferenceByteForByte) {
   // sides on 16..235 (convert_math::matrix8 and grey through the matrix),
   // 8-bit pairs only.
   for (const Colorimetry colour :
-       {Colorimetry{YuvMatrix::kBT601, false},
-        with_matrix(Colorimetry{YuvMatrix::kBT601, true}, YuvMatrix::kBT2020, 0.2627, 0.0593),
-        with_matrix(Colorimetry{YuvMatrix::kBT601, false, true}, YuvMatrix::kBT709, 0.2126,
-                    0.0722)})
+       {colorimetry(YuvMatrix::kBT601), colorimetry(YuvMatrix::kBT2020, true),
+        colorimetry(YuvMatrix::kBT709, false, true)})
     for (const auto& [from, to] : pairs) {
       KernelParams params;
       params.convert.in = params.convert.out = colour;

@@ -196,15 +196,32 @@ Colorimetry colorimetry_of(const GstVideoInfo& info) {
   if (GST_VIDEO_INFO_IS_YUV(&info)) {
     EXPECT_TRUE(gst_video_color_matrix_get_Kr_Kb(m, &kr, &kb));
   }
-  c = with_matrix(c,
-                  m == GST_VIDEO_COLOR_MATRIX_BT709       ? YuvMatrix::kBT709
-                  : m == GST_VIDEO_COLOR_MATRIX_BT2020    ? YuvMatrix::kBT2020
-                  : m == GST_VIDEO_COLOR_MATRIX_SMPTE240M ? YuvMatrix::kSMPTE240M
-                  : m == GST_VIDEO_COLOR_MATRIX_FCC       ? YuvMatrix::kFCC
-                                                          : YuvMatrix::kBT601,
-                  kr, kb);
+  c.set_matrix(m == GST_VIDEO_COLOR_MATRIX_BT709       ? YuvMatrix::kBT709
+               : m == GST_VIDEO_COLOR_MATRIX_BT2020    ? YuvMatrix::kBT2020
+               : m == GST_VIDEO_COLOR_MATRIX_SMPTE240M ? YuvMatrix::kSMPTE240M
+               : m == GST_VIDEO_COLOR_MATRIX_FCC       ? YuvMatrix::kFCC
+                                                       : YuvMatrix::kBT601,
+               kr, kb);
   c.full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
   return c;
+}
+
+// The tests' own matrix weights (kernel_test_util.h, colorimetry()) are
+// GStreamer's.
+TEST(Matrices, TheTestsWeightsAreGStreamers) {
+  const std::pair<YuvMatrix, GstVideoColorMatrix> matrices[] = {
+      {YuvMatrix::kBT601, GST_VIDEO_COLOR_MATRIX_BT601},
+      {YuvMatrix::kBT709, GST_VIDEO_COLOR_MATRIX_BT709},
+      {YuvMatrix::kFCC, GST_VIDEO_COLOR_MATRIX_FCC},
+      {YuvMatrix::kSMPTE240M, GST_VIDEO_COLOR_MATRIX_SMPTE240M},
+      {YuvMatrix::kBT2020, GST_VIDEO_COLOR_MATRIX_BT2020}};
+  for (const auto& [ours, theirs] : matrices) {
+    gdouble kr = 0, kb = 0;
+    ASSERT_TRUE(gst_video_color_matrix_get_Kr_Kb(theirs, &kr, &kb));
+    EXPECT_EQ(colorimetry(ours).kr(), kr) << static_cast<int>(ours);
+    EXPECT_EQ(colorimetry(ours).kb(), kb) << static_cast<int>(ours);
+    EXPECT_EQ(colorimetry(ours).matrix(), ours);
+  }
 }
 
 // Runs one random frame through `element` (videoconvert or cudaoverlap)
