@@ -1,6 +1,8 @@
 // See input_frame.h.
 #include "input_frame.h"
 
+#include <cstring>
+
 #include "video_mapping.h"
 
 namespace cudaoverlap {
@@ -59,6 +61,43 @@ ImageRef MappedInput::image(PixelFormat format) const {
     image.planes[p].data += (crop_y_ >> f.y_shift[p]) * image.planes[p].stride +
                             static_cast<size_t>(crop_x_ >> f.x_shift[p]) * f.pixel_bytes[p];
   return image;
+}
+
+GstBuffer* copy_window(GstBuffer* buffer, const GstVideoInfo& info, PixelFormat format,
+                       std::string* problem) {
+  MappedInput mapped;
+  *problem = mapped.map(buffer, info, layout_from_info(info, format));
+  if (!problem->empty()) return nullptr;
+  const ImageRef from = mapped.image(format);
+  GstBuffer* copy = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  gst_buffer_copy_into(
+      copy, buffer,
+      static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS |
+                                      GST_BUFFER_COPY_META),
+      0, static_cast<gsize>(-1));
+  // The copy is the window, in the default layout: no crop, no layout meta.
+  gst_buffer_foreach_meta(
+      copy,
+      [](GstBuffer*, GstMeta** meta, gpointer) -> gboolean {
+        const GType api = (*meta)->info->api;
+        if (api == GST_VIDEO_CROP_META_API_TYPE || api == GST_VIDEO_META_API_TYPE) *meta = nullptr;
+        return TRUE;
+      },
+      nullptr);
+  GstVideoFrame to;
+  if (!gst_video_frame_map(&to, &info, copy, GST_MAP_WRITE)) {
+    gst_buffer_unref(copy);
+    *problem = "its window could not be copied";
+    return nullptr;
+  }
+  const ImageRef into = image_from_frame(to, format);
+  for (int p = 0; p < format_info(format).n_planes; ++p)
+    for (size_t y = 0; y < plane_rows(format, p, from.height); ++y)
+      std::memcpy(into.planes[p].data + y * into.planes[p].stride,
+                  from.planes[p].data + y * from.planes[p].stride,
+                  plane_row_bytes(format, p, from.width));
+  gst_video_frame_unmap(&to);
+  return copy;
 }
 
 }  // namespace cudaoverlap

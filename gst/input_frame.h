@@ -40,4 +40,11 @@ class MappedInput {
   int crop_y_ = 0;
 };
 
+// A new buffer in GStreamer's default layout for `info` (of `format`)
+// holding the frame `buffer` carries, its crop meta applied, with its
+// timestamps, flags and other metas; null, with why in `problem`, where it
+// holds no such frame (MappedInput::map's sentence).
+GstBuffer* copy_window(GstBuffer* buffer, const GstVideoInfo& info, PixelFormat format,
+                       std::string* problem);
+
 }  // namespace cudaoverlap

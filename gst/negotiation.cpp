@@ -374,10 +374,14 @@ void place_picture(const ParamValues& values, const GstVideoInfo& in, const GstV
     group_x = std::max(group_x, 1 << info.x_shift[p]);
     group_y = std::max(group_y, 1 << info.y_shift[p]);
   }
-  sizes->dest_x = borders_w / 2 / group_x * group_x;
-  sizes->dest_y = borders_h / 2 / group_y * group_y;
-  sizes->dest_width = out_w - borders_w;
-  sizes->dest_height = out_h - borders_h;
+  // Interlaced rows keep their field: the picture starts on an even row.
+  if (GST_VIDEO_INFO_IS_INTERLACED(&in)) group_y = std::max(group_y, 2);
+  // A picture of at least a pixel (of a group where it can be), however
+  // far apart the aspect ratios (1 pixel of 0.3 rounds to none).
+  sizes->dest_width = std::min(out_w, std::max(out_w - borders_w, group_x));
+  sizes->dest_height = std::min(out_h, std::max(out_h - borders_h, group_y));
+  sizes->dest_x = (out_w - sizes->dest_width) / 2 / group_x * group_x;
+  sizes->dest_y = (out_h - sizes->dest_height) / 2 / group_y * group_y;
 }
 
 }  // namespace

@@ -137,6 +137,7 @@ OutputQueue::Next OutputQueue::next_locked(std::unique_lock<std::mutex>& lock, O
       lost_.pop_front();
       ++frames_popped_;
       busy_ = true;
+      changed_.notify_all();  // wait_room() may be waiting for it to go
       return Next::kItem;
     }
     if (pull && noted_ > fetched_) {
@@ -218,6 +219,12 @@ bool OutputQueue::wait_empty() {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(
       lock, [&] { return flow_ != GST_FLOW_OK || (frames_.empty() && events_.empty() && !busy_); });
+  return flow_ == GST_FLOW_OK;
+}
+
+bool OutputQueue::wait_room(size_t most) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return flow_ != GST_FLOW_OK || frames_.size() < most; });
   return flow_ == GST_FLOW_OK;
 }
 

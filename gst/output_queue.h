@@ -104,6 +104,11 @@ class OutputQueue {
   // Streaming thread: blocks until everything queued has been pushed
   // downstream (for serialized queries). False when the flow is not OK.
   bool wait_empty();
+  // Streaming thread, before queueing a frame that holds no slot (passed
+  // through): blocks while `most` frames or more wait to be pushed, the
+  // backpressure a ring gives engine frames. False when the flow is not
+  // OK.
+  bool wait_room(size_t most);
 
   // Streaming thread: the epoch frames submitted now belong to.
   uint64_t epoch() const;

@@ -125,6 +125,7 @@ void Session::stop(bool finalizing) {
   if (out_caps_) gst_caps_unref(out_caps_);
   out_caps_ = nullptr;
   submitted_ = 0;
+  passthrough_ = false;
   std::lock_guard<std::mutex> lock(info_mutex_);
   fps_n_ = 0;
   fps_d_ = 1;
@@ -380,6 +381,24 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
 }
 
 GstFlowReturn Session::pass_through(std::shared_ptr<FrameInfo> info, int64_t arrived_ns) {
+  // No more frames waiting than a ring holds: upstream is held back as an
+  // engine would hold it.
+  if (!queue_.wait_room(static_cast<size_t>(std::max(passthrough_depth_, 1)))) return queue_.flow();
+  // A crop meta the buffer carries from before upstream learnt that
+  // downstream answers ALLOCATION now (configure() asked it to negotiate
+  // again): the window copied out, since downstream may not take one.
+  if (gst_buffer_get_video_crop_meta(info->input) != nullptr) {
+    std::string problem;
+    GstBuffer* window = copy_window(info->input, in_info_, in_format_, &problem);
+    if (window == nullptr) {
+      SESSION_ERROR(STREAM, FORMAT,
+                    "cudaoverlap received a buffer that does not hold the frame its caps (" +
+                        describe(in_info_, in_format_) + ") describe: " + problem);
+      return GST_FLOW_ERROR;
+    }
+    gst_buffer_unref(info->input);
+    info->input = window;
+  }
   info->epoch = queue_.epoch();
   info->format = out_format_;
   FrameTiming timing;
@@ -474,8 +493,9 @@ gboolean Session::sink_event(GstEvent* event) {
 }
 
 gboolean Session::propose_allocation(GstQuery* query) {
-  // Buffers passed through go to downstream as they are: its answer.
-  if (passthrough_) return gst_pad_peer_query(srcpad_, query);
+  // Buffers passed through go to downstream as they are: its answer, once
+  // what is queued (the caps among it) went out, as serialized queries do.
+  if (passthrough_) return drain_for_query() && gst_pad_peer_query(srcpad_, query);
   // A crop meta is applied as the frame is mapped (input_frame.h), so
   // videocrop and decoders crop without a copy.
   gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, nullptr);

@@ -212,6 +212,7 @@ class Session {
   GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned
   uint64_t submitted_ = 0;       // frames submitted in the queue's epoch
   bool passthrough_ = false;     // the caps ask nothing of the frames: no engine
+  int passthrough_depth_ = 0;    // the frames passed through that may wait: ring-size
 
   mutable std::mutex info_mutex_;
   // Guarded by info_mutex_: read by queries and errors on any thread.

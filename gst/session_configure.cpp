@@ -189,7 +189,12 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   in_info_ = in;
   in_format_ = format;
   out_format_ = out;
+  // Into or out of passthrough mid-stream: ALLOCATION's answer changes
+  // (downstream's, or ours with its crop meta), so upstream asks again.
+  if (passthrough != passthrough_ && out_caps_ != nullptr)
+    gst_pad_push_event(sinkpad_, gst_event_new_reconfigure());
   passthrough_ = passthrough;
+  passthrough_depth_ = settings.ring_size;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
     fps_n_ = GST_VIDEO_INFO_FPS_N(&in);

@@ -133,6 +133,66 @@ TEST(Borders, AreTheOnesVideoscaleAdds) {
   }
 }
 
+// Aspect ratios far apart leave a picture of a pixel, not of none (whose
+// tap tables divided by zero): a frame comes out, of downstream's size.
+TEST(Borders, AFarAspectRatioLeavesAPictureOfAPixel) {
+  SKIP_WITHOUT_BACKEND();
+  for (const auto& [in, out] : {std::pair{std::pair{320, 240}, std::pair{1, 100}},
+                                {std::pair{1, 1000}, std::pair{100, 10}},
+                                {std::pair{320, 240}, std::pair{2, 100}}}) {
+    SCOPED_TRACE(size_text(in.first, in.second) + " to " + size_text(out.first, out.second));
+    for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_I420}) {
+      if (format == GST_VIDEO_FORMAT_I420 && out.first % 2) continue;
+      const GstVideoInfo info = video_info(format, in.first, in.second);
+      AppPipeline pipeline(info, "kernel=scale ! video/x-raw,width=" + std::to_string(out.first) +
+                                     ",height=" + std::to_string(out.second) +
+                                     ",pixel-aspect-ratio=1/1");
+      ASSERT_TRUE(pipeline.ok());
+      pipeline.push(make_frame(info, 4));
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << pipeline.error();
+      GstVideoInfo got;
+      ASSERT_TRUE(gst_video_info_from_caps(&got, gst_sample_get_caps(sample)));
+      EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&got), GST_VIDEO_INFO_HEIGHT(&got)),
+                size_text(out.first, out.second));
+      gst_sample_unref(sample);
+      pipeline.end();
+    }
+  }
+}
+
+// Interlaced video keeps its fields: a picture bordered above and below
+// starts on an even row (videoconvertscale would start it on row 1 here),
+// so output row 0 is input row 0.
+TEST(Borders, InterlacedVideoKeepsItsFields) {
+  SKIP_WITHOUT_BACKEND();
+  GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 40, 30);
+  GST_VIDEO_INFO_INTERLACE_MODE(&info) = GST_VIDEO_INTERLACE_MODE_INTERLEAVED;
+  AppPipeline pipeline(info,
+                       "kernel=scale ! video/x-raw,width=40,height=32,pixel-aspect-ratio=1/1");
+  ASSERT_TRUE(pipeline.ok());
+  GstBuffer* input = make_frame(info, 5);
+  pipeline.push(gst_buffer_ref(input));
+  GstSample* sample = pipeline.pull();
+  ASSERT_NE(sample, nullptr) << pipeline.error();
+  GstVideoInfo out;
+  ASSERT_TRUE(gst_video_info_from_caps(&out, gst_sample_get_caps(sample)));
+  GstVideoFrame a, b;
+  ASSERT_TRUE(gst_video_frame_map(&a, &info, input, GST_MAP_READ));
+  ASSERT_TRUE(gst_video_frame_map(&b, &out, gst_sample_get_buffer(sample), GST_MAP_READ));
+  const ImageRef x = image_of(&a), y = image_of(&b);
+  for (int row = 0; row < 30; ++row)
+    EXPECT_EQ(std::memcmp(x.planes[0].data + row * x.planes[0].stride,
+                          y.planes[0].data + row * y.planes[0].stride, 40 * 4),
+              0)
+        << "row " << row;
+  gst_video_frame_unmap(&a);
+  gst_video_frame_unmap(&b);
+  gst_sample_unref(sample);
+  gst_buffer_unref(input);
+  pipeline.end();
+}
+
 // border-color fills the borders, as the output format stores the colour:
 // RGBA's bytes, and NV12's samples as convert makes them from RGB.
 TEST(Borders, BorderColorFillsThem) {
@@ -304,6 +364,43 @@ TEST(CropMeta, FromVideocropIsTakenWithoutACopy) {
       gst_sample_unref(b);
     }
   }
+}
+
+// A buffer that still carries a crop meta while buffers pass through
+// (before upstream negotiated again) goes on as its window, copied, with
+// no crop meta, since downstream may take none.
+TEST(CropMeta, PassedThroughItIsTheWindowCopied) {
+  SKIP_WITHOUT_BACKEND();
+  GstVideoInfo full = video_info(GST_VIDEO_FORMAT_NV12, 40, 30);
+  const GstVideoInfo caps = video_info(GST_VIDEO_FORMAT_NV12, 30, 20);
+  GstBuffer* frame = make_frame(full, 8);
+  gst_buffer_add_video_meta_full(frame, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_NV12, 40, 30, 2,
+                                 full.offset, full.stride);
+  GstVideoCropMeta* crop = gst_buffer_add_video_crop_meta(frame);
+  crop->x = 4;
+  crop->y = 2;
+  crop->width = 30;
+  crop->height = 20;
+  int metas = 0;
+  std::string error, copied_error;
+  GstSample* a =
+      run_one(caps, gst_buffer_ref(frame),
+              "cudaoverlap name=o " + backend_properties() + " kernel=convert", &metas, &error);
+  ASSERT_NE(a, nullptr) << error;
+  EXPECT_EQ(metas, 1);
+  EXPECT_EQ(gst_buffer_get_video_crop_meta(gst_sample_get_buffer(a)), nullptr);
+  // The same window cut out by crop-*.
+  GstBuffer* plain = gst_buffer_copy_deep(frame);
+  gst_buffer_remove_meta(plain, &gst_buffer_get_video_crop_meta(plain)->meta);
+  GstSample* b = run_one(full, plain,
+                         "cudaoverlap name=o " + backend_properties() +
+                             " kernel=scale crop-left=4 crop-right=6 crop-top=2 crop-bottom=8",
+                         &metas, &copied_error);
+  ASSERT_NE(b, nullptr) << copied_error;
+  EXPECT_EQ(compare_samples(a, b), "");
+  gst_sample_unref(a);
+  gst_sample_unref(b);
+  gst_buffer_unref(frame);
 }
 
 // A crop meta that splits NV12's chroma pairs, or reaches past the picture,

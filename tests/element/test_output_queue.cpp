@@ -191,6 +191,29 @@ TEST_F(OutputQueueTest, SetFlushingWakesAWaitingPopAndWaitEmpty) {
   EXPECT_FALSE(empty.get());
 }
 
+// Frames passed through hold no slot: wait_room() holds the streaming
+// thread while `most` frames wait, lets it go when the task takes one, and
+// at once when the queue flushes.
+TEST_F(OutputQueueTest, WaitRoomHoldsWhileMostFramesWaitAndFlushingFreesIt) {
+  const uint64_t epoch = queue_.restart();
+  EXPECT_TRUE(queue_.wait_room(2));
+  queue_.push_frame(frame(0), epoch);
+  queue_.push_frame(frame(1), epoch);
+  auto room = std::async(std::launch::async, [&] { return queue_.wait_room(2); });
+  EXPECT_EQ(room.wait_for(50ms), std::future_status::timeout) << "room with 2 of 2 waiting";
+  OutputItem item;
+  ASSERT_TRUE(queue_.pop(&item));
+  ASSERT_EQ(room.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(room.get());
+  queue_.done(GST_FLOW_OK);
+  queue_.push_frame(frame(2), epoch);
+  auto held = std::async(std::launch::async, [&] { return queue_.wait_room(2); });
+  EXPECT_EQ(held.wait_for(50ms), std::future_status::timeout);
+  queue_.set_flushing();
+  ASSERT_EQ(held.wait_for(2s), std::future_status::ready);
+  EXPECT_FALSE(held.get());
+}
+
 TEST_F(OutputQueueTest, WaitEmptyReturnsOnceTheLastItemWasPushed) {
   const uint64_t epoch = queue_.restart();
   queue_.push_frame(frame(0), epoch);

@@ -9,8 +9,11 @@
 #include <gst/video/navigation.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -77,9 +80,10 @@ std::string compare_scaled(GstVideoInfo in, GstBuffer* input, GstVideoInfo out, 
 }
 
 // The next frame from `pipeline`: checks it is `w`x`h` and the reference
-// of `method` on `input` (of `in`). False when none came.
+// of `method` on `input` (of `in`). False when none came. `memory`, where
+// given, gets the output's first memory (for comparing, not held).
 bool pull_and_check(AppPipeline& pipeline, const GstVideoInfo& in, GstBuffer* input, int method,
-                    int w, int h) {
+                    int w, int h, GstMemory** memory = nullptr) {
   GstSample* sample = pipeline.pull();
   if (sample == nullptr) {
     ADD_FAILURE() << "no frame; error: " << pipeline.error();
@@ -90,6 +94,7 @@ bool pull_and_check(AppPipeline& pipeline, const GstVideoInfo& in, GstBuffer* in
   EXPECT_EQ(size_text(GST_VIDEO_INFO_WIDTH(&out), GST_VIDEO_INFO_HEIGHT(&out)), size_text(w, h));
   EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&out), GST_VIDEO_INFO_FORMAT(&in));
   GstBuffer* output = gst_sample_get_buffer(sample);
+  if (memory) *memory = gst_buffer_peek_memory(output, 0);
   EXPECT_EQ(GST_BUFFER_PTS(output), GST_BUFFER_PTS(input));
   EXPECT_EQ(compare_scaled(in, input, out, output, method), "");
   gst_sample_unref(sample);
@@ -338,6 +343,83 @@ TEST(Scale, AtTheSameCapsBuffersPassThrough) {
   }
 }
 
+// Passing through keeps upstream held back as the ring would: with
+// ring-size=2 and appsink taking nothing, only a few of 20 frames get
+// into the element; all come out, in order, once appsink takes them.
+TEST(Passthrough, HoldsUpstreamBackLikeARing) {
+  SKIP_WITHOUT_BACKEND();
+  const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 24);
+  AppPipeline pipeline(info, "kernel=convert ring-size=2");
+  ASSERT_TRUE(pipeline.ok());
+  GstElement* overlap = pipeline.overlap();
+  GstPad* pad = gst_element_get_static_pad(overlap, "sink");
+  static std::atomic<int> entered;
+  entered = 0;
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad*, GstPadProbeInfo*, gpointer) {
+        ++entered;
+        return GST_PAD_PROBE_OK;
+      },
+      nullptr, nullptr);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(GST_ELEMENT_PARENT(overlap)), "sink");
+  g_object_set(sink, "max-buffers", 1u, nullptr);
+  for (uint64_t i = 0; i < 20; ++i) pipeline.push(make_frame(info, 3, i));
+  pipeline.end();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE(entered.load(), 6) << "frames passed through without a bound";
+  for (uint64_t i = 0; i < 20; ++i) {
+    GstSample* sample = pipeline.pull();
+    ASSERT_NE(sample, nullptr) << "frame " << i << ": " << pipeline.error();
+    EXPECT_EQ(GST_BUFFER_PTS(gst_sample_get_buffer(sample)), i * (GST_SECOND / 30));
+    gst_sample_unref(sample);
+  }
+  gst_object_unref(sink);
+  gst_object_unref(pad);
+  gst_object_unref(overlap);
+}
+
+// While passing through, ALLOCATION is downstream's to answer (appsink
+// proposes nothing, so the query fails, as it would with no element
+// between); converting, it is ours (a pool, and crop meta taken).
+TEST(Passthrough, AllocationIsDownstreamsAnswer) {
+  SKIP_WITHOUT_BACKEND();
+  for (const char* format : {"RGBA", "BGRx"}) {
+    SCOPED_TRACE(format);
+    const std::string description =
+        "appsrc name=src format=time caps=video/x-raw,format=RGBA,width=32,height=24,"
+        "framerate=30/1 ! cudaoverlap " +
+        backend_properties() + " kernel=convert ! video/x-raw,format=" + format +
+        " ! appsink name=sink sync=false";
+    GstElement* pipeline = gst_parse_launch(description.c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    const GstVideoInfo info = video_info(GST_VIDEO_FORMAT_RGBA, 32, 24);
+    gst_app_src_push_buffer(GST_APP_SRC(src), make_frame(info, 1));
+    // A frame out: the element has taken the caps.
+    GstSample* sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+    ASSERT_NE(sample, nullptr);
+    gst_sample_unref(sample);
+    GstPad* pad = gst_element_get_static_pad(src, "src");
+    GstCaps* caps = caps_of(info);
+    GstQuery* query = gst_query_new_allocation(caps, TRUE);
+    const bool answered = gst_pad_peer_query(pad, query);
+    const bool ours = std::string(format) == "BGRx";
+    EXPECT_EQ(answered, ours);
+    EXPECT_EQ(gst_query_find_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, nullptr), ours);
+    EXPECT_EQ(gst_query_get_n_allocation_pools(query) > 0, ours);
+    gst_query_unref(query);
+    gst_caps_unref(caps);
+    gst_object_unref(pad);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(src);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+}
+
 // Input caps going between downstream's size (passed through) and another
 // (scaled), three frames each pushed before any is pulled: every frame
 // comes out in order, the reference of its own input, those at the same
@@ -419,6 +501,7 @@ TEST(Scale, FollowsDownstreamsNewSize) {
   GstElement* filter = pipeline.element("filter");
   ASSERT_NE(filter, nullptr);
   uint64_t index = 0;
+  GstMemory* memory = nullptr;  // the last output's first memory (not held)
   for (auto [w, h] : {std::pair{160, 120}, {80, 60}, {320, 240}, {160, 120}}) {
     SCOPED_TRACE(size_text(w, h));
     GstCaps* caps = gst_caps_new_simple("video/x-raw", "width", G_TYPE_INT, w, "height", G_TYPE_INT,
@@ -428,9 +511,11 @@ TEST(Scale, FollowsDownstreamsNewSize) {
     for (int i = 0; i < 2; ++i, ++index) {
       GstBuffer* input = make_frame(info, 700 + static_cast<uint32_t>(index), index);
       pipeline.push(gst_buffer_ref(input));
-      const bool pulled = pull_and_check(pipeline, info, input, 1, w, h);
+      const bool pulled = pull_and_check(pipeline, info, input, 1, w, h, &memory);
+      const bool same = memory == gst_buffer_peek_memory(input, 0);
       gst_buffer_unref(input);
       ASSERT_TRUE(pulled);
+      EXPECT_EQ(same, w == 320) << "passed through only at the input's size";
     }
   }
   gst_object_unref(filter);
