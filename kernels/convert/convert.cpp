@@ -424,7 +424,7 @@ const OperationEntry& convert_entry() {
   static const OperationEntry entry{
       "convert",
       "Convert: to the format and size downstream asks for, with the caps' colorimetry "
-      "(BT.601/BT.709, full/limited range) as videoconvert converts and scaled as videoscale "
+      "(matrix, range, chroma siting) as videoconvert converts and scaled as videoscale "
       "scales; e.g. cudaoverlap kernel=convert ! video/x-raw,format=NV12,width=1280,height=720",
       true, resize_params(), [](const KernelParams& p) -> std::shared_ptr<const Operation> {
         return std::make_shared<ConvertOperation>(p.convert, p.values, p.sizes);

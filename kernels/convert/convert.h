@@ -2,7 +2,7 @@
 // formats (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, NV12, NV21,
 // I420, NV16, Y42B, YUY2, UYVY, Y444; P010_10LE, I420_10LE, GRAY16_LE) at
 // the same size, following the
-// YUV side's colorimetry (BT.601 or BT.709 matrix, limited or full range)
+// YUV side's colorimetry (any matrix, by its Kr and Kb; limited or full range)
 // the way videoconvert 1.22 (dither=none) does, path by path:
 //
 // - RGB to RGB moves bytes: the alpha or padding byte goes with the pixel
