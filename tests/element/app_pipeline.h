@@ -100,6 +100,24 @@ class AppPipeline {
   GstElement* sink_ = nullptr;
 };
 
+// The error one frame, `input` (taken), through an AppPipeline with
+// `element_properties` ends in; empty, with a test failure, where a frame
+// came out instead.
+inline std::string refusal(const GstVideoInfo& info, const std::string& element_properties,
+                           GstBuffer* input) {
+  AppPipeline pipeline(info, element_properties);
+  if (!pipeline.ok()) {
+    gst_buffer_unref(input);
+    return {};
+  }
+  pipeline.push(input);
+  pipeline.end();
+  GstSample* sample = pipeline.pull();
+  EXPECT_EQ(sample, nullptr) << element_properties << ": a frame came out";
+  if (sample) gst_sample_unref(sample);
+  return pipeline.error();
+}
+
 // One frame, `input` (taken), through an AppPipeline with each of two
 // element properties: both samples (the caller's), null where a pipeline
 // made none, with a test failure naming its error.
