@@ -13,10 +13,9 @@ int groups(int size, int shift) { return (size + (1 << shift) - 1) >> shift; }
 
 }  // namespace
 
-BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, uint32_t argb,
-                       const Colorimetry& colorimetry) {
-  // The colour as two by two pixels of the output format (every group
-  // spans at most two pixels each way), converted as convert would.
+BorderColour border_colour(PixelFormat format, uint32_t argb, const Colorimetry& colorimetry) {
+  // The colour as two by two pixels of the format (every group spans at
+  // most two pixels each way), converted as convert would.
   uint8_t rgba[2 * 2 * 4];
   for (int i = 0; i < 4; ++i) {
     rgba[4 * i + 0] = static_cast<uint8_t>(argb >> 16);
@@ -29,14 +28,21 @@ BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, uint32_t ar
   from.width = from.height = 2;
   from.planes[0] = {rgba, 8};
   size_t bytes = 0;
-  aligned_image(out.format, 2, 2, 16, nullptr, &bytes);
+  aligned_image(format, 2, 2, 16, nullptr, &bytes);
   std::vector<uint8_t> storage(bytes);
-  const ImageRef colour = aligned_image(out.format, 2, 2, 16, storage.data(), &bytes);
+  const ImageRef image = aligned_image(format, 2, 2, 16, storage.data(), &bytes);
   ConvertParams params;
   params.out = colorimetry;
-  if (!convert_check(from, colour, params).empty()) params.out.rgb_limited = false;
-  convert_reference(from, colour, params);
+  if (!convert_check(from, image, params).empty()) params.out.rgb_limited = false;
+  convert_reference(from, image, params);
+  BorderColour colour;
+  const FormatInfo& info = format_info(format);
+  for (int p = 0; p < info.n_planes; ++p)
+    std::memcpy(colour.pattern[p], image.planes[p].data, static_cast<size_t>(info.pixel_bytes[p]));
+  return colour;
+}
 
+BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, const BorderColour& colour) {
   BorderFill fill;
   const FormatInfo& info = format_info(out.format);
   fill.n_planes = info.n_planes;
@@ -52,7 +58,7 @@ BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, uint32_t ar
     f.x1 = groups(sizes.dest_x + sizes.picture_width(), xs) * f.unit_bytes;
     f.y0 = sizes.dest_y >> ys;
     f.y1 = groups(sizes.dest_y + sizes.picture_height(), ys);
-    std::memcpy(f.pattern, colour.planes[p].data, static_cast<size_t>(f.unit_bytes));
+    std::memcpy(f.pattern, colour.pattern[p], static_cast<size_t>(f.unit_bytes));
   }
   return fill;
 }

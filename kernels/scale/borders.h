@@ -31,11 +31,19 @@ struct BorderFill {
   Plane plane[kMaxPlanes];
 };
 
+// A colour as one format stores it: per plane, the bytes of one group of
+// pixels.
+struct BorderColour {
+  uint8_t pattern[kMaxPlanes][16] = {};
+};
+
+// `argb` (0xAARRGGBB, full-range RGB) as `format` with `colorimetry`
+// stores it (convert's arithmetic); made once per caps, not per frame.
+BorderColour border_colour(PixelFormat format, uint32_t argb, const Colorimetry& colorimetry);
+
 // `out`'s border around the picture at `sizes`' dest_* (FrameSizes), in
-// `argb` (0xAARRGGBB, full-range RGB) as `out`'s format with `colorimetry`
-// stores it (convert's arithmetic).
-BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, uint32_t argb,
-                       const Colorimetry& colorimetry);
+// `colour` (made for `out`'s format).
+BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, const BorderColour& colour);
 
 void fill_borders_reference(const BorderFill& fill);
 void fill_borders_cuda(const BorderFill& fill, CUstream_st* stream);

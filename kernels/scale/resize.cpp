@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/error.h"
 #include "kernels/flip/flip.h"
-#include "kernels/scale/borders.h"
 #include "kernels/scale/scale_taps.h"
 
 namespace cudaoverlap {
@@ -26,6 +26,9 @@ Resize::Resize(const ParamValues& values, const FrameSizes& sizes, const Colorim
     border_argb_ = static_cast<uint32_t>(values.number("border-color"));
   if (values.has("video-direction")) direction_ = values.choice<FlipDirection>("video-direction");
   if (!sizes_.known() || window_width() < 1 || window_height() < 1) return;
+  if (sizes_.has_borders())
+    for (PixelFormat f : all_pixel_formats())
+      if (!is_bayer(f)) colours_.emplace_back(f, border_colour(f, border_argb_, colorimetry_));
   scales_ = window_width() != upright_width() || window_height() != upright_height();
   active_ = scales_ || crop_.any() || sizes_.has_borders() || turns();
   if (scales_) {
@@ -113,15 +116,21 @@ ImageRef Resize::picture(const ImageRef& out) const {
   return w;
 }
 
+const BorderColour& Resize::colour_for(PixelFormat format) const {
+  for (const auto& [f, colour] : colours_)
+    if (f == format) return colour;
+  throw Error(std::string("no border colour for ") + format_info(format).name);
+}
+
 void Resize::fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const {
   if (sizes_.has_borders())
-    CO_CUDA_ONLY(::cudaoverlap::fill_borders_cuda(
-        border_fill(out, sizes_, border_argb_, colorimetry_), stream));
+    CO_CUDA_ONLY(
+        ::cudaoverlap::fill_borders_cuda(border_fill(out, sizes_, colour_for(out.format)), stream));
 }
 
 void Resize::fill_borders_reference(const ImageRef& out) const {
   if (sizes_.has_borders())
-    ::cudaoverlap::fill_borders_reference(border_fill(out, sizes_, border_argb_, colorimetry_));
+    ::cudaoverlap::fill_borders_reference(border_fill(out, sizes_, colour_for(out.format)));
 }
 
 bool Resize::can_turn(PixelFormat format) const {

@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernel_params.h"
 #include "kernels/operation.h"
+#include "kernels/scale/borders.h"
 #include "kernels/scale/scale_image.h"
 
 namespace cudaoverlap {
@@ -92,6 +94,9 @@ class Resize {
   Crop crop_;
   uint32_t border_argb_ = 0xff000000;
   Colorimetry colorimetry_;
+  // With borders: the border colour in every format it may meet.
+  std::vector<std::pair<PixelFormat, BorderColour>> colours_;
+  const BorderColour& colour_for(PixelFormat format) const;
   FlipDirection direction_ = FlipDirection::kIdentity;
   bool active_ = false;
   bool scales_ = false;
