@@ -282,7 +282,7 @@ constexpr size_t kBetweenAlign = 256;
 
 ConvertOperation::ConvertOperation(const ConvertParams& params, const ParamValues& values,
                                    const FrameSizes& sizes)
-    : Operation(values), params_(params), resize_(values, sizes, params.out) {
+    : ResizingOperation(values, sizes, params.out), params_(params) {
   workspace_bytes_ = resize_.workspace_bytes();
   if (!resize_.scales()) return;
   // Room for the frame between the steps in the largest format, at the

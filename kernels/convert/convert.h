@@ -75,7 +75,7 @@ constexpr int kConvertBandHalo = 4;
 // then scaled, when it grows (and always for a Bayer mosaic, which is
 // debayered first). Between the two steps the frame waits in the
 // workspace, which the engine's one compute stream runs frame after frame.
-class ConvertOperation final : public Operation {
+class ConvertOperation final : public ResizingOperation {
  public:
   // `values`: its declared parameters (method); `sizes` from the caps,
   // unset where the size stays.
@@ -84,14 +84,6 @@ class ConvertOperation final : public Operation {
   const char* name() const override { return "convert"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
   bool format_from_downstream() const override { return true; }
-  bool size_from_downstream() const override { return true; }
-  Crop crop() const override { return resize_.crop(); }
-  FrameSizes sizes() const override { return resize_.sizes(); }
-  bool passes_through_same_caps() const override {
-    return !resize_.crop().any() && !resize_.turns();
-  }
-  bool swaps_axes() const override { return flip_swaps_size(resize_.direction()); }
-  FlipDirection orientation() const override { return resize_.direction(); }
   size_t workspace_bytes() const override { return workspace_bytes_; }
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void prepare_reference(const Workspace& workspace) const override;
@@ -121,7 +113,6 @@ class ConvertOperation final : public Operation {
                    bool* scale_first) const;
 
   ConvertParams params_;
-  Resize resize_;
   size_t between_at_ = 0;
   size_t workspace_bytes_ = 0;
 };

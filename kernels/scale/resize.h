@@ -105,6 +105,27 @@ class Resize {
   size_t workspace_bytes_ = 0;
 };
 
+// What scale and convert answer alike, from their Resize: the size is
+// downstream's, the crop and the turn are the parameters', and with none
+// of them at equal caps the frame passes through.
+class ResizingOperation : public Operation {
+ public:
+  ResizingOperation(const ParamValues& values, const FrameSizes& sizes,
+                    const Colorimetry& colorimetry)
+      : Operation(values), resize_(values, sizes, colorimetry) {}
+  bool size_from_downstream() const override { return true; }
+  Crop crop() const override { return resize_.crop(); }
+  FrameSizes sizes() const override { return resize_.sizes(); }
+  bool passes_through_same_caps() const override {
+    return !resize_.crop().any() && !resize_.turns();
+  }
+  bool swaps_axes() const override { return flip_swaps_size(resize_.direction()); }
+  FlipDirection orientation() const override { return resize_.direction(); }
+
+ protected:
+  Resize resize_;
+};
+
 // The parameters scale and convert declare for it: method, crop-left,
 // crop-right, crop-top, crop-bottom, add-borders, border-color and
 // video-direction.

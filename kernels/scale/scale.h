@@ -13,23 +13,15 @@
 
 namespace cudaoverlap {
 
-class ScaleOperation final : public Operation {
+class ScaleOperation final : public ResizingOperation {
  public:
   // `sizes` from the caps; unset (zero), the output is the input's size.
   // `colorimetry`: the output's, for the border's colour.
   ScaleOperation(const ParamValues& values, const FrameSizes& sizes,
                  const Colorimetry& colorimetry = {})
-      : Operation(values), resize_(values, sizes, colorimetry) {}
+      : ResizingOperation(values, sizes, colorimetry) {}
   const char* name() const override { return "scale"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
-  bool size_from_downstream() const override { return true; }
-  Crop crop() const override { return resize_.crop(); }
-  FrameSizes sizes() const override { return resize_.sizes(); }
-  bool passes_through_same_caps() const override {
-    return !resize_.crop().any() && !resize_.turns();
-  }
-  bool swaps_axes() const override { return flip_swaps_size(resize_.direction()); }
-  FlipDirection orientation() const override { return resize_.direction(); }
   // Vertical taps mix rows, and turns other than a mirror across move
   // them; cropping and horizontal scaling keep them apart (a crop of odd
   // rows swaps the fields' order, as videocrop's).
@@ -43,9 +35,6 @@ class ScaleOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
-
- private:
-  Resize resize_;
 };
 
 // Its registry entry (operation_entry.h).
