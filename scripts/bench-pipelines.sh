@@ -41,7 +41,9 @@
 #   scale   (only when asked) NV12 4K -> 1080p and 1080p -> 4K: kernel=scale
 #           bilinear and lanczos, kernel=convert to RGBA (bilinear),
 #           cudaupload ! cudascale ! cudadownload,
-#           videoscale n-threads=<cores>
+#           videoscale n-threads=<cores>; to RGBA: kernel=convert,
+#           cudaupload ! cudaconvertscale ! cudadownload,
+#           videoconvertscale n-threads=<cores>
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -354,6 +356,17 @@ for size in "${size_list[@]}"; do
     fi
     measure scale "$size" "videoscale n-threads=$cores" $nv12 $scaled \
       "$src ! $freeze ! videoscale n-threads=$cores ! $out ! $sink"
+    # Scaled and converted to RGBA in one element, as kernel=convert does.
+    if have cudaupload && have cudaconvertscale && have cudadownload; then
+      measure scale "$size" "cudaupload ! cudaconvertscale ! cudadownload -> RGBA" $nv12 \
+        $((to_w * to_h * 4)) \
+        "$src ! $freeze ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudaconvertscale ! video/x-raw(memory:CUDAMemory),width=$to_w,height=$to_h,format=RGBA ! cudadownload ! video/x-raw ! $sink"
+    else
+      echo "scale    $size cudaupload ! cudaconvertscale ! cudadownload: not available (nvcodec)"
+    fi
+    measure scale "$size" "videoconvertscale n-threads=$cores -> RGBA" $nv12 \
+      $((to_w * to_h * 4)) \
+      "$src ! $freeze ! videoconvertscale n-threads=$cores dither=none ! $out,format=RGBA ! $sink"
   fi
 
   # Several GPUs: each device alone, then all of them together in one

@@ -21,11 +21,18 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   a.taps = axis.taps;
   a.in_size = axis.in_size;
   a.out_size = axis.out_size;
-  if (axis.taps > 1)
-    for (int y = 0; y < axis.out_size; y += kScaleBlockRows) {
-      const int last = std::min(y + kScaleBlockRows, axis.out_size) - 1;
-      a.block_rows = std::max(a.block_rows, axis.first[last] + axis.taps - axis.first[y]);
+  auto reach = [&axis](int rows) {
+    int most = 0;
+    for (int y = 0; y < axis.out_size; y += rows) {
+      const int last = std::min(y + rows, axis.out_size) - 1;
+      most = std::max(most, axis.first[last] + axis.taps - axis.first[y]);
     }
+    return most;
+  };
+  if (axis.taps > 1) {
+    a.block_rows = reach(kScaleBlockRows);
+    a.tall_rows = reach(kScaleTallRows);
+  }
   std::vector<uint8_t>& bytes = tables->bytes;
   auto put = [&bytes](const void* data, size_t n) {
     const size_t at = (bytes.size() + 15) / 16 * 16;  // aligned for the device's loads
@@ -35,6 +42,16 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   };
   a.first_at = put(axis.first.data(), axis.first.size() * sizeof(int32_t));
   a.weight_at = put(axis.weight.data(), axis.weight.size() * sizeof(int16_t));
+  // The same taps as the CUDA kernel reads them: neighbouring outputs'
+  // taps side by side, the edge already clamped.
+  std::vector<int32_t> taps(axis.weight.size() * 2);
+  for (int o = 0; o < axis.out_size; ++o)
+    for (int i = 0; i < axis.taps; ++i) {
+      const size_t at = (static_cast<size_t>(i) * axis.out_size + o) * 2;
+      taps[at] = std::clamp(axis.first[o] + i, 0, axis.in_size - 1);
+      taps[at + 1] = axis.weight[static_cast<size_t>(o) * axis.taps + i];
+    }
+  a.tap_at = put(taps.data(), taps.size() * sizeof(int32_t));
 }
 
 ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspace) {
@@ -42,6 +59,7 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   ScaleAxisView v;
   v.first = reinterpret_cast<const int32_t*>(workspace + a.first_at);
   v.weight = reinterpret_cast<const int16_t*>(workspace + a.weight_at);
+  v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
   v.taps = a.taps;
   v.in_size = a.in_size;
   return v;

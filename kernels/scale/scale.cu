@@ -1,6 +1,6 @@
 // The CUDA half of `scale` (scale.h). A thread makes one output pixel of a
-// group (through shared memory where a block's input rows fit, else
-// directly): the components that share a plane, a sample step and a grid (all
+// group, or a column of four (through shared memory where a block's input
+// rows fit, else directly): the components that share a plane, a sample step and a grid (all
 // of RGBA; NV12's interleaved U and V; YUY2's luma, then its chroma), so a
 // tap's samples come in one load and the input is read once per plane, not
 // once per component. The arithmetic is scale_math.h's, sample for sample;
@@ -32,31 +32,47 @@ struct ScaleGroup {
 
 template <int kBytes>
 __device__ __forceinline__ int sample(const uint8_t* p, int shift, int mask) {
-  if (kBytes == 1) return *p;
-  return ((p[0] | (p[1] << 8)) >> shift) & mask;
+  if (kBytes == 1) return __ldg(p);
+  return ((__ldg(p) | (__ldg(p + 1) << 8)) >> shift) & mask;
 }
 
-// Output x's rounded sums along x of the input row at `line`, for each of
-// the kN components (scale_math.h's row sums).
+// One tap along x of one output column, as the tables hold them for the
+// GPU ([tap][column]): its input sample, the edge clamped in, and weight.
+struct XTap {
+  int index;
+  int weight;
+};
+
+// Output column xs's first tap; the next is kStride further.
+__device__ __forceinline__ const XTap* x_taps(const ScaleComponent& c, int xs) {
+  return reinterpret_cast<const XTap*>(c.x.tap) + xs;
+}
+
+// The rounded sums along x of the input row at `line` for the column whose
+// taps start at `taps`, for each of the kN components (scale_math.h's row
+// sums). kWord: the four bytes of a 4-byte pixel, component k the pixel's
+// byte k, whatever it holds.
 template <int kN, int kBytes, bool kWord>
-__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* line, int xs, int mask,
-                                         int h[kN]) {
+__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* __restrict__ line,
+                                         const XTap* __restrict__ taps, int mask, int h[kN]) {
   constexpr int kHalf = 1 << (kScaleWeightBits - 1);
   const ScaleComponent& c = g.c;
-  const int x0 = c.x.first[xs];
-  const int16_t* wx = c.x.weight + static_cast<size_t>(xs) * c.x.taps;
 #pragma unroll
   for (int k = 0; k < kN; ++k) h[k] = 0;
+#pragma unroll 4
   for (int i = 0; i < c.x.taps; ++i) {
-    const int w = wx[i];
-    const uint8_t* p = line + scale_clamp(x0 + i, 0, c.x.in_size - 1) * c.pixel_stride;
+    const int2 t2 =
+        __ldg(reinterpret_cast<const int2*>(taps + static_cast<size_t>(i) * c.out_width));
+    const XTap t{t2.x, t2.y};
+    const uint8_t* p = line + t.index * (kWord ? 4 : c.pixel_stride);
     if (kWord) {
-      const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
+      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(p));
 #pragma unroll
-      for (int k = 0; k < kN; ++k) h[k] += w * static_cast<int>((v >> (8 * g.offset[k])) & 0xFF);
+      for (int k = 0; k < kN; ++k) h[k] += t.weight * static_cast<int>((v >> (8 * k)) & 0xFF);
     } else {
 #pragma unroll
-      for (int k = 0; k < kN; ++k) h[k] += w * sample<kBytes>(p + g.offset[k], c.shift, mask);
+      for (int k = 0; k < kN; ++k)
+        h[k] += t.weight * sample<kBytes>(p + g.offset[k], c.shift, mask);
     }
   }
 #pragma unroll
@@ -64,7 +80,8 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* lin
 }
 
 // Rounds and clamps the vertical sums and writes output pixel (x, y): one
-// word for whole 4-byte pixels, else sample by sample, and the padding.
+// word for whole 4-byte pixels (component k its byte k), else sample by
+// sample; and the padding.
 template <int kN, int kBytes, bool kWord, typename Acc>
 __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mask,
                                       const Acc sum[kN]) {
@@ -78,7 +95,7 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
     const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
     const int v = r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r));
     if (kWord) {
-      word |= static_cast<uint32_t>(v) << (8 * g.offset[k]);
+      word |= static_cast<uint32_t>(v) << (8 * k);
     } else if (kBytes == 1) {
       d[g.offset[k]] = static_cast<uint8_t>(v);
     } else {
@@ -88,127 +105,159 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
     }
   }
   if (kWord) {
-    if (g.fill_offset >= 0) word |= static_cast<uint32_t>(g.fill) << (8 * g.fill_offset);
-    *reinterpret_cast<uint32_t*>(d) = word;  // the group covers all four bytes
+    if (g.fill_offset >= 0) {
+      const int at = 8 * g.fill_offset;
+      word = (word & ~(0xFFu << at)) | (static_cast<uint32_t>(g.fill) << at);
+    }
+    *reinterpret_cast<uint32_t*>(d) = word;
   } else if (g.fill_offset >= 0) {
     d[g.fill_offset] = static_cast<uint8_t>(g.fill);
   }
 }
 
 // kN components of kBytes-byte samples; kWide: vertical sums in 64 bits
-// (16-bit samples); kWord: 4-byte pixels loaded and stored as one word.
-template <int kN, int kBytes, bool kWide, bool kWord>
+// (16-bit samples); kWord: 4-byte pixels loaded and stored as one word
+// (kN 4). A block makes 32 x (8 * kRows) outputs, kRows a thread, each
+// from the input rows its taps along y reach.
+template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
   const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
-  const int y = blockIdx.y * kBlockY + threadIdx.y;
-  if (x >= c.out_samples || y >= c.out_rows) return;
+  if (x >= c.out_samples) return;
+  const XTap* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
   const int mask = (1 << c.depth) - 1;
-  const int xs = x < c.out_width ? x : c.out_width - 1;
-  const int y0 = c.y.first[y];
-  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
   using Acc = typename std::conditional<kWide, long long, int>::type;
-  Acc sum[kN];
 #pragma unroll
-  for (int k = 0; k < kN; ++k) sum[k] = 0;
-  for (int j = 0; j < c.y.taps; ++j) {
-    const int wj = wy[j];
-    if (wj == 0) continue;
-    const uint8_t* line =
-        c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
-    int h[kN];
-    row_sums<kN, kBytes, kWord>(g, line, xs, mask, h);
+  for (int row = 0; row < kRows; ++row) {
+    const int y = blockIdx.y * (kBlockY * kRows) + threadIdx.y + row * kBlockY;
+    if (y >= c.out_rows) return;
+    const int y0 = c.y.first[y];
+    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+    Acc sum[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * h[k];
+    for (int k = 0; k < kN; ++k) sum[k] = 0;
+    for (int j = 0; j < c.y.taps; ++j) {
+      const int wj = wy[j];
+      if (wj == 0) continue;
+      const uint8_t* line =
+          c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
+      int h[kN];
+      row_sums<kN, kBytes, kWord>(g, line, taps, mask, h);
+#pragma unroll
+      for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * h[k];
+    }
+    store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
   }
-  store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
 }
 
-// The same in two passes through shared memory: the block's 32 x 8
-// outputs need input rows [first_y of its top row, first_y of its bottom
-// row + taps); each of those rows is filtered along x once for the block's
-// 32 columns (the rounded row sums of scale_math.h), then each output sums
-// its own rows' values. A tap is then read once per block row instead of
-// once per output row, which is what makes multi-tap methods affordable.
-template <int kN, int kBytes, bool kWide, bool kWord>
+// The same in two passes through shared memory: the block's 32 x (8 *
+// kRows) outputs need input rows [first_y of its top row, first_y of its
+// bottom row + taps); each of those rows is filtered along x once for the
+// block's 32 columns (the rounded row sums of scale_math.h), then each
+// output sums its own rows' values. A tap is then read once per block row
+// instead of once per output row, which is what makes multi-tap methods
+// affordable; kRows output rows a thread spread the block's fixed costs
+// (its tables, the barriers) over more outputs.
+template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
   extern __shared__ int row_sums_of[];  // [row][component][column]
   const ScaleComponent& c = g.c;
   const int mask = (1 << c.depth) - 1;
   const int bx = blockIdx.x * kBlockX;
-  const int by = blockIdx.y * kBlockY;
-  const int last = min(by + kBlockY, c.out_rows) - 1;
+  const int by = blockIdx.y * (kBlockY * kRows);
+  const int last = min(by + kBlockY * kRows, c.out_rows) - 1;
   const int r_first = c.y.first[by];
   const int r_count = c.y.first[last] + c.y.taps - r_first;
-  const int tid = threadIdx.y * kBlockX + threadIdx.x;
-  for (int item = tid; item < r_count * kBlockX; item += kBlockX * kBlockY) {
-    const int r = item / kBlockX;
-    const int tx = item - r * kBlockX;
-    const int x = min(bx + tx, c.out_samples - 1);
+  // A thread filters the rows of one column.
+  const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
+  const XTap* taps = x_taps(c, xc < c.out_width ? xc : c.out_width - 1);
+  for (int r = threadIdx.y; r < r_count; r += kBlockY) {
     const uint8_t* line =
         c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
     int h[kN];
-    row_sums<kN, kBytes, kWord>(g, line, x < c.out_width ? x : c.out_width - 1, mask, h);
+    row_sums<kN, kBytes, kWord>(g, line, taps, mask, h);
 #pragma unroll
-    for (int k = 0; k < kN; ++k) row_sums_of[(r * kN + k) * kBlockX + tx] = h[k];
+    for (int k = 0; k < kN; ++k) row_sums_of[(r * kN + k) * kBlockX + threadIdx.x] = h[k];
   }
   __syncthreads();
   const int x = bx + threadIdx.x;
-  const int y = by + threadIdx.y;
-  if (x >= c.out_samples || y >= c.out_rows) return;
-  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
-  const int base = c.y.first[y] - r_first;
+  if (x >= c.out_samples) return;
   using Acc = typename std::conditional<kWide, long long, int>::type;
-  Acc sum[kN];
 #pragma unroll
-  for (int k = 0; k < kN; ++k) sum[k] = 0;
-  for (int j = 0; j < c.y.taps; ++j) {
-    const int wj = wy[j];
-    if (wj == 0) continue;
+  for (int row = 0; row < kRows; ++row) {
+    const int y = by + threadIdx.y + row * kBlockY;
+    if (y >= c.out_rows) return;
+    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+    const int base = c.y.first[y] - r_first;
+    Acc sum[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k)
-      sum[k] += static_cast<Acc>(wj) * row_sums_of[((base + j) * kN + k) * kBlockX + threadIdx.x];
+    for (int k = 0; k < kN; ++k) sum[k] = 0;
+    for (int j = 0; j < c.y.taps; ++j) {
+      const int wj = wy[j];
+      if (wj == 0) continue;
+#pragma unroll
+      for (int k = 0; k < kN; ++k)
+        sum[k] += static_cast<Acc>(wj) * row_sums_of[((base + j) * kN + k) * kBlockX + threadIdx.x];
+    }
+    store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
   }
-  store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
 }
 
-// Shared memory a tile may use: the default limit, with no opt-in.
+// Shared memory a block may use: the default limit, with no opt-in.
 constexpr size_t kTileBytes = 48 * 1024;
 
-// `tile_rows`: the most input rows a block of kBlockY output rows needs;
-// 0 where the direct kernel runs.
+// The rows a block's tile needs (ScaleTables::Axis), short and tall; 0
+// where the direct kernel runs.
+struct TileRows {
+  int short_rows = 0;
+  int tall_rows = 0;
+};
+
+// The tall tile where its rows fit in shared memory, else the short one,
+// else (one tap along y, or too many rows) the direct kernel; four rows a
+// thread where they can be.
 template <int kN, int kBytes, bool kWide, bool kWord>
-void launch(const ScaleGroup& g, int tile_rows, CUstream_st* stream) {
-  const dim3 grid((g.c.out_samples + kBlockX - 1) / kBlockX,
-                  (g.c.out_rows + kBlockY - 1) / kBlockY);
-  const size_t shared = static_cast<size_t>(tile_rows) * kN * kBlockX * sizeof(int);
-  if (tile_rows > 0 && shared <= kTileBytes)
-    scale_tile_kernel<kN, kBytes, kWide, kWord>
-        <<<grid, dim3(kBlockX, kBlockY), shared, stream>>>(g);
-  else
-    scale_group_kernel<kN, kBytes, kWide, kWord><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(g);
+void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
+  constexpr int kTall = kScaleTallRows / kBlockY;
+  const dim3 block(kBlockX, kBlockY);
+  const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
+  auto bytes = [](int tile_rows) {
+    return static_cast<size_t>(tile_rows) * kN * kBlockX * sizeof(int);
+  };
+  const dim3 tall(columns, (g.c.out_rows + kScaleTallRows - 1) / kScaleTallRows);
+  if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
+    scale_tile_kernel<kN, kBytes, kWide, kWord, kTall>
+        <<<tall, block, bytes(rows.tall_rows), stream>>>(g);
+  } else if (rows.short_rows > 0 && bytes(rows.short_rows) <= kTileBytes) {
+    const dim3 grid(columns, (g.c.out_rows + kBlockY - 1) / kBlockY);
+    scale_tile_kernel<kN, kBytes, kWide, kWord, 1>
+        <<<grid, block, bytes(rows.short_rows), stream>>>(g);
+  } else {
+    scale_group_kernel<kN, kBytes, kWide, kWord, kTall><<<tall, block, 0, stream>>>(g);
+  }
 }
 
 template <int kN>
-void launch_n(const ScaleGroup& g, bool word, int tile_rows, CUstream_st* stream) {
+void launch_n(const ScaleGroup& g, bool word, TileRows tile_rows, CUstream_st* stream) {
   if (g.c.sample_bytes == 2) {
     if (g.c.depth > 12)
       launch<kN, 2, true, false>(g, tile_rows, stream);
     else
       launch<kN, 2, false, false>(g, tile_rows, stream);
   } else if (word) {
-    if constexpr (kN >= 3) launch<kN, 1, false, true>(g, tile_rows, stream);
+    launch<4, 1, false, true>(g, tile_rows, stream);
   } else {
     launch<kN, 1, false, false>(g, tile_rows, stream);
   }
 }
 
 // The rows a block needs on the axis whose device starts are at `first`
-// (ScaleTables::Axis::block_rows, worked out with the tables).
-int tile_rows(const ScaleTables& tables, const uint8_t* workspace, const int32_t* first) {
+// (worked out with the tables).
+TileRows tile_rows(const ScaleTables& tables, const uint8_t* workspace, const int32_t* first) {
   for (const ScaleTables::Axis& a : tables.axes)
-    if (reinterpret_cast<const int32_t*>(workspace + a.first_at) == first) return a.block_rows;
-  return 0;
+    if (reinterpret_cast<const int32_t*>(workspace + a.first_at) == first)
+      return {a.block_rows, a.tall_rows};
+  return {};
 }
 
 bool same_group(const ScaleComponent& a, const ScaleComponent& b) {
@@ -251,7 +300,7 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
     const bool word = g.c.sample_bytes == 1 && g.c.pixel_stride == 4 &&
                       members + (g.fill_offset >= 0 ? 1 : 0) == 4 &&
                       aligned4(g.c.src, g.c.src_stride) && aligned4(g.c.dst, g.c.dst_stride);
-    const int rows = tile_rows(tables, workspace, g.c.y.first);
+    const TileRows rows = tile_rows(tables, workspace, g.c.y.first);
     switch (members) {
       case 1:
         launch_n<1>(g, false, rows, stream);

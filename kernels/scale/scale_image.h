@@ -21,21 +21,27 @@ namespace cudaoverlap {
 
 struct ScaleComponent;
 
+// Output rows a CUDA block of the scale kernels makes: a short tile, and a
+// tall one (four rows a thread) where its input rows fit in shared memory.
+constexpr int kScaleBlockRows = 8;
+constexpr int kScaleTallRows = 32;
+
 // The tables of one operation: each component grid's two axes, laid out as
 // the workspace holds them.
-// Output rows a CUDA block of the scale kernels makes.
-constexpr int kScaleBlockRows = 8;
 
 struct ScaleTables {
   struct Axis {
     int taps = 0;
     int in_size = 0;
     int out_size = 0;
-    // The most input rows any kScaleBlockRows consecutive outputs reach (a
-    // CUDA block's shared-memory rows); 0 with one tap.
+    // The most input rows any kScaleBlockRows (tall_rows: kScaleTallRows)
+    // consecutive outputs reach (a CUDA block's shared-memory rows); 0 with
+    // one tap.
     int block_rows = 0;
+    int tall_rows = 0;
     size_t first_at = 0;   // byte offset of its int32 starts
     size_t weight_at = 0;  // byte offset of its int16 weights
+    size_t tap_at = 0;     // byte offset of its [tap][output] (index, weight) int32 pairs
   };
   // [0] x and [1] y of the full grid (luma, RGB, 4:4:4 chroma); [2] x
   // and [3] y of a grid halved along that axis (subsampled chroma).
