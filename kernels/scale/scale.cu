@@ -1,11 +1,12 @@
-// The CUDA half of `scale` (scale.h). A thread makes one output pixel of a
-// group, or a column of four (through shared memory where a block's input
-// rows fit, else directly): the components that share a plane, a sample step and a grid (all
-// of RGBA; NV12's interleaved U and V; YUY2's luma, then its chroma), so a
-// tap's samples come in one load and the input is read once per plane, not
-// once per component. The arithmetic is scale_math.h's, sample for sample;
-// the vertical sums of samples up to 12 bits are taken in 32 bits, where
-// they cannot overflow, so the bytes are the CPU reference's.
+// The CUDA half of `scale` (scale.h). A thread makes four output pixels of
+// a group, rows 8 apart (through shared memory where a block's input rows
+// fit, else directly): the components that share a plane, a sample step
+// and a grid (all of RGBA; NV12's interleaved U and V; YUY2's luma, then
+// its chroma), so a tap's samples come in one load and the input is read
+// once per plane, not once per component. The arithmetic is
+// scale_math.h's, sample for sample; the vertical sums of samples up to 12
+// bits are taken in 32 bits, where they cannot overflow, so the bytes are
+// the CPU reference's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -43,41 +44,56 @@ struct XTap {
   int weight;
 };
 
-// Output column xs's first tap; the next is kStride further.
+// Output column xs's first tap; the next is out_width further.
 __device__ __forceinline__ const XTap* x_taps(const ScaleComponent& c, int xs) {
   return reinterpret_cast<const XTap*>(c.x.tap) + xs;
 }
 
-// The rounded sums along x of the input row at `line` for the column whose
-// taps start at `taps`, for each of the kN components (scale_math.h's row
-// sums). kWord: the four bytes of a 4-byte pixel, component k the pixel's
-// byte k, whatever it holds.
-template <int kN, int kBytes, bool kWord>
-__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* __restrict__ line,
-                                         const XTap* __restrict__ taps, int mask, int h[kN]) {
+// The rounded sums along x of the kQ input rows at `lines` for the column
+// whose taps start at `taps`, for each of the kN components (scale_math.h's
+// row sums): a tap is loaded once for all kQ rows. kWord: the four bytes of
+// a 4-byte pixel, component k the pixel's byte k, whatever it holds.
+template <int kN, int kBytes, bool kWord, int kQ>
+__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* const (&lines)[kQ],
+                                         const XTap* __restrict__ taps, int mask,
+                                         int (&h)[kQ][kN]) {
   constexpr int kHalf = 1 << (kScaleWeightBits - 1);
   const ScaleComponent& c = g.c;
 #pragma unroll
-  for (int k = 0; k < kN; ++k) h[k] = 0;
-#pragma unroll 4
-  for (int i = 0; i < c.x.taps; ++i) {
-    const int2 t2 =
-        __ldg(reinterpret_cast<const int2*>(taps + static_cast<size_t>(i) * c.out_width));
-    const XTap t{t2.x, t2.y};
-    const uint8_t* p = line + t.index * (kWord ? 4 : c.pixel_stride);
-    if (kWord) {
-      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(p));
+  for (int q = 0; q < kQ; ++q)
 #pragma unroll
-      for (int k = 0; k < kN; ++k) h[k] += t.weight * static_cast<int>((v >> (8 * k)) & 0xFF);
-    } else {
+    for (int k = 0; k < kN; ++k) h[q][k] = 0;
+  const int2* tap = reinterpret_cast<const int2*>(taps);
+#pragma unroll 2
+  for (int i = 0; i < c.x.taps; ++i, tap += c.out_width) {
+    const int2 t = __ldg(tap);
+    const int at = t.x * (kWord ? 4 : c.pixel_stride);
 #pragma unroll
-      for (int k = 0; k < kN; ++k)
-        h[k] += t.weight * sample<kBytes>(p + g.offset[k], c.shift, mask);
+    for (int q = 0; q < kQ; ++q) {
+      const uint8_t* p = lines[q] + at;
+      if (kWord) {
+        const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(p));
+#pragma unroll
+        for (int k = 0; k < kN; ++k) h[q][k] += t.y * static_cast<int>((v >> (8 * k)) & 0xFF);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kN; ++k)
+          h[q][k] += t.y * sample<kBytes>(p + g.offset[k], c.shift, mask);
+      }
     }
   }
 #pragma unroll
-  for (int k = 0; k < kN; ++k) h[k] = (h[k] + kHalf) >> kScaleWeightBits;
+  for (int q = 0; q < kQ; ++q)
+#pragma unroll
+    for (int k = 0; k < kN; ++k) h[q][k] = (h[q][k] + kHalf) >> kScaleWeightBits;
 }
+
+// The kN row sums of one input row and column as the tile holds them, side
+// by side, so one shared-memory access moves them all where kN is 2 or 4.
+template <int kN>
+struct alignas(kN == 4 ? 16 : (kN == 2 ? 8 : 4)) Sums {
+  int v[kN];
+};
 
 // Rounds and clamps the vertical sums and writes output pixel (x, y): one
 // word for whole 4-byte pixels (component k its byte k), else sample by
@@ -117,50 +133,57 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
 
 // kN components of kBytes-byte samples; kWide: vertical sums in 64 bits
 // (16-bit samples); kWord: 4-byte pixels loaded and stored as one word
-// (kN 4). A block makes 32 x (8 * kRows) outputs, kRows a thread, each
-// from the input rows its taps along y reach.
+// (kN 4). A block makes 32 x (8 * kRows) outputs, kRows a thread (rows 8
+// apart), each from the input rows its taps along y reach; a tap along x is
+// loaded once for the thread's kRows rows.
 template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
   const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   if (x >= c.out_samples) return;
+  const int top = blockIdx.y * (kBlockY * kRows) + threadIdx.y;
+  if (top >= c.out_rows) return;
   const XTap* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
   const int mask = (1 << c.depth) - 1;
   using Acc = typename std::conditional<kWide, long long, int>::type;
+  // Rows past the bottom repeat the last, and are not stored.
+  int y[kRows];
 #pragma unroll
-  for (int row = 0; row < kRows; ++row) {
-    const int y = blockIdx.y * (kBlockY * kRows) + threadIdx.y + row * kBlockY;
-    if (y >= c.out_rows) return;
-    const int y0 = c.y.first[y];
-    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
-    Acc sum[kN];
+  for (int q = 0; q < kRows; ++q) y[q] = min(top + q * kBlockY, c.out_rows - 1);
+  Acc sum[kRows][kN] = {};
+  for (int j = 0; j < c.y.taps; ++j) {
+    const uint8_t* lines[kRows];
+    int wj[kRows];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) sum[k] = 0;
-    for (int j = 0; j < c.y.taps; ++j) {
-      const int wj = wy[j];
-      if (wj == 0) continue;
-      const uint8_t* line =
-          c.src + static_cast<size_t>(scale_clamp(y0 + j, 0, c.y.in_size - 1)) * c.src_stride;
-      int h[kN];
-      row_sums<kN, kBytes, kWord>(g, line, taps, mask, h);
-#pragma unroll
-      for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * h[k];
+    for (int q = 0; q < kRows; ++q) {
+      wj[q] = c.y.weight[static_cast<size_t>(y[q]) * c.y.taps + j];
+      lines[q] = c.src + static_cast<size_t>(scale_clamp(c.y.first[y[q]] + j, 0, c.y.in_size - 1)) *
+                             c.src_stride;
     }
-    store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
+    int h[kRows][kN];
+    row_sums<kN, kBytes, kWord, kRows>(g, lines, taps, mask, h);
+#pragma unroll
+    for (int q = 0; q < kRows; ++q)
+#pragma unroll
+      for (int k = 0; k < kN; ++k) sum[q][k] += static_cast<Acc>(wj[q]) * h[q][k];
   }
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+    if (top + q * kBlockY < c.out_rows) store<kN, kBytes, kWord, Acc>(g, x, y[q], mask, sum[q]);
 }
 
 // The same in two passes through shared memory: the block's 32 x (8 *
 // kRows) outputs need input rows [first_y of its top row, first_y of its
 // bottom row + taps); each of those rows is filtered along x once for the
-// block's 32 columns (the rounded row sums of scale_math.h), then each
-// output sums its own rows' values. A tap is then read once per block row
-// instead of once per output row, which is what makes multi-tap methods
-// affordable; kRows output rows a thread spread the block's fixed costs
-// (its tables, the barriers) over more outputs.
+// block's 32 columns (the rounded row sums of scale_math.h), four rows at
+// a time, then each output sums its own rows' values. A tap is then read
+// once per block row instead of once per output row, which is what makes
+// multi-tap methods affordable.
 template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
-  extern __shared__ int row_sums_of[];  // [row][component][column]
+  constexpr int kQ = 4;                   // rows filtered at once
+  extern __shared__ int4 shared_words[];  // [row][column] of Sums<kN>
+  Sums<kN>* const tile = reinterpret_cast<Sums<kN>*>(shared_words);
   const ScaleComponent& c = g.c;
   const int mask = (1 << c.depth) - 1;
   const int bx = blockIdx.x * kBlockX;
@@ -168,16 +191,29 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   const int last = min(by + kBlockY * kRows, c.out_rows) - 1;
   const int r_first = c.y.first[by];
   const int r_count = c.y.first[last] + c.y.taps - r_first;
-  // A thread filters the rows of one column.
+  // A thread filters rows of one column, kQ consecutive rows at a time
+  // (chunks dealt to the block's 8 rows of threads); rows past the tile's
+  // repeat its last and are not kept.
   const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
   const XTap* taps = x_taps(c, xc < c.out_width ? xc : c.out_width - 1);
-  for (int r = threadIdx.y; r < r_count; r += kBlockY) {
-    const uint8_t* line =
-        c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
-    int h[kN];
-    row_sums<kN, kBytes, kWord>(g, line, taps, mask, h);
+  for (int r0 = threadIdx.y * kQ; r0 < r_count; r0 += kQ * kBlockY) {
+    const uint8_t* lines[kQ];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) row_sums_of[(r * kN + k) * kBlockX + threadIdx.x] = h[k];
+    for (int q = 0; q < kQ; ++q) {
+      const int r = min(r0 + q, r_count - 1);
+      lines[q] =
+          c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
+    }
+    int h[kQ][kN];
+    row_sums<kN, kBytes, kWord, kQ>(g, lines, taps, mask, h);
+#pragma unroll
+    for (int q = 0; q < kQ; ++q) {
+      if (r0 + q >= r_count) break;
+      Sums<kN> v;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) v.v[k] = h[q][k];
+      tile[(r0 + q) * kBlockX + threadIdx.x] = v;
+    }
   }
   __syncthreads();
   const int x = bx + threadIdx.x;
@@ -188,16 +224,13 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
     const int y = by + threadIdx.y + row * kBlockY;
     if (y >= c.out_rows) return;
     const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
-    const int base = c.y.first[y] - r_first;
-    Acc sum[kN];
-#pragma unroll
-    for (int k = 0; k < kN; ++k) sum[k] = 0;
+    const Sums<kN>* column = tile + (c.y.first[y] - r_first) * kBlockX + threadIdx.x;
+    Acc sum[kN] = {};
     for (int j = 0; j < c.y.taps; ++j) {
       const int wj = wy[j];
-      if (wj == 0) continue;
+      const Sums<kN> v = column[j * kBlockX];
 #pragma unroll
-      for (int k = 0; k < kN; ++k)
-        sum[k] += static_cast<Acc>(wj) * row_sums_of[((base + j) * kN + k) * kBlockX + threadIdx.x];
+      for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * v.v[k];
     }
     store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
   }
@@ -222,7 +255,7 @@ void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
   const dim3 block(kBlockX, kBlockY);
   const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
   auto bytes = [](int tile_rows) {
-    return static_cast<size_t>(tile_rows) * kN * kBlockX * sizeof(int);
+    return static_cast<size_t>(tile_rows) * kBlockX * sizeof(Sums<kN>);
   };
   const dim3 tall(columns, (g.c.out_rows + kScaleTallRows - 1) / kScaleTallRows);
   if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
