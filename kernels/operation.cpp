@@ -65,6 +65,12 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
 
 int Operation::band_halo(PixelFormat, PixelFormat) const { return -1; }
 
+RowRange Operation::band_reads(PixelFormat in, PixelFormat out, int y0, int y1,
+                               int in_height) const {
+  const int halo = std::max(band_halo(in, out), 0);
+  return RowRange{std::max(y0 - halo, 0), std::min(y1 + halo, in_height)};
+}
+
 void Operation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, int y0, int y1,
                                   CUstream_st* stream) const {

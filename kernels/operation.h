@@ -44,6 +44,12 @@ struct Workspace {
   size_t bytes = 0;
 };
 
+// Rows [first, last) of a picture.
+struct RowRange {
+  int first = 0;
+  int last = 0;
+};
+
 class Operation {
  public:
   // `declared`: the values of the parameters its registry entry declares
@@ -134,6 +140,12 @@ class Operation {
   // the default: an output row may depend on any input row (a vertical flip,
   // a rotation, a kernel the user wrote), so frames are not split.
   virtual int band_halo(PixelFormat in, PixelFormat out) const;
+  // The input rows output rows [y0, y1) read, where band_halo() >= 0: by
+  // default those rows and band_halo() either side, within the input's
+  // `in_height`. An operation whose output rows are not its input's (a
+  // crop, a change of height) says which instead; the engine uploads a
+  // band's kernel's rows before it runs.
+  virtual RowRange band_reads(PixelFormat in, PixelFormat out, int y0, int y1, int in_height) const;
   // Enqueues, or computes, output rows [y0, y1) only. `in` and `out` are the
   // whole images; y0 and y1 are multiples of both formats' vertical
   // subsampling, except y1 at the bottom. The defaults run enqueue_cuda /
@@ -184,11 +196,6 @@ ImageRef image_rows(const ImageRef& image, int y0, int y1);
 // subsampling, or a Bayer mosaic's two rows.
 int band_row_step(PixelFormat in, PixelFormat out);
 
-// Rows [first, last) of a picture.
-struct RowRange {
-  int first = 0;
-  int last = 0;
-};
 // The input rows an operation that computes bands by view
 // (Operation::bands_by_view) runs on for output rows [y0, y1): those and
 // `halo` rows either side, within the picture's `height`, starting and

@@ -24,15 +24,27 @@ BandPlan plan_bands(const FrameLayout& in, const FrameLayout& out, const Operati
   BandPlan plan;
   const int step = band_row_step(in.format, out.format);
   plan.step = step;
+  const bool by_view = op.bands_by_view(in.format, out.format);
   int bands = 1;
-  if (requested > 1 && overlapped && !op.swaps_axes() && in.height == out.height &&
+  if (requested > 1 && overlapped && !op.swaps_axes() && (in.height == out.height || !by_view) &&
       op.band_halo(in.format, out.format) >= 0)
-    bands = std::min(requested, in.height / step);
+    bands = std::min(requested, std::min(in.height, out.height) / step);
   bands = std::max(bands, 1);
   for (int k = 0; k < bands; ++k)
-    plan.rows.push_back(static_cast<int>(int64_t{k} * in.height / bands / step * step));
-  plan.rows.push_back(in.height);
-  if (bands > 1 && op.bands_by_view(in.format, out.format)) {
+    plan.rows.push_back(static_cast<int>(int64_t{k} * out.height / bands / step * step));
+  plan.rows.push_back(out.height);
+  // Uploads in the same rows where the heights agree; else each band's
+  // upload ends where its kernel's reads do, so that a kernel waits for no
+  // more of the input than it reads.
+  plan.in_rows = plan.rows;
+  if (in.height != out.height)
+    for (int k = 1; k < bands; ++k) {
+      const int last =
+          op.band_reads(in.format, out.format, plan.rows[k - 1], plan.rows[k], in.height).last;
+      plan.in_rows[k] = std::clamp((last + step - 1) / step * step, plan.in_rows[k - 1], in.height);
+    }
+  plan.in_rows[bands] = in.height;
+  if (bands > 1 && by_view) {
     plan.view_halo = op.band_halo(in.format, out.format);
     int view_rows = 0;
     for (int k = 0; k < bands; ++k) {
@@ -72,6 +84,7 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
   const FrameLayout& in = input_;
   const FrameLayout& out = output_;
   const std::vector<int>& rows = plan_.rows;
+  const std::vector<int>& in_rows = plan_.in_rows;
   const int bands = plan_.bands();
   const int halo = bands > 1 ? reading.halo : 0;
   const bool by_view = bands > 1 && reading.by_view;
@@ -83,14 +96,15 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
   // The input rows band k's kernel reads.
   const auto reads = [&](int k) {
     if (by_view) return band_view(rows[k], rows[k + 1], halo, plan_.step, rows[bands]);
-    return RowRange{std::max(rows[k] - halo, 0), std::min(rows[k + 1] + halo, rows[bands])};
+    return op.band_reads(in.format, out.format, rows[k], rows[k + 1], in.height);
   };
   const auto upload = [&](int k) {
     at = Stage::kUpload;
     if (timed && k == 0) up.record(*events.upload_started);
     for (int p = 0; p < in.n_planes(); ++p) {
-      const size_t r0 = plane_rows(in.format, p, rows[k]),
-                   r1 = plane_rows(in.format, p, rows[k + 1]);
+      const size_t r0 = plane_rows(in.format, p, in_rows[k]),
+                   r1 = plane_rows(in.format, p, in_rows[k + 1]);
+      if (r1 == r0) continue;
       up.copy_2d(device_in.planes[p].data + r0 * device_in.planes[p].stride,
                  device_in.planes[p].stride, source.planes[p].data + r0 * source.planes[p].stride,
                  source.planes[p].stride, in.row_bytes(p), r1 - r0, CopyKind::kHostToDevice);
@@ -134,10 +148,8 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
     down.wait(*events.computed[k]);
     if (timed && k == 0) down.record(*events.download_started);
     for (int p = 0; p < out.n_planes(); ++p) {
-      // Bands split frames of equal heights only; a whole frame's output
-      // may be of another height (a rotation).
-      const int y1 = k + 1 == bands ? out.height : rows[k + 1];
-      const size_t r0 = plane_rows(out.format, p, rows[k]), r1 = plane_rows(out.format, p, y1);
+      const size_t r0 = plane_rows(out.format, p, rows[k]),
+                   r1 = plane_rows(out.format, p, rows[k + 1]);
       down.copy_2d(destination.planes[p].data + r0 * destination.planes[p].stride,
                    destination.planes[p].stride,
                    device_out.planes[p].data + r0 * device_out.planes[p].stride,
@@ -150,7 +162,7 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
     upload(k);
     while (next < bands) {
       const int last = reads(next).last;
-      while (rows[needed + 1] < last) ++needed;
+      while (needed + 1 < bands && in_rows[needed + 1] < last) ++needed;
       if (needed > k) break;
       kernel(next, needed);
       download(next);

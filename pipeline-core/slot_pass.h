@@ -55,12 +55,15 @@ enum class Stage { kStaging, kUpload, kCompute, kDownload };
 const char* stage_name(Stage stage);
 
 // How frames are cut into horizontal bands (EngineConfig::bands): where each
-// band starts, top to bottom, then the height (two entries for a whole
-// frame). For operations that compute bands by view
-// (Operation::bands_by_view), the halo the scratch image is made for and
-// its layout: the output format, as many rows as the largest band's view.
+// band of output rows starts, top to bottom, then the output's height (two
+// entries for a whole frame); and the same for the input rows each band's
+// upload carries (the output's rows where the heights agree). For
+// operations that compute bands by view (Operation::bands_by_view), the
+// halo the scratch image is made for and its layout: the output format, as
+// many rows as the largest band's view.
 struct BandPlan {
   std::vector<int> rows;
+  std::vector<int> in_rows;
   int step = 1;        // band_row_step of the formats
   int view_halo = -1;  // -1: bands are not computed by view
   FrameLayout scratch_layout;

@@ -1,6 +1,7 @@
 // See borders.h.
 #include "kernels/scale/borders.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -61,6 +62,21 @@ BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, const Borde
     std::memcpy(f.pattern, colour.pattern[p], static_cast<size_t>(f.unit_bytes));
   }
   return fill;
+}
+
+BorderFill border_rows(const BorderFill& fill, PixelFormat format, int y0, int y1) {
+  BorderFill rows = fill;
+  const FormatInfo& info = format_info(format);
+  for (int p = 0; p < fill.n_planes; ++p) {
+    BorderFill::Plane& f = rows.plane[p];
+    const int ys = info.y_shift[p];
+    const int r0 = std::min(y0 >> ys, f.rows), r1 = std::min(groups(y1, ys), f.rows);
+    f.data += static_cast<size_t>(r0) * f.stride;
+    f.rows = std::max(r1 - r0, 0);
+    f.y0 = std::clamp(f.y0 - r0, 0, f.rows);
+    f.y1 = std::clamp(f.y1 - r0, 0, f.rows);
+  }
+  return rows;
 }
 
 void fill_borders_reference(const BorderFill& fill) {

@@ -45,6 +45,10 @@ BorderColour border_colour(PixelFormat format, uint32_t argb, const Colorimetry&
 // `colour` (made for `out`'s format).
 BorderFill border_fill(const ImageRef& out, const FrameSizes& sizes, const BorderColour& colour);
 
+// `fill` kept to output rows [y0, y1) (y0 a multiple of the format's
+// vertical subsampling).
+BorderFill border_rows(const BorderFill& fill, PixelFormat format, int y0, int y1);
+
 void fill_borders_reference(const BorderFill& fill);
 void fill_borders_cuda(const BorderFill& fill, CUstream_st* stream);
 

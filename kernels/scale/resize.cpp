@@ -15,6 +15,16 @@ namespace {
 // engine's own device frames do.
 constexpr size_t kTurnAlign = 256;
 
+BorderFill fill_rows(const BorderFill& fill, PixelFormat format, int y0, int y1) {
+  return y1 < 0 ? fill : border_rows(fill, format, y0, y1);
+}
+
+// The input rows outputs [o0, o1) of `axis` (whose starts are at `first`)
+// reach, within the input.
+RowRange reach(const ScaleTables::Axis& axis, const int32_t* first, int o0, int o1) {
+  return RowRange{std::max(first[o0], 0), std::min(first[o1 - 1] + axis.taps, axis.in_size)};
+}
+
 }  // namespace
 
 Resize::Resize(const ParamValues& values, const FrameSizes& sizes, const Colorimetry& colorimetry)
@@ -122,15 +132,45 @@ const BorderColour& Resize::colour_for(PixelFormat format) const {
   throw Error(std::string("no border colour for ") + format_info(format).name);
 }
 
-void Resize::fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const {
+void Resize::fill_borders_cuda(const ImageRef& out, CUstream_st* stream, int y0, int y1) const {
   if (sizes_.has_borders())
-    CO_CUDA_ONLY(
-        ::cudaoverlap::fill_borders_cuda(border_fill(out, sizes_, colour_for(out.format)), stream));
+    CO_CUDA_ONLY(::cudaoverlap::fill_borders_cuda(
+        fill_rows(border_fill(out, sizes_, colour_for(out.format)), out.format, y0, y1), stream));
 }
 
-void Resize::fill_borders_reference(const ImageRef& out) const {
+void Resize::fill_borders_reference(const ImageRef& out, int y0, int y1) const {
   if (sizes_.has_borders())
-    ::cudaoverlap::fill_borders_reference(border_fill(out, sizes_, colour_for(out.format)));
+    ::cudaoverlap::fill_borders_reference(
+        fill_rows(border_fill(out, sizes_, colour_for(out.format)), out.format, y0, y1));
+}
+
+RowRange Resize::picture_rows(int y0, int y1) const {
+  const int p0 = std::max(y0 - sizes_.dest_y, 0);
+  const int p1 = std::min(y1 - sizes_.dest_y, sizes_.picture_height());
+  return p0 < p1 ? RowRange{p0, p1} : RowRange{};
+}
+
+RowRange Resize::band_reads(PixelFormat format, int y0, int y1) const {
+  if (!active_) return RowRange{y0, y1};
+  if (turns()) return RowRange{0, sizes_.in_height};  // any row
+  const RowRange picture = picture_rows(y0, y1);
+  if (picture.first >= picture.last) return RowRange{};  // border only
+  RowRange rows = picture;  // a crop alone: the same rows of the window
+  if (scales_) {
+    auto first = [this](int axis) {
+      return reinterpret_cast<const int32_t*>(tables_.bytes.data() + tables_.axes[axis].first_at);
+    };
+    rows = reach(tables_.axes[1], first(1), picture.first, picture.last);
+    const FormatInfo& info = format_info(format);
+    if (info.n_components > 1 && info.comp[1].y_sub) {
+      // 4:2:0 chroma rows, each two of the window's.
+      const RowRange chroma =
+          reach(tables_.axes[3], first(3), picture.first / 2, (picture.last + 1) / 2);
+      rows.first = std::min(rows.first, 2 * chroma.first);
+      rows.last = std::max(rows.last, std::min(2 * chroma.last, window_height()));
+    }
+  }
+  return RowRange{crop_.top + rows.first, crop_.top + rows.last};
 }
 
 bool Resize::can_turn(PixelFormat format) const {
@@ -164,13 +204,13 @@ void Resize::prepare_reference(uint8_t* workspace) const {
 }
 
 void Resize::scale_cuda(const ImageRef& in, const ImageRef& out, const uint8_t* workspace,
-                        CUstream_st* stream) const {
-  CO_CUDA_ONLY(::cudaoverlap::scale_cuda(in, out, tables_, workspace, stream));
+                        CUstream_st* stream, int y0, int y1) const {
+  CO_CUDA_ONLY(::cudaoverlap::scale_cuda(in, out, tables_, workspace, stream, y0, y1));
 }
 
-void Resize::scale_reference(const ImageRef& in, const ImageRef& out,
-                             const uint8_t* workspace) const {
-  ::cudaoverlap::scale_reference(in, out, tables_, workspace);
+void Resize::scale_reference(const ImageRef& in, const ImageRef& out, const uint8_t* workspace,
+                             int y0, int y1) const {
+  ::cudaoverlap::scale_reference(in, out, tables_, workspace, y0, y1);
 }
 
 const std::vector<ParamSpec>& resize_params() {

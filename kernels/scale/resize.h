@@ -63,9 +63,16 @@ class Resize {
   ImageRef window(const ImageRef& in) const;
   // The picture's place in `out`, seen as an image of its own.
   ImageRef picture(const ImageRef& out) const;
-  // `out`'s border in the border colour; nothing without borders.
-  void fill_borders_cuda(const ImageRef& out, CUstream_st* stream) const;
-  void fill_borders_reference(const ImageRef& out) const;
+  // `out`'s border in the border colour, on output rows [y0, y1) (y1 < 0:
+  // every row); nothing without borders.
+  void fill_borders_cuda(const ImageRef& out, CUstream_st* stream, int y0 = 0, int y1 = -1) const;
+  void fill_borders_reference(const ImageRef& out, int y0 = 0, int y1 = -1) const;
+  // The picture's rows among output rows [y0, y1) (empty in the border).
+  RowRange picture_rows(int y0, int y1) const;
+  // The input rows output rows [y0, y1) of a `format` frame read: the
+  // window's rows their taps reach, chroma's too; every row where the
+  // picture turns.
+  RowRange band_reads(PixelFormat format, int y0, int y1) const;
   // Where the window, scaled (and converted) to the upright size, is
   // written: the picture's place in `out`, or the workspace's frame to
   // turn, in `out`'s format.
@@ -79,10 +86,12 @@ class Resize {
   size_t workspace_bytes() const { return workspace_bytes_; }
   void prepare_cuda(uint8_t* workspace, CUstream_st* stream) const;
   void prepare_reference(uint8_t* workspace) const;
-  // Scales a window-sized `in` to `out` (one format), tables at `workspace`.
+  // Scales a window-sized `in` to `out` (one format), tables at
+  // `workspace`: `out`'s rows [y0, y1) (y1 < 0: all of them).
   void scale_cuda(const ImageRef& in, const ImageRef& out, const uint8_t* workspace,
-                  CUstream_st* stream) const;
-  void scale_reference(const ImageRef& in, const ImageRef& out, const uint8_t* workspace) const;
+                  CUstream_st* stream, int y0 = 0, int y1 = -1) const;
+  void scale_reference(const ImageRef& in, const ImageRef& out, const uint8_t* workspace,
+                       int y0 = 0, int y1 = -1) const;
 
   bool operator==(const Resize& o) const {
     return sizes_ == o.sizes_ && crop_ == o.crop_ && border_argb_ == o.border_argb_ &&

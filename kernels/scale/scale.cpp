@@ -21,9 +21,11 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   a.taps = axis.taps;
   a.in_size = axis.in_size;
   a.out_size = axis.out_size;
+  // Over every run of `rows` outputs, not only those from a multiple of
+  // `rows`: a band of rows may start anywhere.
   auto reach = [&axis](int rows) {
     int most = 0;
-    for (int y = 0; y < axis.out_size; y += rows) {
+    for (int y = 0; y < axis.out_size; ++y) {
       const int last = std::min(y + rows, axis.out_size) - 1;
       most = std::max(most, axis.first[last] + axis.taps - axis.first[y]);
     }
@@ -65,6 +67,15 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   return v;
 }
 
+// Keeps component `c` of `format` to the rows of picture rows [y0, y1)
+// (y1 < 0: all of them).
+void scale_rows(ScaleComponent* c, PixelFormat format, int component, int y0, int y1) {
+  if (y1 < 0) return;
+  const bool sub = format_info(format).comp[component].y_sub;
+  c->out_rows = std::min(c->out_rows, sub ? halved(y1) : y1);
+  c->row0 = std::min(sub ? y0 / 2 : y0, c->out_rows);
+}
+
 }  // namespace
 
 ScaleTables scale_tables(ScaleMethod method, const FrameSizes& s) {
@@ -77,7 +88,7 @@ ScaleTables scale_tables(ScaleMethod method, const FrameSizes& s) {
 }
 
 int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                     const uint8_t* workspace, ScaleComponent* components) {
+                     const uint8_t* workspace, ScaleComponent* components, int y0, int y1) {
   const FormatInfo& info = format_info(in.format);
   int n = 0;
   for (int c = 0; c < info.n_components; ++c) {
@@ -97,6 +108,7 @@ int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables&
     s.out_rows = k.y_sub ? halved(out.height) : out.height;
     s.x = view(tables, k.x_sub ? 2 : 0, workspace);
     s.y = view(tables, k.y_sub ? 3 : 1, workspace);
+    scale_rows(&s, in.format, c, y0, y1);
   }
   if (info.alpha_byte >= 0 && !info.has_alpha) {
     // RGBx and the like: the padding byte.
@@ -109,11 +121,11 @@ int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables&
 }
 
 void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                     const uint8_t* workspace) {
+                     const uint8_t* workspace, int y0, int y1) {
   ScaleComponent components[kMaxComponents + 1];
-  const int n = scale_components(in, out, tables, workspace, components);
+  const int n = scale_components(in, out, tables, workspace, components, y0, y1);
   for (int c = 0; c < n; ++c)
-    for (int y = 0; y < components[c].out_rows; ++y)
+    for (int y = components[c].row0; y < components[c].out_rows; ++y)
       for (int x = 0; x < components[c].out_samples; ++x) scale_one(components[c], x, y);
 }
 
@@ -174,6 +186,41 @@ void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
   else
     resize_.scale_reference(resize_.window(in), target, workspace.data);
   resize_.turn_reference(out, workspace.data);
+}
+
+void ScaleOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
+                                       const Workspace& workspace, int y0, int y1,
+                                       CUstream_st* stream) const {
+  if (!resize_.active()) {
+    Operation::enqueue_cuda_rows(in, out, workspace, y0, y1, stream);
+    return;
+  }
+  resize_.fill_borders_cuda(out, stream, y0, y1);
+  const RowRange rows = resize_.picture_rows(y0, y1);
+  if (rows.first >= rows.last) return;
+  const ImageRef picture = resize_.picture(out);
+  if (!resize_.scales())
+    CO_CUDA_ONLY(copy_cuda(image_rows(resize_.window(in), rows.first, rows.last),
+                           image_rows(picture, rows.first, rows.last), stream));
+  else
+    resize_.scale_cuda(resize_.window(in), picture, workspace.data, stream, rows.first, rows.last);
+}
+
+void ScaleOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,
+                                        const Workspace& workspace, int y0, int y1) const {
+  if (!resize_.active()) {
+    Operation::run_reference_rows(in, out, workspace, y0, y1);
+    return;
+  }
+  resize_.fill_borders_reference(out, y0, y1);
+  const RowRange rows = resize_.picture_rows(y0, y1);
+  if (rows.first >= rows.last) return;
+  const ImageRef picture = resize_.picture(out);
+  if (!resize_.scales())
+    copy_reference(image_rows(resize_.window(in), rows.first, rows.last),
+                   image_rows(picture, rows.first, rows.last));
+  else
+    resize_.scale_reference(resize_.window(in), picture, workspace.data, rows.first, rows.last);
 }
 
 const ParamSpec& scale_method_param() {

@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
   const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   if (x >= c.out_samples) return;
-  const int top = blockIdx.y * (kBlockY * kRows) + threadIdx.y;
+  const int top = c.row0 + blockIdx.y * (kBlockY * kRows) + threadIdx.y;
   if (top >= c.out_rows) return;
   const XTap* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
   const int mask = (1 << c.depth) - 1;
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   const ScaleComponent& c = g.c;
   const int mask = (1 << c.depth) - 1;
   const int bx = blockIdx.x * kBlockX;
-  const int by = blockIdx.y * (kBlockY * kRows);
+  const int by = c.row0 + blockIdx.y * (kBlockY * kRows);
   const int last = min(by + kBlockY * kRows, c.out_rows) - 1;
   const int r_first = c.y.first[by];
   const int r_count = c.y.first[last] + c.y.taps - r_first;
@@ -257,12 +257,14 @@ void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
   auto bytes = [](int tile_rows) {
     return static_cast<size_t>(tile_rows) * kBlockX * sizeof(Sums<kN>);
   };
-  const dim3 tall(columns, (g.c.out_rows + kScaleTallRows - 1) / kScaleTallRows);
+  const int rows_made = g.c.out_rows - g.c.row0;
+  if (rows_made <= 0) return;
+  const dim3 tall(columns, (rows_made + kScaleTallRows - 1) / kScaleTallRows);
   if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
     scale_tile_kernel<kN, kBytes, kWide, kWord, kTall>
         <<<tall, block, bytes(rows.tall_rows), stream>>>(g);
   } else if (rows.short_rows > 0 && bytes(rows.short_rows) <= kTileBytes) {
-    const dim3 grid(columns, (g.c.out_rows + kBlockY - 1) / kBlockY);
+    const dim3 grid(columns, (rows_made + kBlockY - 1) / kBlockY);
     scale_tile_kernel<kN, kBytes, kWide, kWord, 1>
         <<<grid, block, bytes(rows.short_rows), stream>>>(g);
   } else {
@@ -310,9 +312,9 @@ void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_
 }
 
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                const uint8_t* workspace, CUstream_st* stream) {
+                const uint8_t* workspace, CUstream_st* stream, int y0, int y1) {
   ScaleComponent components[kMaxComponents + 1];
-  const int n = scale_components(in, out, tables, workspace, components);
+  const int n = scale_components(in, out, tables, workspace, components, y0, y1);
   bool done[kMaxComponents + 1] = {};
   for (int first = 0; first < n; ++first) {
     if (done[first] || components[first].fill >= 0) continue;

@@ -26,6 +26,16 @@ class ScaleOperation final : public ResizingOperation {
   // them; cropping and horizontal scaling keep them apart (a crop of odd
   // rows swaps the fields' order, as videocrop's).
   bool mixes_rows(PixelFormat, PixelFormat) const override { return resize_.moves_rows(); }
+  // Bands of output rows, each from the input rows its taps reach (the
+  // engine uploads those first); not where the picture turns.
+  int band_halo(PixelFormat, PixelFormat) const override { return resize_.turns() ? -1 : 0; }
+  RowRange band_reads(PixelFormat in, PixelFormat, int y0, int y1, int) const override {
+    return resize_.band_reads(in, y0, y1);
+  }
+  void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                         int y0, int y1, CUstream_st* stream) const override;
+  void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                          int y0, int y1) const override;
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
   size_t workspace_bytes() const override { return resize_.workspace_bytes(); }

@@ -51,20 +51,22 @@ struct ScaleTables {
 
 // The components of an `in` -> `out` frame (the same format) with their
 // axes in `tables` (the workspace's copy of ScaleTables::bytes at
-// `workspace`). Returns how many (at most kMaxComponents + 1: a padding
-// byte).
+// `workspace`), each made on the rows of output rows [y0, y1) (y1 < 0:
+// every row; y0 a multiple of the format's vertical subsampling). Returns
+// how many (at most kMaxComponents + 1: a padding byte).
 int scale_components(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                     const uint8_t* workspace, ScaleComponent* components);
+                     const uint8_t* workspace, ScaleComponent* components, int y0 = 0, int y1 = -1);
 
 // The tables for `sizes`, for every format's grids.
 ScaleTables scale_tables(ScaleMethod method, const FrameSizes& sizes);
 
+// Scales `in` to output rows [y0, y1) of `out` (y1 < 0: all of them).
 void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                     const uint8_t* workspace);
+                     const uint8_t* workspace, int y0 = 0, int y1 = -1);
 // Copies `tables` into the device workspace, on `stream`.
 void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_st* stream);
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
-                const uint8_t* workspace, CUstream_st* stream);
+                const uint8_t* workspace, CUstream_st* stream, int y0 = 0, int y1 = -1);
 
 // The `method` parameter, declared by scale and by convert (which scales
 // too).

@@ -45,7 +45,8 @@ struct ScaleComponent {
   int shift = 0;         // bits below the value in its word
   int out_samples = 0;   // samples written per output row (packed 4:2:2 of odd width: one more)
   int out_width = 0;     // its grid on the output (out_samples past it repeat the last)
-  int out_rows = 0;
+  int out_rows = 0;      // rows made: [row0, out_rows)
+  int row0 = 0;
   int fill = -1;  // >= 0: a padding byte, written with this value
   ScaleAxisView x, y;
 };
@@ -97,7 +98,7 @@ CO_SCALE_HD int scale_value(const ScaleComponent& c, int x, int y) {
   return v < 0 ? 0 : (v > max ? max : static_cast<int>(v));
 }
 
-// Computes and writes output sample (x, y) of `c` (x < out_samples, y < out_rows).
+// Computes and writes output sample (x, y) of `c` (x < out_samples, row0 <= y < out_rows).
 CO_SCALE_HD void scale_one(const ScaleComponent& c, int x, int y) {
   if (c.fill >= 0) {
     scale_write(c, x, y, c.fill);

@@ -151,6 +151,7 @@ TEST(Stats, SayHowManyBandsRun) {
     const char* bands_property;
     guint bands;
     const char* out_format = nullptr;  // kernel=convert to this format
+    const char* scale_to = nullptr;    // kernel=scale to these caps' size
   };
   for (const Case& c :
        {Case{false, 1920, 1080, "RGBA", "0", 1}, Case{true, 64, 48, "RGBA", "0", 4},
@@ -159,14 +160,18 @@ TEST(Stats, SayHowManyBandsRun) {
         Case{true, 3840, 2160, "RGBA", "0", 8}, Case{true, 3840, 2160, "NV12", "0", 4},
         Case{true, 3840, 2160, "RGB", "0", 6}, Case{true, 2560, 1440, "RGBA", "0", 4},
         Case{true, 5120, 2880, "RGBA", "0", 8}, Case{true, 3840, 2160, "NV12", "0", 8, "RGBA"},
-        Case{false, 3840, 2160, "RGBA", "0", 1}, Case{true, 3840, 2160, "RGBA", "2", 2}}) {
+        Case{false, 3840, 2160, "RGBA", "0", 1}, Case{true, 3840, 2160, "RGBA", "2", 2},
+        Case{true, 3840, 2160, "NV12", "0", 4, nullptr, "width=1920,height=1080"},
+        Case{false, 1920, 1080, "RGBA", "6", 6, nullptr, "width=640,height=360"}}) {
     const std::string description =
         std::string("videotestsrc num-buffers=2 pattern=black is-live=") +
         (c.live ? "true" : "false") + " ! video/x-raw,format=" + c.format +
         ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
         ",framerate=30/1 ! cudaoverlap name=overlap bands=" + c.bands_property + " " +
-        (c.out_format ? "kernel=convert " : "") + backend_properties() +
+        (c.out_format ? "kernel=convert " : "") + (c.scale_to ? "kernel=scale " : "") +
+        backend_properties() +
         (c.out_format ? std::string(" ! video/x-raw,format=") + c.out_format : std::string()) +
+        (c.scale_to ? std::string(" ! video/x-raw,") + c.scale_to : std::string()) +
         " ! fakesink sync=false";
     SCOPED_TRACE(description);
     StatsPipeline pipeline(description);

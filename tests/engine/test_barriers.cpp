@@ -244,6 +244,82 @@ TEST(BandTest, BandsAreWhatTheOperationModeAndRowsAllow) {
     EXPECT_THROW(bands_of(PixelFormat::kRGBA, 64, 16, make_operation("copy"), bad), Error) << bad;
 }
 
+KernelParams scaled(int in_w, int in_h, int out_w, int out_h, int method) {
+  KernelParams p;
+  p.set("method", method);
+  p.sizes = FrameSizes{in_w, in_h, out_w, out_h};
+  return p;
+}
+
+// Scaling runs in bands of output rows, each band's upload ending where its
+// kernel's reads (Operation::band_reads) end: 4 bands of 16 rows from 64
+// (down by 2) or 32 (up by 2), each band's kernel right after its own
+// upload; and under random delays and uploads slower than the kernels,
+// every frame equals the whole-frame computation.
+TEST(BandTest, ScaledBandsUploadTheRowsTheirKernelsReadFirst) {
+  struct Case {
+    PixelFormat format;
+    int in_w, in_h, out_w, out_h, method;
+  };
+  for (const Case& c :
+       {Case{PixelFormat::kGRAY8, 32, 128, 32, 64, 1}, Case{PixelFormat::kGRAY8, 32, 32, 32, 64, 3},
+        Case{PixelFormat::kNV12, 64, 96, 48, 64, 3}}) {
+    SCOPED_TRACE(std::to_string(c.in_h) + " -> " + std::to_string(c.out_h) + " rows");
+    const auto op = make_operation("scale", scaled(c.in_w, c.in_h, c.out_w, c.out_h, c.method));
+    CpuDeviceOptions options;
+    options.max_delay_us = 100;
+    options.seed = 11;
+    TestDeviceOptions slow_uploads;
+    slow_uploads.upload_delay_us = 400;
+    auto device = std::make_shared<TestDevice>(make_cpu_device(options), slow_uploads);
+    EngineConfig config;
+    config.input = FrameLayout::packed(c.format, c.in_w, c.in_h);
+    config.output = FrameLayout::packed(c.format, c.out_w, c.out_h);
+    config.operation = op;
+    config.bands = 4;
+    std::vector<uint8_t> tables(op->workspace_bytes());
+    const Workspace workspace{tables.data(), tables.size()};
+    op->prepare_reference(workspace);
+    std::mutex mutex;
+    int wrong = 0;
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame frame) {
+      HostFrame input(config.input, frame.sequence());
+      std::vector<uint8_t> want(config.output.size);
+      op->run_reference(input.image, config.output.at(want.data()), workspace);
+      const ImageRef got = frame.image(), expected = config.output.at(want.data());
+      bool same = true;
+      for (int p = 0; p < config.output.n_planes(); ++p)
+        for (size_t r = 0; r < config.output.rows(p); ++r)
+          same = same && std::memcmp(got.planes[p].data + r * got.planes[p].stride,
+                                     expected.planes[p].data + r * expected.planes[p].stride,
+                                     config.output.row_bytes(p)) == 0;
+      std::lock_guard<std::mutex> lock(mutex);
+      wrong += same ? 0 : 1;
+    };
+    Engine engine(device, config, callbacks);
+    engine.start();
+    ASSERT_EQ(engine.bands(), 4);
+    const std::string before = device->calls();
+    constexpr int kFrames = 20;
+    for (int i = 0; i < kFrames; ++i) {
+      HostFrame input(config.input, static_cast<uint64_t>(i));
+      InputFrame in;
+      in.image = input.image;
+      ASSERT_EQ(engine.submit(std::move(in)), Status::kOk);
+    }
+    EXPECT_EQ(engine.drain(), Status::kOk);
+    engine.stop();
+    EXPECT_EQ(wrong, 0);
+    // A copy per plane.
+    const std::string planes(static_cast<size_t>(config.input.n_planes()), 'U');
+    const std::string band = planes + "K" + std::string(planes.size(), 'D');
+    std::string want;
+    for (int i = 0; i < kFrames * 4; ++i) want += band;
+    EXPECT_EQ(device->calls().substr(before.size()), want);
+  }
+}
+
 // Bands for frames that come one at a time: about one per kLiveBandBytes of
 // the larger of input and output pixels (row padding left out), 4 to 8.
 TEST(BandTest, LiveBandsFollowTheLargerFramesPixels) {
