@@ -216,6 +216,26 @@ inline std::vector<int> band_cuts(int height, int bands, int step) {
   return rows;
 }
 
+// Inverts every byte of the plane rows of `image` that do not lie wholly
+// within picture rows [lo, hi) (clamped to the picture): an inverted
+// sample changes any sum it has a weight in. Inverting again undoes it.
+inline void poison_outside(OwnedImage& image, int lo, int hi) {
+  const ImageRef& im = image.image;
+  lo = std::max(lo, 0);
+  hi = std::min(hi, im.height);
+  const FormatInfo& info = format_info(im.format);
+  for (int p = 0; p < info.n_planes; ++p) {
+    const int s = info.y_shift[p];
+    for (size_t r = 0; r < image.layout.rows(p); ++r) {
+      const int top = static_cast<int>(r) << s;
+      const int bottom = std::min(static_cast<int>(r + 1) << s, im.height);
+      if (top >= lo && bottom <= hi) continue;
+      uint8_t* row = im.planes[p].data + r * im.planes[p].stride;
+      for (size_t x = 0; x < image.layout.row_bytes(p); ++x) row[x] ^= 0xFF;
+    }
+  }
+}
+
 // The operations with a halo that the band tests run: blur at sigmas from
 // the smallest to the largest (radii 2, 3, 6, 22 and 60 on full-resolution
 // planes) and edge.

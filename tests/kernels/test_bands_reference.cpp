@@ -34,26 +34,6 @@ constexpr bool kSanitized = false;
 constexpr int kBandWidth = kSanitized ? 161 : 321, kBandHeight = kSanitized ? 143 : 479;
 constexpr uint8_t kCanary = 0x5C;
 
-// Inverts every byte of the plane rows of `image` that do not lie wholly
-// within picture rows [lo, hi) (clamped to the picture): an inverted
-// sample changes any sum it has a weight in. Inverting again undoes it.
-void poison_outside(OwnedImage& image, int lo, int hi) {
-  const ImageRef& im = image.image;
-  lo = std::max(lo, 0);
-  hi = std::min(hi, im.height);
-  const FormatInfo& info = format_info(im.format);
-  for (int p = 0; p < info.n_planes; ++p) {
-    const int s = info.y_shift[p];
-    for (size_t r = 0; r < image.layout.rows(p); ++r) {
-      const int top = static_cast<int>(r) << s;
-      const int bottom = std::min(static_cast<int>(r + 1) << s, im.height);
-      if (top >= lo && bottom <= hi) continue;
-      uint8_t* row = im.planes[p].data + r * im.planes[p].stride;
-      for (size_t x = 0; x < image.layout.row_bytes(p); ++x) row[x] ^= 0xFF;
-    }
-  }
-}
-
 // Runs `op`'s rows path for picture rows [y0, y1) into `out` and checks
 // that no byte of `out` outside those rows changed.
 void run_band(const Operation& op, const OwnedImage& in, OwnedImage& out, int y0, int y1,

@@ -47,23 +47,6 @@ const PixelFormat kFormats[] = {PixelFormat::kRGBA, PixelFormat::kBGRx,      Pix
                                 PixelFormat::kI420, PixelFormat::kP010_10LE, PixelFormat::kYUY2,
                                 PixelFormat::kGRAY8};
 
-// Inverts every input row of `image` outside rows [lo, hi) (whole plane
-// rows: a 4:2:0 chroma row counts when both its picture rows are outside).
-void poison_outside(OwnedImage& image, int lo, int hi) {
-  const ImageRef& im = image.image;
-  const FormatInfo& info = format_info(im.format);
-  for (int p = 0; p < info.n_planes; ++p) {
-    const int s = info.y_shift[p];
-    for (size_t r = 0; r < image.layout.rows(p); ++r) {
-      const int top = static_cast<int>(r) << s;
-      const int bottom = std::min(static_cast<int>(r + 1) << s, im.height);
-      if (bottom > lo && top < hi) continue;
-      uint8_t* row = im.planes[p].data + r * im.planes[p].stride;
-      for (size_t x = 0; x < image.layout.row_bytes(p); ++x) row[x] ^= 0xFF;
-    }
-  }
-}
-
 // Band by band (5 bands, cut as the engine cuts the output), each with
 // the input rows outside its band_reads inverted: every band makes the
 // whole frame's rows and writes no other row. The reads are those of the
