@@ -129,14 +129,13 @@ inline std::string compare_images(const ImageRef& a, const ImageRef& b, int tole
   return first;
 }
 
-// Like compare_images, but sample by sample on the 8-bit scale: a 10-bit
-// sample's value counts in quarters, a 16-bit one's in 257ths, and bits
-// beside a 10-bit sample are not compared. For formats deeper than 8 bits.
-inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tolerance,
-                                   int* max_diff = nullptr) {
+// Calls visit(component, x, y, value in a, value in b) for every sample of
+// two images of one format and size, the values on the 8-bit scale: a
+// 10-bit sample's value counts in quarters, a 16-bit one's in 257ths, and
+// bits beside a 10-bit sample are not read.
+template <typename Visit>
+void for_each_sample(const ImageRef& a, const ImageRef& b, Visit visit) {
   const FormatInfo& info = format_info(a.format);
-  double worst = 0;
-  std::string first;
   for (int c = 0; c < info.n_components; ++c) {
     const Component& k = info.comp[c];
     const int w = (a.width + (1 << k.x_sub) - 1) >> k.x_sub;
@@ -151,14 +150,25 @@ inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tol
           const uint32_t word = info.sample_bytes == 1 ? p[0] : (p[0] | p[1] << 8);
           return static_cast<double>((word >> k.shift) & max) * 255.0 / max;
         };
-        const double d = std::abs(value(a) - value(b));
-        worst = std::max(worst, d);
-        if (d > tolerance + 1e-9 && first.empty())
-          first = std::string(info.name) + " component " + std::to_string(c) + " sample (" +
-                  std::to_string(x) + "," + std::to_string(y) + "): " + std::to_string(value(a)) +
-                  " vs " + std::to_string(value(b)) + " on the 8-bit scale";
+        visit(c, x, y, value(a), value(b));
       }
   }
+}
+
+// Like compare_images, but sample by sample on the 8-bit scale
+// (for_each_sample). For formats deeper than 8 bits.
+inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tolerance,
+                                   int* max_diff = nullptr) {
+  double worst = 0;
+  std::string first;
+  for_each_sample(a, b, [&](int c, int x, int y, double va, double vb) {
+    const double d = std::abs(va - vb);
+    worst = std::max(worst, d);
+    if (d > tolerance + 1e-9 && first.empty())
+      first = std::string(format_info(a.format).name) + " component " + std::to_string(c) +
+              " sample (" + std::to_string(x) + "," + std::to_string(y) +
+              "): " + std::to_string(va) + " vs " + std::to_string(vb) + " on the 8-bit scale";
+  });
   if (max_diff) *max_diff = static_cast<int>(std::ceil(worst));
   return first;
 }

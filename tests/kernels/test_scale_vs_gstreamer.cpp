@@ -88,32 +88,19 @@ struct Difference {
   double mean = 0;  // over all samples
 };
 
-// Sample by sample on the 8-bit scale (a 10-bit sample's value in quarters;
-// the bits beside it not compared).
+// Sample by sample on the 8-bit scale (for_each_sample).
 Difference sample_difference(const ImageRef& a, const ImageRef& b) {
-  const FormatInfo& info = format_info(a.format);
+  const bool yuv = format_info(a.format).is_yuv;
   Difference d;
   double sum = 0;
   long n = 0;
-  for (int c = 0; c < info.n_components; ++c) {
-    const Component& k = info.comp[c];
-    const uint32_t max = (1u << k.depth) - 1;
-    for (int y = 0; y < (a.height + (1 << k.y_sub) - 1) >> k.y_sub; ++y)
-      for (int x = 0; x < (a.width + (1 << k.x_sub) - 1) >> k.x_sub; ++x) {
-        auto value = [&](const ImageRef& im) {
-          const uint8_t* p = im.planes[k.plane].data +
-                             static_cast<size_t>(y) * im.planes[k.plane].stride + k.offset +
-                             static_cast<size_t>(x) * k.pixel_stride;
-          const uint32_t word = info.sample_bytes == 1 ? p[0] : (p[0] | p[1] << 8);
-          return static_cast<double>((word >> k.shift) & max) * 255.0 / max;
-        };
-        const double e = std::abs(value(a) - value(b));
-        double& worst = info.is_yuv && c > 0 ? d.uv : d.y;
-        worst = std::max(worst, e);
-        sum += e;
-        ++n;
-      }
-  }
+  for_each_sample(a, b, [&](int c, int, int, double va, double vb) {
+    const double e = std::abs(va - vb);
+    double& worst = yuv && c > 0 ? d.uv : d.y;
+    worst = std::max(worst, e);
+    sum += e;
+    ++n;
+  });
   d.mean = sum / static_cast<double>(n);
   return d;
 }
