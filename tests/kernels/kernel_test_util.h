@@ -57,6 +57,20 @@ inline const char* direction_name(FlipDirection d) {
   return names[static_cast<int>(d)];
 }
 
+// True in the sanitizers' unoptimised, instrumented builds, where a CPU
+// reference runs tens of times slower: tests there run smaller frames.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // An image that owns its bytes. Rows carry `pad` bytes of padding so that
 // every kernel has to honour strides.
 struct OwnedImage {

@@ -10,22 +10,6 @@
 namespace cudaoverlap::test {
 namespace {
 
-// The sanitizers' unoptimised, instrumented builds run a reference tens of
-// times slower (ThreadSanitizer: 3 minutes for the first band test below at
-// the full size): there the band tests run on smaller frames, still odd
-// and tall enough for their halos; the normal build runs the full sizes.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Bands (Operation::band_halo, run_reference_rows): blur and edge at
 // 321x479 (odd, so the last chroma row of 4:2:0 covers one picture row;
 // tall enough for 7 bands and sigma 20's 60-row halo in the middle band;

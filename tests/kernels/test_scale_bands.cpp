@@ -43,9 +43,13 @@ std::vector<BandCase> band_cases() {
           {"width only", sized(ScaleMethod::kBilinear, 641, 240, 320, 240)}};
 }
 
-const PixelFormat kFormats[] = {PixelFormat::kRGBA, PixelFormat::kBGRx,      PixelFormat::kNV12,
-                                PixelFormat::kI420, PixelFormat::kP010_10LE, PixelFormat::kYUY2,
-                                PixelFormat::kGRAY8};
+// Under a sanitizer (many times slower) one format of each layout the
+// bands treat apart: whole 4-byte pixels, 4:2:0, packed 4:2:2.
+std::vector<PixelFormat> band_formats() {
+  if (kSanitized) return {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kYUY2};
+  return {PixelFormat::kRGBA,      PixelFormat::kBGRx, PixelFormat::kNV12, PixelFormat::kI420,
+          PixelFormat::kP010_10LE, PixelFormat::kYUY2, PixelFormat::kGRAY8};
+}
 
 // Band by band (5 bands, cut as the engine cuts the output), each with
 // the input rows outside its band_reads inverted: every band makes the
@@ -58,7 +62,7 @@ TEST(ScaleBandsReference, EachBandFromItsReadsEqualsTheWholeFrame) {
     const FrameSizes& s = c.params.sizes;
     // Input rows an output row of the picture stands for.
     const double factor = static_cast<double>(s.in_height) / s.picture_height();
-    for (PixelFormat f : kFormats) {
+    for (PixelFormat f : band_formats()) {
       SCOPED_TRACE(std::string(c.name) + " " + format_info(f).name);
       ASSERT_EQ(op->band_halo(f, f), 0);
       OwnedImage in(f, s.in_width, s.in_height);
@@ -134,7 +138,7 @@ TEST(GpuScaleBands, EachBandFromItsReadsEqualsTheWholeFrame) {
   for (const BandCase& c : band_cases()) {
     const auto op = make_operation("scale", c.params);
     const FrameSizes& s = c.params.sizes;
-    for (PixelFormat f : kFormats) {
+    for (PixelFormat f : band_formats()) {
       SCOPED_TRACE(std::string(c.name) + " " + format_info(f).name);
       OwnedImage in(f, s.in_width, s.in_height);
       in.fill_random(static_cast<uint32_t>(static_cast<int>(f) * 3 + s.in_height));
