@@ -85,6 +85,12 @@ warm=60
 [ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct,cpu_us_per_frame" >"$csv"
 
 have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
+# nvcodec registers its NVRTC elements (cudascale, cudaconvertscale) by
+# what it found when the registry was written: with GST_CUDA_NVRTC_LIBNAME
+# set, a registry of its own, so one written earlier without it is not read.
+if [ -n "${GST_CUDA_NVRTC_LIBNAME:-}" ]; then
+  export GST_REGISTRY_1_0="${GST_REGISTRY_1_0:-${TMPDIR:-/tmp}/gst-registry.bin}.nvrtc"
+fi
 
 # Samples process PID's threads until it ends, every 2 ms: a line "TIME TID
 # NS" per thread, NS its CPU time so far in nanoseconds, the scheduler's own
