@@ -67,7 +67,8 @@ int Operation::band_halo(PixelFormat, PixelFormat) const { return -1; }
 
 RowRange Operation::band_reads(PixelFormat in, PixelFormat out, int y0, int y1,
                                int in_height) const {
-  const int halo = std::max(band_halo(in, out), 0);
+  const int halo = band_halo(in, out);
+  if (halo < 0) return RowRange{0, in_height};
   return RowRange{std::max(y0 - halo, 0), std::min(y1 + halo, in_height)};
 }
 

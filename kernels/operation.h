@@ -135,16 +135,18 @@ class Operation {
   // --- Bands (EngineConfig::bands) -------------------------------------------
 
   // Whether an output band can be made before the rest of the input has
-  // arrived: output rows [y0, y1) then read input rows [y0 - halo, y1 +
+  // arrived: >= 0 where it can. For an operation that keeps band_reads'
+  // default, output rows [y0, y1) then read input rows [y0 - halo, y1 +
   // halo) at most (clamped to the image), and this returns that halo. -1,
   // the default: an output row may depend on any input row (a vertical flip,
   // a rotation, a kernel the user wrote), so frames are not split.
   virtual int band_halo(PixelFormat in, PixelFormat out) const;
-  // The input rows output rows [y0, y1) read, where band_halo() >= 0: by
-  // default those rows and band_halo() either side, within the input's
-  // `in_height`. An operation whose output rows are not its input's (a
-  // crop, a change of height) says which instead; the engine uploads a
-  // band's kernel's rows before it runs.
+  // The input rows output rows [y0, y1) read: by default those rows and
+  // band_halo() either side, within the input's `in_height` (every row
+  // where band_halo() < 0). An operation whose output rows are not its
+  // input's (a crop, a change of height) and that allows bands overrides
+  // it and the rows functions below; the engine uploads a band's kernel's
+  // rows before it runs.
   virtual RowRange band_reads(PixelFormat in, PixelFormat out, int y0, int y1, int in_height) const;
   // Enqueues, or computes, output rows [y0, y1) only. `in` and `out` are the
   // whole images; y0 and y1 are multiples of both formats' vertical

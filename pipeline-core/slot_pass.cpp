@@ -33,11 +33,18 @@ BandPlan plan_bands(const FrameLayout& in, const FrameLayout& out, const Operati
   for (int k = 0; k < bands; ++k)
     plan.rows.push_back(static_cast<int>(int64_t{k} * out.height / bands / step * step));
   plan.rows.push_back(out.height);
-  // Uploads in the same rows where the heights agree; else each band's
-  // upload ends where its kernel's reads do, so that a kernel waits for no
-  // more of the input than it reads.
+  // Uploads in the output's rows where the operation reads its own rows
+  // and a halo; where it reads others (a change of height, a crop, a
+  // letterbox), each band's upload ends where its kernel's reads end, so
+  // that a kernel waits for no more of the input than it reads.
   plan.in_rows = plan.rows;
-  if (in.height != out.height)
+  const int halo = op.band_halo(in.format, out.format);
+  bool own_reads = in.height != out.height;
+  for (int k = 0; k < bands && !own_reads && bands > 1; ++k)
+    own_reads =
+        op.band_reads(in.format, out.format, plan.rows[k], plan.rows[k + 1], in.height).last !=
+        std::min(plan.rows[k + 1] + halo, in.height);
+  if (own_reads)
     for (int k = 1; k < bands; ++k) {
       const int last =
           op.band_reads(in.format, out.format, plan.rows[k - 1], plan.rows[k], in.height).last;

@@ -44,8 +44,9 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   };
   a.first_at = put(axis.first.data(), axis.first.size() * sizeof(int32_t));
   a.weight_at = put(axis.weight.data(), axis.weight.size() * sizeof(int16_t));
-  // The same taps as the CUDA kernel reads them: neighbouring outputs'
-  // taps side by side, the edge already clamped.
+  // Along x (axes 0 and 2), the same taps as the CUDA kernel reads them:
+  // neighbouring outputs' taps side by side, the edge already clamped.
+  if (index % 2 != 0) return;
   std::vector<int32_t> taps(axis.weight.size() * 2);
   for (int o = 0; o < axis.out_size; ++o)
     for (int i = 0; i < axis.taps; ++i) {
@@ -61,7 +62,7 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   ScaleAxisView v;
   v.first = reinterpret_cast<const int32_t*>(workspace + a.first_at);
   v.weight = reinterpret_cast<const int16_t*>(workspace + a.weight_at);
-  v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
+  if (index % 2 == 0) v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
   v.taps = a.taps;
   v.in_size = a.in_size;
   return v;

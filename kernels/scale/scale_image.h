@@ -28,7 +28,6 @@ constexpr int kScaleTallRows = 32;
 
 // The tables of one operation: each component grid's two axes, laid out as
 // the workspace holds them.
-
 struct ScaleTables {
   struct Axis {
     int taps = 0;
@@ -41,7 +40,7 @@ struct ScaleTables {
     int tall_rows = 0;
     size_t first_at = 0;   // byte offset of its int32 starts
     size_t weight_at = 0;  // byte offset of its int16 weights
-    size_t tap_at = 0;     // byte offset of its [tap][output] (index, weight) int32 pairs
+    size_t tap_at = 0;     // along x: its [tap][output] (index, weight) int32 pairs
   };
   // [0] x and [1] y of the full grid (luma, RGB, 4:4:4 chroma); [2] x
   // and [3] y of a grid halved along that axis (subsampled chroma).

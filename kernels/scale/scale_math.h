@@ -24,8 +24,8 @@ namespace cudaoverlap {
 struct ScaleAxisView {
   const int32_t* first = nullptr;
   const int16_t* weight = nullptr;
-  // The CUDA kernel's copy: [tap][output] pairs of int32, the input index
-  // (clamped to the edge) and the weight.
+  // The CUDA kernel's copy along x: [tap][output] pairs of int32, the
+  // input index (clamped to the edge) and the weight; null along y.
   const int32_t* tap = nullptr;
   int taps = 0;
   int in_size = 0;

@@ -252,20 +252,27 @@ KernelParams scaled(int in_w, int in_h, int out_w, int out_h, int method) {
 }
 
 // Scaling runs in bands of output rows, each band's upload ending where its
-// kernel's reads (Operation::band_reads) end: 4 bands of 16 rows from 64
-// (down by 2) or 32 (up by 2), each band's kernel right after its own
-// upload; and under random delays and uploads slower than the kernels,
-// every frame equals the whole-frame computation.
+// kernel's reads (Operation::band_reads) end, so each band's kernel comes
+// right after its own upload: 4 bands of 16 output rows from 128 rows
+// (down by 2), 32 (up by 2), 96 (NV12, by 2/3) and, at one height, from a
+// window 16 rows down (whose rows a plan cut on output rows would upload
+// a band late). And under random delays and uploads slower than the
+// kernels, every frame equals the whole-frame computation.
 TEST(BandTest, ScaledBandsUploadTheRowsTheirKernelsReadFirst) {
   struct Case {
     PixelFormat format;
     int in_w, in_h, out_w, out_h, method;
+    int crop_top = 0;
   };
   for (const Case& c :
        {Case{PixelFormat::kGRAY8, 32, 128, 32, 64, 1}, Case{PixelFormat::kGRAY8, 32, 32, 32, 64, 3},
-        Case{PixelFormat::kNV12, 64, 96, 48, 64, 3}}) {
-    SCOPED_TRACE(std::to_string(c.in_h) + " -> " + std::to_string(c.out_h) + " rows");
-    const auto op = make_operation("scale", scaled(c.in_w, c.in_h, c.out_w, c.out_h, c.method));
+        Case{PixelFormat::kNV12, 64, 96, 48, 64, 3},
+        Case{PixelFormat::kGRAY8, 32, 64, 32, 64, 1, 16}}) {
+    SCOPED_TRACE(std::to_string(c.in_h) + " -> " + std::to_string(c.out_h) + " rows, crop-top " +
+                 std::to_string(c.crop_top));
+    KernelParams params = scaled(c.in_w, c.in_h, c.out_w, c.out_h, c.method);
+    params.set("crop-top", c.crop_top);
+    const auto op = make_operation("scale", params);
     CpuDeviceOptions options;
     options.max_delay_us = 100;
     options.seed = 11;
