@@ -37,16 +37,11 @@ __device__ __forceinline__ int sample(const uint8_t* p, int shift, int mask) {
   return ((__ldg(p) | (__ldg(p + 1) << 8)) >> shift) & mask;
 }
 
-// One tap along x of one output column, as the tables hold them for the
-// GPU ([tap][column]): its input sample, the edge clamped in, and weight.
-struct XTap {
-  int index;
-  int weight;
-};
-
-// Output column xs's first tap; the next is out_width further.
-__device__ __forceinline__ const XTap* x_taps(const ScaleComponent& c, int xs) {
-  return reinterpret_cast<const XTap*>(c.x.tap) + xs;
+// Output column xs's first tap along x, as the tables hold them for the
+// GPU ([tap][column]): x its input sample (the edge clamped in), y its
+// weight; the next tap is out_width further.
+__device__ __forceinline__ const int2* x_taps(const ScaleComponent& c, int xs) {
+  return reinterpret_cast<const int2*>(c.x.tap) + xs;
 }
 
 // The rounded sums along x of the kQ input rows at `lines` for the column
@@ -55,7 +50,7 @@ __device__ __forceinline__ const XTap* x_taps(const ScaleComponent& c, int xs) {
 // a 4-byte pixel, component k the pixel's byte k, whatever it holds.
 template <int kN, int kBytes, bool kWord, int kQ>
 __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* const (&lines)[kQ],
-                                         const XTap* __restrict__ taps, int mask,
+                                         const int2* __restrict__ taps, int mask,
                                          int (&h)[kQ][kN]) {
   constexpr int kHalf = 1 << (kScaleWeightBits - 1);
   const ScaleComponent& c = g.c;
@@ -63,7 +58,7 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* con
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
     for (int k = 0; k < kN; ++k) h[q][k] = 0;
-  const int2* tap = reinterpret_cast<const int2*>(taps);
+  const int2* tap = taps;
 #pragma unroll 2
   for (int i = 0; i < c.x.taps; ++i, tap += c.out_width) {
     const int2 t = __ldg(tap);
@@ -143,7 +138,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
   if (x >= c.out_samples) return;
   const int top = c.row0 + blockIdx.y * (kBlockY * kRows) + threadIdx.y;
   if (top >= c.out_rows) return;
-  const XTap* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
+  const int2* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
   const int mask = (1 << c.depth) - 1;
   using Acc = typename std::conditional<kWide, long long, int>::type;
   // Rows past the bottom repeat the last, and are not stored.
@@ -195,7 +190,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   // (chunks dealt to the block's 8 rows of threads); rows past the tile's
   // repeat its last and are not kept.
   const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
-  const XTap* taps = x_taps(c, xc < c.out_width ? xc : c.out_width - 1);
+  const int2* taps = x_taps(c, xc < c.out_width ? xc : c.out_width - 1);
   for (int r0 = threadIdx.y * kQ; r0 < r_count; r0 += kQ * kBlockY) {
     const uint8_t* lines[kQ];
 #pragma unroll
