@@ -3,6 +3,7 @@
 #include "kernels/scale/scale.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/copy/copy.h"
@@ -42,19 +43,52 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
     std::memcpy(bytes.data() + at, data, n);
     return at;
   };
+  for (int o = 0; o < axis.out_size; ++o) {
+    int sum = 0;
+    for (int i = 0; i < axis.taps; ++i)
+      sum += std::abs(axis.weight[static_cast<size_t>(o) * axis.taps + i]);
+    a.abs_sum = std::max(a.abs_sum, sum);
+  }
   a.first_at = put(axis.first.data(), axis.first.size() * sizeof(int32_t));
   a.weight_at = put(axis.weight.data(), axis.weight.size() * sizeof(int16_t));
-  // Along x (axes 0 and 2), the same taps as the CUDA kernel reads them:
+  const float unit = 1.0f / (1 << kScaleWeightBits);
+  if (index % 2 != 0) {
+    std::vector<float> weights(axis.weight.size());
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = axis.weight[i] * unit;
+    a.fweight_at = put(weights.data(), weights.size() * sizeof(float));
+    return;
+  }
+  // Along x (axes 0 and 2), the taps as the CUDA kernels read them:
   // neighbouring outputs' taps side by side, the edge already clamped.
-  if (index % 2 != 0) return;
   std::vector<int32_t> taps(axis.weight.size() * 2);
+  std::vector<int32_t> ftaps(taps.size());
   for (int o = 0; o < axis.out_size; ++o)
     for (int i = 0; i < axis.taps; ++i) {
       const size_t at = (static_cast<size_t>(i) * axis.out_size + o) * 2;
-      taps[at] = std::clamp(axis.first[o] + i, 0, axis.in_size - 1);
-      taps[at + 1] = axis.weight[static_cast<size_t>(o) * axis.taps + i];
+      const int16_t w = axis.weight[static_cast<size_t>(o) * axis.taps + i];
+      const float f = w * unit;
+      taps[at] = ftaps[at] = std::clamp(axis.first[o] + i, 0, axis.in_size - 1);
+      taps[at + 1] = w;
+      std::memcpy(&ftaps[at + 1], &f, sizeof f);
     }
   a.tap_at = put(taps.data(), taps.size() * sizeof(int32_t));
+  a.ftap_at = put(ftaps.data(), ftaps.size() * sizeof(int32_t));
+}
+
+// Whether 8-bit samples summed in float are exact (ScaleTables::float_exact),
+// in units of 2^-14: a row's partial sums reach at most x's abs_sum * 255
+// (plus the half that rounds), so its rounded sum at most `row`; a column's
+// reach y's abs_sum * row. Both must stay below 2^24, and the rounded row
+// below 2^22, the floor's range.
+bool float_exact(const ScaleTables& tables) {
+  const int64_t half = 1 << (kScaleWeightBits - 1);
+  int64_t x = 0, y = 0;
+  for (int i = 0; i < 4; ++i)
+    (i % 2 == 0 ? x : y) = std::max<int64_t>(i % 2 == 0 ? x : y, tables.axes[i].abs_sum);
+  const int64_t limit = int64_t{1} << 24;
+  const int64_t row_units = x * 255 + half;
+  const int64_t row = row_units / (1 << kScaleWeightBits) + 1;
+  return row_units < limit && row < (int64_t{1} << 22) && y * row + half < limit;
 }
 
 ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspace) {
@@ -62,7 +96,12 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   ScaleAxisView v;
   v.first = reinterpret_cast<const int32_t*>(workspace + a.first_at);
   v.weight = reinterpret_cast<const int16_t*>(workspace + a.weight_at);
-  if (index % 2 == 0) v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
+  if (index % 2 == 0) {
+    v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
+    v.ftap = reinterpret_cast<const int32_t*>(workspace + a.ftap_at);
+  } else {
+    v.fweight = reinterpret_cast<const float*>(workspace + a.fweight_at);
+  }
   v.taps = a.taps;
   v.in_size = a.in_size;
   return v;
@@ -85,6 +124,7 @@ ScaleTables scale_tables(ScaleMethod method, const FrameSizes& s) {
   append(&tables, 1, scale_axis(method, s.in_height, s.out_height));
   append(&tables, 2, scale_axis(method, halved(s.in_width), halved(s.out_width)));
   append(&tables, 3, scale_axis(method, halved(s.in_height), halved(s.out_height)));
+  tables.float_exact = float_exact(tables);
   return tables;
 }
 

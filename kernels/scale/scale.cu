@@ -4,15 +4,19 @@
 // and a grid (all of RGBA; NV12's interleaved U and V; YUY2's luma, then
 // its chroma), so a tap's samples come in one load and the input is read
 // once per plane, not once per component. The arithmetic is
-// scale_math.h's, sample for sample; the vertical sums of samples up to 12
-// bits are taken in 32 bits, where they cannot overflow, so the bytes are
-// the CPU reference's.
+// scale_math.h's, sample for sample, so the bytes are the CPU reference's:
+// - 8-bit samples are summed in float, which on the GPU has twice the
+//   integer units' rate, exactly (scale_math.h's scale_value_float).
+// - deeper samples are summed in integers, vertically in 64 bits above 12
+//   bits, where they cannot overflow.
+// With one tap on both axes (nearest) a sample is copied.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
+#include "kernels/error.h"
 #include "kernels/scale/scale_image.h"
 #include "kernels/scale/scale_math.h"
 
@@ -21,6 +25,7 @@ namespace {
 
 constexpr int kBlockX = 32;
 constexpr int kBlockY = kScaleBlockRows;
+constexpr int kTall = kScaleTallRows / kBlockY;  // rows a thread makes in a tall tile
 
 // Up to four components scaled together, and a padding byte written with
 // a constant (RGBx and the like).
@@ -37,27 +42,40 @@ __device__ __forceinline__ int sample(const uint8_t* p, int shift, int mask) {
   return ((__ldg(p) | (__ldg(p + 1) << 8)) >> shift) & mask;
 }
 
-// Output column xs's first tap along x, as the tables hold them for the
-// GPU ([tap][column]): x its input sample (the edge clamped in), y its
-// weight; the next tap is out_width further.
-__device__ __forceinline__ const int2* x_taps(const ScaleComponent& c, int xs) {
-  return reinterpret_cast<const int2*>(c.x.tap) + xs;
+// Byte k of `v` (k a constant) as a float: the byte put under the exponent
+// of 2^23, then 2^23 taken off; exact.
+__device__ __forceinline__ float byte_float(uint32_t v, int k) {
+  return __uint_as_float(__byte_perm(v, 0x4B000000u, 0x7440 | k)) - 8388608.0f;
+}
+
+// Output column xs's first tap along x in a [tap][column] table of
+// (index, weight) pairs: the input sample (the edge clamped in) and its
+// weight, int or float bits; the next tap is out_width further.
+__device__ __forceinline__ const int2* x_taps(const int32_t* table, int xs) {
+  return reinterpret_cast<const int2*>(table) + xs;
+}
+
+// Where output pixel (x, y) of the group starts.
+__device__ __forceinline__ uint8_t* out_pixel(const ScaleComponent& c, int x, int y) {
+  return c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
 }
 
 // The rounded sums along x of the kQ input rows at `lines` for the column
 // whose taps start at `taps`, for each of the kN components (scale_math.h's
-// row sums): a tap is loaded once for all kQ rows. kWord: the four bytes of
-// a 4-byte pixel, component k the pixel's byte k, whatever it holds.
-template <int kN, int kBytes, bool kWord, int kQ>
+// row sums): a tap is loaded once for all kQ rows. Float (8-bit samples,
+// kWord: the four bytes of a 4-byte pixel, component k the pixel's byte k,
+// whatever it holds) or int (16-bit samples).
+template <int kN, int kBytes, bool kWord, int kQ, typename Sum>
 __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* const (&lines)[kQ],
                                          const int2* __restrict__ taps, int mask,
-                                         int (&h)[kQ][kN]) {
+                                         Sum (&h)[kQ][kN]) {
+  constexpr bool kFloat = std::is_same<Sum, float>::value;
   constexpr int kHalf = 1 << (kScaleWeightBits - 1);
   const ScaleComponent& c = g.c;
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
-    for (int k = 0; k < kN; ++k) h[q][k] = 0;
+    for (int k = 0; k < kN; ++k) h[q][k] = kFloat ? Sum(0.5f) : Sum(0);
   const int2* tap = taps;
 #pragma unroll 2
   for (int i = 0; i < c.x.taps; ++i, tap += c.out_width) {
@@ -66,10 +84,17 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* con
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
       const uint8_t* p = lines[q] + at;
-      if (kWord) {
-        const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(p));
+      if constexpr (kFloat) {
+        const float w = __int_as_float(t.y);
+        if (kWord) {
+          const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(p));
 #pragma unroll
-        for (int k = 0; k < kN; ++k) h[q][k] += t.y * static_cast<int>((v >> (8 * k)) & 0xFF);
+          for (int k = 0; k < kN; ++k) h[q][k] = fmaf(w, byte_float(v, k), h[q][k]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kN; ++k)
+            h[q][k] = fmaf(w, byte_float(__ldg(p + g.offset[k]), 0), h[q][k]);
+        }
       } else {
 #pragma unroll
         for (int k = 0; k < kN; ++k)
@@ -80,49 +105,119 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* con
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
-    for (int k = 0; k < kN; ++k) h[q][k] = (h[q][k] + kHalf) >> kScaleWeightBits;
+    for (int k = 0; k < kN; ++k) {
+      if constexpr (kFloat)
+        h[q][k] = scale_floor(h[q][k]);
+      else
+        h[q][k] = (h[q][k] + kHalf) >> kScaleWeightBits;
+    }
 }
 
-// The kN row sums of one input row and column as the tile holds them, side
-// by side, so one shared-memory access moves them all where kN is 2 or 4.
-template <int kN>
-struct alignas(kN == 4 ? 16 : (kN == 2 ? 8 : 4)) Sums {
-  int v[kN];
-};
+// Stores a 4-byte pixel with its padding byte, if any, set.
+__device__ __forceinline__ void put_word(const ScaleGroup& g, uint8_t* d, uint32_t word) {
+  if (g.fill_offset >= 0) {
+    const int at = 8 * g.fill_offset;
+    word = (word & ~(0xFFu << at)) | (static_cast<uint32_t>(g.fill) << at);
+  }
+  *reinterpret_cast<uint32_t*>(d) = word;
+}
 
-// Rounds and clamps the vertical sums and writes output pixel (x, y): one
-// word for whole 4-byte pixels (component k its byte k), else sample by
-// sample; and the padding.
+// Rounds and clamps the vertical sums and writes output pixel (x, y), and
+// the padding. Float (8-bit samples; kWord: one word, component k its byte
+// k): scale_byte_bits leaves each value in a low byte. Int: sample by
+// sample.
 template <int kN, int kBytes, bool kWord, typename Acc>
 __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mask,
-                                      const Acc sum[kN]) {
-  constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+                                      const Acc (&sum)[kN]) {
   const ScaleComponent& c = g.c;
-  uint8_t* d =
-      c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
-  uint32_t word = 0;
+  uint8_t* d = out_pixel(c, x, y);
+  if constexpr (std::is_same<Acc, float>::value) {
+    uint32_t b[kN];
 #pragma unroll
-  for (int k = 0; k < kN; ++k) {
-    const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
-    const int v = r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r));
-    if (kWord) {
-      word |= static_cast<uint32_t>(v) << (8 * k);
-    } else if (kBytes == 1) {
-      d[g.offset[k]] = static_cast<uint8_t>(v);
+    for (int k = 0; k < kN; ++k) b[k] = scale_byte_bits(sum[k], mask);
+    if constexpr (kWord) {
+      static_assert(kN == 4, "a word holds four components");
+      put_word(
+          g, d,
+          __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410));
+      return;
     } else {
-      const int w = v << c.shift;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) d[g.offset[k]] = static_cast<uint8_t>(b[k]);
+    }
+  } else {
+    constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      const Acc r = (sum[k] + kHalf) >> kScaleWeightBits;
+      const int w = (r < 0 ? 0 : (r > mask ? mask : static_cast<int>(r))) << c.shift;
       d[g.offset[k]] = static_cast<uint8_t>(w);
       d[g.offset[k] + 1] = static_cast<uint8_t>(w >> 8);
     }
   }
-  if (kWord) {
-    if (g.fill_offset >= 0) {
-      const int at = 8 * g.fill_offset;
-      word = (word & ~(0xFFu << at)) | (static_cast<uint32_t>(g.fill) << at);
+  if (g.fill_offset >= 0) d[g.fill_offset] = static_cast<uint8_t>(g.fill);
+}
+
+// The arithmetic a group's kernels use: float for 8-bit samples; int for
+// deeper ones, the vertical sums in 64 bits where kWide.
+template <int kBytes, bool kWide>
+struct Arithmetic {
+  static constexpr bool kFloat = kBytes == 1;
+  using Row = typename std::conditional<kFloat, float, int>::type;
+  using Acc =
+      typename std::conditional<kFloat, float,
+                                typename std::conditional<kWide, long long, int>::type>::type;
+  __device__ static const int32_t* x_table(const ScaleComponent& c) {
+    return kFloat ? c.x.ftap : c.x.tap;
+  }
+  __device__ static Acc start() { return kFloat ? Acc(0.5f) : Acc(0); }
+  // Sum `s` plus weight j of output row y times `h`.
+  __device__ static Acc add(const ScaleComponent& c, int y, int j, Row h, Acc s) {
+    const size_t at = static_cast<size_t>(y) * c.y.taps + j;
+    if constexpr (kFloat)
+      return fmaf(__ldg(c.y.fweight + at), h, s);
+    else
+      return s + static_cast<Acc>(c.y.weight[at]) * h;
+  }
+};
+
+// The kN row sums of one input row and column as the tile holds them, side
+// by side, so one shared-memory access moves them all where kN is 2 or 4.
+template <int kN, typename T>
+struct alignas(kN == 4 ? 16 : (kN == 2 ? 8 : 4)) Sums {
+  T v[kN];
+};
+
+// One tap along both axes: output pixel (x, y) is the input's pixel under
+// it, its samples cut to their bits (P010's low six cleared) and the
+// padding written.
+template <int kN, int kBytes, bool kWord>
+__global__ void __launch_bounds__(kBlockX* kBlockY) scale_copy_kernel(const ScaleGroup g) {
+  const ScaleComponent& c = g.c;
+  const int x = blockIdx.x * kBlockX + threadIdx.x;
+  if (x >= c.out_samples) return;
+  const int top = c.row0 + blockIdx.y * kScaleTallRows + threadIdx.y;
+  const int xs = x < c.out_width ? x : c.out_width - 1;
+  const size_t at = static_cast<size_t>(c.x.tap[2 * xs]) * c.pixel_stride;
+  const int mask = (1 << c.depth) - 1;
+#pragma unroll
+  for (int q = 0; q < kTall; ++q) {
+    const int y = top + q * kBlockY;
+    if (y >= c.out_rows) return;
+    const int row = scale_clamp(c.y.first[y], 0, c.y.in_size - 1);
+    const uint8_t* p = c.src + static_cast<size_t>(row) * c.src_stride + at;
+    uint8_t* d = out_pixel(c, x, y);
+    if constexpr (kWord) {
+      put_word(g, d, __ldg(reinterpret_cast<const uint32_t*>(p)));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kN; ++k) {
+        const int v = sample<kBytes>(p + g.offset[k], c.shift, mask) << c.shift;
+        d[g.offset[k]] = static_cast<uint8_t>(v);
+        if (kBytes == 2) d[g.offset[k] + 1] = static_cast<uint8_t>(v >> 8);
+      }
+      if (g.fill_offset >= 0) d[g.fill_offset] = static_cast<uint8_t>(g.fill);
     }
-    *reinterpret_cast<uint32_t*>(d) = word;
-  } else if (g.fill_offset >= 0) {
-    d[g.fill_offset] = static_cast<uint8_t>(g.fill);
   }
 }
 
@@ -133,38 +228,39 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
 // loaded once for the thread's kRows rows.
 template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const ScaleGroup g) {
+  using A = Arithmetic<kBytes, kWide>;
   const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   if (x >= c.out_samples) return;
   const int top = c.row0 + blockIdx.y * (kBlockY * kRows) + threadIdx.y;
   if (top >= c.out_rows) return;
-  const int2* taps = x_taps(c, x < c.out_width ? x : c.out_width - 1);
+  const int2* taps = x_taps(A::x_table(c), x < c.out_width ? x : c.out_width - 1);
   const int mask = (1 << c.depth) - 1;
-  using Acc = typename std::conditional<kWide, long long, int>::type;
   // Rows past the bottom repeat the last, and are not stored.
   int y[kRows];
 #pragma unroll
   for (int q = 0; q < kRows; ++q) y[q] = min(top + q * kBlockY, c.out_rows - 1);
-  Acc sum[kRows][kN] = {};
+  typename A::Acc sum[kRows][kN];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+#pragma unroll
+    for (int k = 0; k < kN; ++k) sum[q][k] = A::start();
   for (int j = 0; j < c.y.taps; ++j) {
     const uint8_t* lines[kRows];
-    int wj[kRows];
 #pragma unroll
-    for (int q = 0; q < kRows; ++q) {
-      wj[q] = c.y.weight[static_cast<size_t>(y[q]) * c.y.taps + j];
+    for (int q = 0; q < kRows; ++q)
       lines[q] = c.src + static_cast<size_t>(scale_clamp(c.y.first[y[q]] + j, 0, c.y.in_size - 1)) *
                              c.src_stride;
-    }
-    int h[kRows][kN];
+    typename A::Row h[kRows][kN];
     row_sums<kN, kBytes, kWord, kRows>(g, lines, taps, mask, h);
 #pragma unroll
     for (int q = 0; q < kRows; ++q)
 #pragma unroll
-      for (int k = 0; k < kN; ++k) sum[q][k] += static_cast<Acc>(wj[q]) * h[q][k];
+      for (int k = 0; k < kN; ++k) sum[q][k] = A::add(c, y[q], j, h[q][k], sum[q][k]);
   }
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
-    if (top + q * kBlockY < c.out_rows) store<kN, kBytes, kWord, Acc>(g, x, y[q], mask, sum[q]);
+    if (top + q * kBlockY < c.out_rows) store<kN, kBytes, kWord>(g, x, y[q], mask, sum[q]);
 }
 
 // The same in two passes through shared memory: the block's 32 x (8 *
@@ -176,9 +272,11 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
 // multi-tap methods affordable.
 template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
+  using A = Arithmetic<kBytes, kWide>;
+  using Row = typename A::Row;
   constexpr int kQ = 4;                   // rows filtered at once
-  extern __shared__ int4 shared_words[];  // [row][column] of Sums<kN>
-  Sums<kN>* const tile = reinterpret_cast<Sums<kN>*>(shared_words);
+  extern __shared__ int4 shared_words[];  // [row][column] of Sums<kN, Row>
+  Sums<kN, Row>* const tile = reinterpret_cast<Sums<kN, Row>*>(shared_words);
   const ScaleComponent& c = g.c;
   const int mask = (1 << c.depth) - 1;
   const int bx = blockIdx.x * kBlockX;
@@ -190,7 +288,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   // (chunks dealt to the block's 8 rows of threads); rows past the tile's
   // repeat its last and are not kept.
   const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
-  const int2* taps = x_taps(c, xc < c.out_width ? xc : c.out_width - 1);
+  const int2* taps = x_taps(A::x_table(c), xc < c.out_width ? xc : c.out_width - 1);
   for (int r0 = threadIdx.y * kQ; r0 < r_count; r0 += kQ * kBlockY) {
     const uint8_t* lines[kQ];
 #pragma unroll
@@ -199,12 +297,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
       lines[q] =
           c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
     }
-    int h[kQ][kN];
+    Row h[kQ][kN];
     row_sums<kN, kBytes, kWord, kQ>(g, lines, taps, mask, h);
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
       if (r0 + q >= r_count) break;
-      Sums<kN> v;
+      Sums<kN, Row> v;
 #pragma unroll
       for (int k = 0; k < kN; ++k) v.v[k] = h[q][k];
       tile[(r0 + q) * kBlockX + threadIdx.x] = v;
@@ -213,21 +311,20 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   __syncthreads();
   const int x = bx + threadIdx.x;
   if (x >= c.out_samples) return;
-  using Acc = typename std::conditional<kWide, long long, int>::type;
 #pragma unroll
   for (int row = 0; row < kRows; ++row) {
     const int y = by + threadIdx.y + row * kBlockY;
     if (y >= c.out_rows) return;
-    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
-    const Sums<kN>* column = tile + (c.y.first[y] - r_first) * kBlockX + threadIdx.x;
-    Acc sum[kN] = {};
-    for (int j = 0; j < c.y.taps; ++j) {
-      const int wj = wy[j];
-      const Sums<kN> v = column[j * kBlockX];
+    const Sums<kN, Row>* column = tile + (c.y.first[y] - r_first) * kBlockX + threadIdx.x;
+    typename A::Acc sum[kN];
 #pragma unroll
-      for (int k = 0; k < kN; ++k) sum[k] += static_cast<Acc>(wj) * v.v[k];
+    for (int k = 0; k < kN; ++k) sum[k] = A::start();
+    for (int j = 0; j < c.y.taps; ++j) {
+      const Sums<kN, Row> v = column[j * kBlockX];
+#pragma unroll
+      for (int k = 0; k < kN; ++k) sum[k] = A::add(c, y, j, v.v[k], sum[k]);
     }
-    store<kN, kBytes, kWord, Acc>(g, x, y, mask, sum);
+    store<kN, kBytes, kWord>(g, x, y, mask, sum);
   }
 }
 
@@ -241,21 +338,23 @@ struct TileRows {
   int tall_rows = 0;
 };
 
-// The tall tile where its rows fit in shared memory, else the short one,
-// else (one tap along y, or too many rows) the direct kernel; four rows a
-// thread where they can be.
+// One tap on both axes: the copy; else the tall tile where its rows fit in
+// shared memory, else the short one, else (one tap along y, or too many
+// rows) the direct kernel; four rows a thread where they can be.
 template <int kN, int kBytes, bool kWide, bool kWord>
 void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
-  constexpr int kTall = kScaleTallRows / kBlockY;
+  using Row = typename Arithmetic<kBytes, kWide>::Row;
   const dim3 block(kBlockX, kBlockY);
   const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
   auto bytes = [](int tile_rows) {
-    return static_cast<size_t>(tile_rows) * kBlockX * sizeof(Sums<kN>);
+    return static_cast<size_t>(tile_rows) * kBlockX * sizeof(Sums<kN, Row>);
   };
   const int rows_made = g.c.out_rows - g.c.row0;
   if (rows_made <= 0) return;
   const dim3 tall(columns, (rows_made + kScaleTallRows - 1) / kScaleTallRows);
-  if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
+  if (g.c.x.taps == 1 && g.c.y.taps == 1) {
+    scale_copy_kernel<kN, kBytes, kWord><<<tall, block, 0, stream>>>(g);
+  } else if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
     scale_tile_kernel<kN, kBytes, kWide, kWord, kTall>
         <<<tall, block, bytes(rows.tall_rows), stream>>>(g);
   } else if (rows.short_rows > 0 && bytes(rows.short_rows) <= kTileBytes) {
@@ -308,6 +407,9 @@ void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_
 
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
                 const uint8_t* workspace, CUstream_st* stream, int y0, int y1) {
+  // Every filter of scale_taps.h passes (a test holds them to it).
+  if (!tables.float_exact)
+    throw Error("scale: the filter's weights are too large to be summed exactly on the GPU");
   ScaleComponent components[kMaxComponents + 1];
   const int n = scale_components(in, out, tables, workspace, components, y0, y1);
   bool done[kMaxComponents + 1] = {};

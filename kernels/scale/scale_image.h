@@ -38,14 +38,26 @@ struct ScaleTables {
     // one tap.
     int block_rows = 0;
     int tall_rows = 0;
+    // The most any output's weights add up to, each counted positive.
+    int abs_sum = 0;
     size_t first_at = 0;   // byte offset of its int32 starts
     size_t weight_at = 0;  // byte offset of its int16 weights
-    size_t tap_at = 0;     // along x: its [tap][output] (index, weight) int32 pairs
+    // For the CUDA kernels, each weight also as a float, times
+    // 2^-kScaleWeightBits. Along x: [tap][output] pairs of int32, the input
+    // index (the edge clamped in) and the weight, int (tap_at) and float
+    // (ftap_at). Along y: [output][tap] floats (fweight_at).
+    size_t tap_at = 0;
+    size_t ftap_at = 0;
+    size_t fweight_at = 0;
   };
   // [0] x and [1] y of the full grid (luma, RGB, 4:4:4 chroma); [2] x
   // and [3] y of a grid halved along that axis (subsampled chroma).
   Axis axes[4];
   std::vector<uint8_t> bytes;
+  // 8-bit samples summed in float give the integer sums' bits (scale.cu):
+  // every sum, rounded or not, stays an integer number of 2^-14 below 2^24
+  // of them. True for every filter of scale_taps.h.
+  bool float_exact = false;
 };
 
 // The components of an `in` -> `out` frame (the same format) with their

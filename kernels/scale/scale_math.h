@@ -7,8 +7,10 @@
 // Private to kernels/scale: CO_HD is __host__ __device__ under nvcc.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #ifdef __CUDACC__
 #define CO_SCALE_HD __host__ __device__ __forceinline__
@@ -24,9 +26,12 @@ namespace cudaoverlap {
 struct ScaleAxisView {
   const int32_t* first = nullptr;
   const int16_t* weight = nullptr;
-  // The CUDA kernel's copy along x: [tap][output] pairs of int32, the
-  // input index (clamped to the edge) and the weight; null along y.
+  // The CUDA kernels' copies (ScaleTables::Axis): along x the [tap][output]
+  // pairs of index and int weight (tap) or float weight (ftap), null along
+  // y; along y the float weights (fweight), null along x.
   const int32_t* tap = nullptr;
+  const int32_t* ftap = nullptr;
+  const float* fweight = nullptr;
   int taps = 0;
   int in_size = 0;
 };
@@ -96,6 +101,59 @@ CO_SCALE_HD int scale_value(const ScaleComponent& c, int x, int y) {
   const int64_t v = (sum + kHalf) >> kScaleWeightBits;
   const int max = (1 << c.depth) - 1;
   return v < 0 ? 0 : (v > max ? max : static_cast<int>(v));
+}
+
+// 8-bit samples summed in float, as the CUDA kernels sum them (scale.cu):
+// the weights times 2^-14, each sum from one half, so that scale_value's
+// rounding is a floor. Every partial sum is then a whole number of 2^-14
+// below 2^24 of them (ScaleTables::float_exact), which a float holds, so
+// no step rounds and the result is scale_value's.
+
+// a + b rounded down (the GPU's __fadd_rd; on the host, the double sum,
+// which is exact, taken to the float at or below it).
+CO_SCALE_HD float scale_add_down(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rd(a, b);
+#else
+  const double exact = static_cast<double>(a) + static_cast<double>(b);
+  float r = static_cast<float>(exact);
+  if (static_cast<double>(r) > exact) r = std::nextafter(r, -1e30f);
+  return r;
+#endif
+}
+
+// floor(a) for |a| < 2^22: a added to 1.5 * 2^23, where floats are a unit
+// apart, rounding down, and taken off again.
+CO_SCALE_HD float scale_floor(float a) { return scale_add_down(a, 12582912.0f) - 12582912.0f; }
+
+// The output value of a column's vertical sum: clamped to [0, max] (max at
+// most 255) and added to 2^23 rounding down, which leaves floor(sum) in the
+// low byte of the float's bits.
+CO_SCALE_HD uint32_t scale_byte_bits(float sum, int max) {
+  const float top = static_cast<float>(max);
+  const float v = scale_add_down(sum < 0.0f ? 0.0f : (sum > top ? top : sum), 8388608.0f);
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+// scale_value of an 8-bit component in that float arithmetic.
+CO_SCALE_HD int scale_value_float(const ScaleComponent& c, int x, int y) {
+  constexpr float kUnit = 1.0f / (1 << kScaleWeightBits);
+  const int32_t x0 = c.x.first[x];
+  const int32_t y0 = c.y.first[y];
+  const int16_t* wx = c.x.weight + static_cast<size_t>(x) * c.x.taps;
+  const int16_t* wy = c.y.weight + static_cast<size_t>(y) * c.y.taps;
+  float sum = 0.5f;
+  for (int j = 0; j < c.y.taps; ++j) {
+    const int row = scale_clamp(y0 + j, 0, c.y.in_size - 1);
+    float h = 0.5f;
+    for (int i = 0; i < c.x.taps; ++i)
+      h = fmaf(wx[i] * kUnit,
+               static_cast<float>(scale_read(c, scale_clamp(x0 + i, 0, c.x.in_size - 1), row)), h);
+    sum = fmaf(wy[j] * kUnit, scale_floor(h), sum);
+  }
+  return static_cast<int>(scale_byte_bits(sum, (1 << c.depth) - 1) & 0xFF);
 }
 
 // Computes and writes output sample (x, y) of `c` (x < out_samples, row0 <= y < out_rows).

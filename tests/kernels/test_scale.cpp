@@ -6,6 +6,7 @@
 #include "kernel_test_util.h"
 #include "kernels/flip/flip.h"
 #include "kernels/scale/scale.h"
+#include "kernels/scale/scale_math.h"
 #include "kernels/scale/scale_taps.h"
 
 namespace cudaoverlap::test {
@@ -85,6 +86,66 @@ TEST(ScaleTaps, TheFilterWidensOnlyWhenShrinking) {
   EXPECT_EQ(scale_axis(ScaleMethod::kLanczos, 100, 300).taps, 6);
   EXPECT_EQ(scale_axis(ScaleMethod::kBilinear, 300, 100).taps, 6);
   EXPECT_EQ(scale_axis(ScaleMethod::kLanczos, 200, 100).taps, 12);
+}
+
+// The CUDA kernels sum 8-bit samples in float and refuse tables whose
+// sums a float could not hold exactly (ScaleTables::float_exact): every
+// method at every ratio, the most extreme included, passes.
+TEST(ScaleTables, AreSummedExactlyInFloat) {
+  const FrameSizes sizes[] = {
+      {3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160}, {4096, 2160, 16, 9}, {1, 1, 1920, 1080},
+      {1920, 1080, 1, 1},       {641, 479, 320, 240},     {7, 5, 5, 7}};
+  for (ScaleMethod m : kMethods)
+    for (const FrameSizes& s : sizes) {
+      const ScaleTables t = scale_tables(m, s);
+      EXPECT_TRUE(t.float_exact) << kMethodNames[static_cast<int>(m)] << " " << s.in_width << "x"
+                                 << s.in_height << " -> " << s.out_width << "x" << s.out_height;
+      // Negative lobes make lanczos and bicubic weigh more than one in all;
+      // a triangle never does.
+      for (const ScaleTables::Axis& a : t.axes) {
+        EXPECT_GE(a.abs_sum, 1 << kScaleWeightBits);
+        if (m == ScaleMethod::kBilinear || m == ScaleMethod::kNearest) {
+          EXPECT_EQ(a.abs_sum, 1 << kScaleWeightBits);
+        }
+      }
+    }
+}
+
+// The float sums of the CUDA kernels (8-bit samples) equal the integer
+// sums of the reference, output for output: on random bytes, and on
+// pictures of only 0 and 255, where the negative lobes overshoot most.
+TEST(ScaleTables, FloatSumsEqualTheIntegerSums) {
+  const FrameSizes sizes[] = {{3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160},
+                              {4096, 2160, 16, 9},      {1, 1, 64, 36},
+                              {641, 479, 320, 240},     {33, 7, 100, 3}};
+  // Taps multiplied per case, about: outputs are skipped to stay within it.
+  const int64_t budget = kSanitized ? 200000 : 4000000;
+  for (const FrameSizes& s : sizes)
+    for (int picture = 0; picture < 3; ++picture) {
+      OwnedImage in(PixelFormat::kGRAY8, s.in_width, s.in_height);
+      std::mt19937 random(static_cast<uint32_t>(picture * 131 + s.out_width));
+      for (uint8_t& b : in.bytes)
+        b = picture == 0 ? static_cast<uint8_t>(random())
+                         : (random() % (picture == 1 ? 2 : 7) < 1 ? 0 : 255);
+      OwnedImage out(PixelFormat::kGRAY8, s.out_width, s.out_height);
+      for (ScaleMethod m : kMethods) {
+        const ScaleTables tables = scale_tables(m, s);
+        ScaleComponent c[kMaxComponents + 1];
+        ASSERT_EQ(scale_components(in.image, out.image, tables, tables.bytes.data(), c), 1);
+        const int64_t outputs = int64_t{s.out_width} * s.out_height;
+        const int64_t taps = int64_t{tables.axes[0].taps} * tables.axes[1].taps;
+        const int64_t step = std::max<int64_t>(1, outputs * taps / budget) | 1;
+        int differing = 0;
+        for (int64_t o = 0; o < outputs; o += step) {
+          const int x = static_cast<int>(o % s.out_width), y = static_cast<int>(o / s.out_width);
+          if (scale_value_float(c[0], x, y) != scale_value(c[0], x, y) && ++differing < 4)
+            ADD_FAILURE() << kMethodNames[static_cast<int>(m)] << " " << s.in_width << "x"
+                          << s.in_height << " -> " << s.out_width << "x" << s.out_height
+                          << " picture " << picture << " output (" << x << ", " << y << ")";
+        }
+        EXPECT_EQ(differing, 0);
+      }
+    }
 }
 
 TEST(ScaleReference, AFlatPictureStaysFlatInEveryFormatAndMethod) {
