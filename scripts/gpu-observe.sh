@@ -11,14 +11,18 @@
 #                      pinned pool and into its own memory: frames/s
 #                      (bench-pipelines.sh --only writes) and the writer's
 #                      thread, us of CPU a frame, three rounds interleaved
+#   scale.txt          the scale rows of the kernel table (RGBA, NV12, P010)
+#                      and, where ncu and cuobjdump are, each bilinear scale
+#                      kernel's profile (scale-ncu.txt: issue, pipes,
+#                      memory) and its instructions by kind (scale-sass.txt)
 # and prints a summary. Draw the timelines afterwards where matplotlib is:
 #   scripts/trace-to-png.py OUTDIR/trace-4k-serial.json OUTDIR/trace-4k-overlapped.json \
 #     -o timeline-4k.png --title "4K RGBA copy, serial" --title "4K RGBA copy, overlapped"
 #
-#   scripts/gpu-observe.sh OUTDIR [traces,latency,timing,writes]
-# (all four parts unless a list says which).
+#   scripts/gpu-observe.sh OUTDIR [traces,latency,timing,writes,scale]
+# (all but scale unless a list says which).
 set -u
-out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing,writes]}
+out=${1:?usage: gpu-observe.sh OUTDIR [traces,latency,timing,writes,scale]}
 parts=${2:-traces,latency,timing,writes}
 part() { [[ ",$parts," == *",$1,"* ]]; }
 cd "$(dirname "$0")/.." || exit 1  # OUTDIR is relative to the repository root
@@ -82,4 +86,31 @@ part writes && {
       echo "$line" | tee -a "$out/writes.txt"
     done
   done
+}
+
+part scale && {
+  .gpu/bin/cudaoverlap-bench --kernels --iterations 50 \
+    --only scale:RGBA,scale:NV12,scale:P010_10LE | tee "$out/scale.txt"
+  cuda=/usr/local/cuda/bin
+  if [ -x $cuda/ncu ]; then
+    # One launch of each scale kernel as the bilinear rows run them.
+    $cuda/ncu --kernel-name-base demangled -k 'regex:scale_' --launch-count 12 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
+      --section WarpStateStats --section Occupancy \
+      .gpu/bin/cudaoverlap-bench --kernels --iterations 1 --only scale:RGBA,scale:NV12 \
+      >"$out/scale-ncu.txt" 2>&1
+    echo "scale kernels profiled (rc $?): $out/scale-ncu.txt"
+  fi
+  if [ -x $cuda/cuobjdump ]; then
+    # Each scale kernel's sm_90 instructions, counted by opcode.
+    $cuda/cuobjdump -sass -arch sm_90 .gpu/bin/cudaoverlap-bench 2>/dev/null | awk '
+      /Function : .*scale_/ { name = $3 }
+      /Function : / && !/scale_/ { name = "" }
+      name != "" && /\/\*[0-9a-f]+\*\// {
+        op = $2; if (op ~ /^@/) op = $3; sub(/;/, "", op)
+        count[name "\t" op]++ }
+      END { for (k in count) print count[k] "\t" k }' | sort -t$'\t' -k2,2 -k1,1nr \
+      >"$out/scale-sass.txt"
+    echo "scale kernels' instructions: $out/scale-sass.txt ($(wc -l <"$out/scale-sass.txt") lines)"
+  fi
 }

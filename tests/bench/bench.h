@@ -53,7 +53,8 @@ struct Options {
   // --pairs FROM:TO,...: only convert between these (format names as
   // GStreamer spells them), e.g. to profile one pair.
   std::vector<std::pair<PixelFormat, PixelFormat>> pairs;
-  // --only KERNEL:FORMAT,...: only these rows of the kernel table.
+  // --only KERNEL:FORMAT,...: only these rows of the kernel table
+  // (scale:FORMAT: every scale row of that format).
   std::vector<std::pair<std::string, PixelFormat>> only;
   // --devices LIST: the multi-device table instead; empty: not asked.
   std::string devices;

@@ -265,7 +265,6 @@ int run_kernel_table(const Options& opt) {
       for (PixelFormat made : make_operation(k.kernel, k.params)->output_formats(format))
         if (made == format && chosen(k.label, format))
           time_row(k.label, k.kernel, k.params, format, format, opt.iterations, true);
-  if (!opt.only.empty()) return 0;
   const std::pair<PixelFormat, PixelFormat> convert_pairs[] = {
       {PixelFormat::kRGBA, PixelFormat::kNV12},      {PixelFormat::kRGBA, PixelFormat::kI420},
       {PixelFormat::kNV12, PixelFormat::kRGBA},      {PixelFormat::kI420, PixelFormat::kBGRx},
@@ -279,20 +278,23 @@ int run_kernel_table(const Options& opt) {
       {PixelFormat::kI420_10LE, PixelFormat::kNV12}, {PixelFormat::kGRAY16_LE, PixelFormat::kRGBA},
       {PixelFormat::kBayerRGGB, PixelFormat::kRGBA}, {PixelFormat::kBayerBGGR, PixelFormat::kBGR},
       {PixelFormat::kRGBA, PixelFormat::kNV21}};
-  for (const auto& [from, to] : convert_pairs)
-    time_row("convert", "convert", bt709, from, to, opt.iterations, true);
+  if (opt.only.empty())
+    for (const auto& [from, to] : convert_pairs)
+      time_row("convert", "convert", bt709, from, to, opt.iterations, true);
   // scale by each method, 4K to 1080p and back; the bound reads the larger
   // frame once and writes the smaller once (or the reverse).
   const char* const methods[] = {"nearest", "bilinear", "bicubic", "lanczos"};
   for (int m = 0; m < 4; ++m)
     for (auto [iw, ih, ow, oh] : {std::tuple{3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160}})
       for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kP010_10LE}) {
+        if (!chosen("scale", f)) continue;
         KernelParams p;
         p.set("method", m);
         p.sizes = FrameSizes{iw, ih, ow, oh};
         time_row(std::string("scale ") + methods[m] + (iw > ow ? " 4K->1080p" : " 1080p->4K"),
                  "scale", p, f, f, opt.iterations, true);
       }
+  if (!opt.only.empty()) return 0;
   print_custom_start(device);
   if (!opt.all_pairs) return 0;
   // Every pair, fewer launches each; a matrix of ratios, then the worst.
