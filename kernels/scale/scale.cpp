@@ -104,6 +104,7 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   }
   v.taps = a.taps;
   v.in_size = a.in_size;
+  v.abs_sum = a.abs_sum;
   return v;
 }
 

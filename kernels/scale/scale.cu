@@ -132,9 +132,10 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
   const ScaleComponent& c = g.c;
   uint8_t* d = out_pixel(c, x, y);
   if constexpr (std::is_same<Acc, float>::value) {
+    const bool overshoots = scale_overshoots(c);
     uint32_t b[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) b[k] = scale_byte_bits(sum[k], mask);
+    for (int k = 0; k < kN; ++k) b[k] = scale_byte_bits(sum[k], mask, overshoots);
     if constexpr (kWord) {
       static_assert(kN == 4, "a word holds four components");
       put_word(

@@ -34,6 +34,7 @@ struct ScaleAxisView {
   const float* fweight = nullptr;
   int taps = 0;
   int in_size = 0;
+  int abs_sum = 0;  // ScaleTables::Axis::abs_sum
 };
 
 // One component of a frame, scaled on its own grid: where its samples are
@@ -126,12 +127,20 @@ CO_SCALE_HD float scale_add_down(float a, float b) {
 // apart, rounding down, and taken off again.
 CO_SCALE_HD float scale_floor(float a) { return scale_add_down(a, 12582912.0f) - 12582912.0f; }
 
+// Whether `c`'s sums can leave the samples' range: only where a filter
+// has negative weights (bicubic, lanczos); sums of weights that are all
+// positive and add up to one stay between the smallest and largest sample.
+CO_SCALE_HD bool scale_overshoots(const ScaleComponent& c) {
+  return c.x.abs_sum > (1 << kScaleWeightBits) || c.y.abs_sum > (1 << kScaleWeightBits);
+}
+
 // The output value of a column's vertical sum: clamped to [0, max] (max at
-// most 255) and added to 2^23 rounding down, which leaves floor(sum) in the
-// low byte of the float's bits.
-CO_SCALE_HD uint32_t scale_byte_bits(float sum, int max) {
+// most 255) where it may overshoot, and added to 2^23 rounding down, which
+// leaves floor(sum) in the low byte of the float's bits.
+CO_SCALE_HD uint32_t scale_byte_bits(float sum, int max, bool overshoots) {
   const float top = static_cast<float>(max);
-  const float v = scale_add_down(sum < 0.0f ? 0.0f : (sum > top ? top : sum), 8388608.0f);
+  if (overshoots) sum = sum < 0.0f ? 0.0f : (sum > top ? top : sum);
+  const float v = scale_add_down(sum, 8388608.0f);
   uint32_t bits;
   memcpy(&bits, &v, sizeof bits);
   return bits;
@@ -153,7 +162,7 @@ CO_SCALE_HD int scale_value_float(const ScaleComponent& c, int x, int y) {
                static_cast<float>(scale_read(c, scale_clamp(x0 + i, 0, c.x.in_size - 1), row)), h);
     sum = fmaf(wy[j] * kUnit, scale_floor(h), sum);
   }
-  return static_cast<int>(scale_byte_bits(sum, (1 << c.depth) - 1) & 0xFF);
+  return static_cast<int>(scale_byte_bits(sum, (1 << c.depth) - 1, scale_overshoots(c)) & 0xFF);
 }
 
 // Computes and writes output sample (x, y) of `c` (x < out_samples, row0 <= y < out_rows).
