@@ -55,18 +55,25 @@ __device__ __forceinline__ const int2* x_taps(const int32_t* table, int xs) {
   return reinterpret_cast<const int2*>(table) + xs;
 }
 
-// Where output pixel (x, y) of the group starts.
-__device__ __forceinline__ uint8_t* out_pixel(const ScaleComponent& c, int x, int y) {
-  return c.dst + static_cast<size_t>(y) * c.dst_stride + static_cast<size_t>(x) * c.pixel_stride;
+// Byte offsets within a plane are 32-bit (scale_cuda refuses planes of
+// 4 GiB), so that an address is one 32-bit sum added to the plane's start.
+__device__ __forceinline__ uint32_t src_row(const ScaleComponent& c, int row) {
+  return static_cast<uint32_t>(row) * static_cast<uint32_t>(c.src_stride);
 }
 
-// The rounded sums along x of the kQ input rows at `lines` for the column
+// Where output pixel (x, y) of the group starts.
+__device__ __forceinline__ uint8_t* out_pixel(const ScaleComponent& c, int x, int y) {
+  return c.dst + (static_cast<uint32_t>(y) * static_cast<uint32_t>(c.dst_stride) +
+                  static_cast<uint32_t>(x) * static_cast<uint32_t>(c.pixel_stride));
+}
+
+// The rounded sums along x of the kQ input rows at byte offsets `rows` for the column
 // whose taps start at `taps`, for each of the kN components (scale_math.h's
 // row sums): a tap is loaded once for all kQ rows. Float (8-bit samples,
 // kWord: the four bytes of a 4-byte pixel, component k the pixel's byte k,
 // whatever it holds) or int (16-bit samples).
 template <int kN, int kBytes, bool kWord, int kQ, typename Sum>
-__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* const (&lines)[kQ],
+__device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint32_t (&rows)[kQ],
                                          const int2* __restrict__ taps, int mask,
                                          Sum (&h)[kQ][kN]) {
   constexpr bool kFloat = std::is_same<Sum, float>::value;
@@ -80,10 +87,10 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint8_t* con
 #pragma unroll 2
   for (int i = 0; i < c.x.taps; ++i, tap += c.out_width) {
     const int2 t = __ldg(tap);
-    const int at = t.x * (kWord ? 4 : c.pixel_stride);
+    const uint32_t at = static_cast<uint32_t>(t.x) * (kWord ? 4u : c.pixel_stride);
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
-      const uint8_t* p = lines[q] + at;
+      const uint8_t* p = c.src + (rows[q] + at);
       if constexpr (kFloat) {
         const float w = __int_as_float(t.y);
         if (kWord) {
@@ -174,7 +181,7 @@ struct Arithmetic {
   __device__ static Acc start() { return kFloat ? Acc(0.5f) : Acc(0); }
   // Sum `s` plus weight j of output row y times `h`.
   __device__ static Acc add(const ScaleComponent& c, int y, int j, Row h, Acc s) {
-    const size_t at = static_cast<size_t>(y) * c.y.taps + j;
+    const uint32_t at = static_cast<uint32_t>(y * c.y.taps + j);
     if constexpr (kFloat)
       return fmaf(__ldg(c.y.fweight + at), h, s);
     else
@@ -199,14 +206,14 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_copy_kernel(const Scal
   if (x >= c.out_samples) return;
   const int top = c.row0 + blockIdx.y * kScaleTallRows + threadIdx.y;
   const int xs = x < c.out_width ? x : c.out_width - 1;
-  const size_t at = static_cast<size_t>(c.x.tap[2 * xs]) * c.pixel_stride;
+  const uint32_t at = static_cast<uint32_t>(c.x.tap[2 * xs]) * c.pixel_stride;
   const int mask = (1 << c.depth) - 1;
 #pragma unroll
   for (int q = 0; q < kTall; ++q) {
     const int y = top + q * kBlockY;
     if (y >= c.out_rows) return;
     const int row = scale_clamp(c.y.first[y], 0, c.y.in_size - 1);
-    const uint8_t* p = c.src + static_cast<size_t>(row) * c.src_stride + at;
+    const uint8_t* p = c.src + (src_row(c, row) + at);
     uint8_t* d = out_pixel(c, x, y);
     if constexpr (kWord) {
       put_word(g, d, __ldg(reinterpret_cast<const uint32_t*>(p)));
@@ -247,13 +254,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
 #pragma unroll
     for (int k = 0; k < kN; ++k) sum[q][k] = A::start();
   for (int j = 0; j < c.y.taps; ++j) {
-    const uint8_t* lines[kRows];
+    uint32_t rows[kRows];
 #pragma unroll
     for (int q = 0; q < kRows; ++q)
-      lines[q] = c.src + static_cast<size_t>(scale_clamp(c.y.first[y[q]] + j, 0, c.y.in_size - 1)) *
-                             c.src_stride;
+      rows[q] = src_row(c, scale_clamp(c.y.first[y[q]] + j, 0, c.y.in_size - 1));
     typename A::Row h[kRows][kN];
-    row_sums<kN, kBytes, kWord, kRows>(g, lines, taps, mask, h);
+    row_sums<kN, kBytes, kWord, kRows>(g, rows, taps, mask, h);
 #pragma unroll
     for (int q = 0; q < kRows; ++q)
 #pragma unroll
@@ -291,15 +297,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
   const int2* taps = x_taps(A::x_table(c), xc < c.out_width ? xc : c.out_width - 1);
   for (int r0 = threadIdx.y * kQ; r0 < r_count; r0 += kQ * kBlockY) {
-    const uint8_t* lines[kQ];
+    uint32_t rows[kQ];
 #pragma unroll
-    for (int q = 0; q < kQ; ++q) {
-      const int r = min(r0 + q, r_count - 1);
-      lines[q] =
-          c.src + static_cast<size_t>(scale_clamp(r_first + r, 0, c.y.in_size - 1)) * c.src_stride;
-    }
+    for (int q = 0; q < kQ; ++q)
+      rows[q] = src_row(c, scale_clamp(r_first + min(r0 + q, r_count - 1), 0, c.y.in_size - 1));
     Row h[kQ][kN];
-    row_sums<kN, kBytes, kWord, kQ>(g, lines, taps, mask, h);
+    row_sums<kN, kBytes, kWord, kQ>(g, rows, taps, mask, h);
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
       if (r0 + q >= r_count) break;
@@ -413,6 +416,12 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
     throw Error("scale: the filter's weights are too large to be summed exactly on the GPU");
   ScaleComponent components[kMaxComponents + 1];
   const int n = scale_components(in, out, tables, workspace, components, y0, y1);
+  for (int k = 0; k < n; ++k) {
+    const ScaleComponent& c = components[k];
+    if (uint64_t{c.src_stride} * c.y.in_size > UINT32_MAX ||
+        uint64_t{c.dst_stride} * c.out_rows > UINT32_MAX)
+      throw Error("scale: planes of 4 GiB or more are not supported");
+  }
   bool done[kMaxComponents + 1] = {};
   for (int first = 0; first < n; ++first) {
     if (done[first] || components[first].fill >= 0) continue;
