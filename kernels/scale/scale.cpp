@@ -17,6 +17,35 @@ namespace {
 // what is left.
 int halved(int size) { return (size + 1) / 2; }
 
+// The windows of an x axis (ScaleTables::Axis::window_groups), if its
+// input is wide enough and its weights fit 16 bits.
+template <typename Put>
+void put_windows(ScaleTables::Axis* a, const ScaleAxis& axis, const Put& put) {
+  const int span = (axis.taps + 3) / 4 * 4;
+  if (axis.taps < 2 || axis.in_size < span || a->abs_sum > INT16_MAX) return;
+  const int groups = span / 4;
+  std::vector<int32_t> starts(axis.out_size);
+  std::vector<uint32_t> words(static_cast<size_t>(groups) * axis.out_size * 2);
+  for (int o = 0; o < axis.out_size; ++o) {
+    const int start = std::clamp(axis.first[o], 0, axis.in_size - span);
+    starts[o] = start;
+    std::vector<int> merged(span, 0);
+    for (int i = 0; i < axis.taps; ++i) {
+      const int at = std::clamp(axis.first[o] + i, 0, axis.in_size - 1) - start;
+      merged[at] += axis.weight[static_cast<size_t>(o) * axis.taps + i];
+    }
+    for (int j = 0; j < span; ++j) {
+      const size_t pair = (static_cast<size_t>(j / 4) * axis.out_size + o) * 2;
+      const int shift = 8 * (j % 4);
+      words[pair] |= static_cast<uint32_t>(merged[j] & 0xFF) << shift;
+      words[pair + 1] |= static_cast<uint32_t>((merged[j] >> 8) & 0xFF) << shift;
+    }
+  }
+  a->window_groups = groups;
+  a->window_start_at = put(starts.data(), starts.size() * sizeof(int32_t));
+  a->window_weight_at = put(words.data(), words.size() * sizeof(uint32_t));
+}
+
 void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
   ScaleTables::Axis& a = tables->axes[index];
   a.taps = axis.taps;
@@ -73,6 +102,7 @@ void append(ScaleTables* tables, int index, const ScaleAxis& axis) {
     }
   a.tap_at = put(taps.data(), taps.size() * sizeof(int32_t));
   a.ftap_at = put(ftaps.data(), ftaps.size() * sizeof(int32_t));
+  put_windows(&a, axis, put);
 }
 
 // Whether 8-bit samples summed in float are exact (ScaleTables::float_exact),
@@ -99,6 +129,11 @@ ScaleAxisView view(const ScaleTables& tables, int index, const uint8_t* workspac
   if (index % 2 == 0) {
     v.tap = reinterpret_cast<const int32_t*>(workspace + a.tap_at);
     v.ftap = reinterpret_cast<const int32_t*>(workspace + a.ftap_at);
+    v.window_groups = a.window_groups;
+    if (a.window_groups > 0) {
+      v.window_start = reinterpret_cast<const int32_t*>(workspace + a.window_start_at);
+      v.window_weight = reinterpret_cast<const uint32_t*>(workspace + a.window_weight_at);
+    }
   } else {
     v.fweight = reinterpret_cast<const float*>(workspace + a.fweight_at);
   }

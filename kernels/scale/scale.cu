@@ -129,6 +129,32 @@ __device__ __forceinline__ void put_word(const ScaleGroup& g, uint8_t* d, uint32
   *reinterpret_cast<uint32_t*>(d) = word;
 }
 
+// The same through the window of output column xs (8-bit samples, four
+// bytes a pixel or one; ScaleTables::Axis::window_groups): four taps at a
+// time as byte dot products (scale_window_group), the group's weights
+// loaded once for the kQ rows.
+template <int kN, bool kWord, int kQ>
+__device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t (&rows)[kQ], int xs,
+                                            float (&h)[kQ][kN]) {
+  constexpr uint32_t kStep = kWord ? 16 : 4;  // bytes of a group of taps
+  const ScaleComponent& c = g.c;
+  const uint32_t at =
+      static_cast<uint32_t>(c.x.window_start[xs]) * (kStep / 4) + (kWord ? 0 : g.offset[0]);
+  const uint2* weights = reinterpret_cast<const uint2*>(c.x.window_weight) + xs;
+  int lo[kQ][kN] = {}, hi[kQ][kN] = {};
+  for (int i = 0; i < c.x.window_groups; ++i, weights += c.out_width) {
+    const uint2 w = __ldg(weights);
+#pragma unroll
+    for (int q = 0; q < kQ; ++q)
+      scale_window_group<kN, kWord>(c.src + (rows[q] + at + i * kStep), w.x, w.y, lo[q], hi[q]);
+  }
+#pragma unroll
+  for (int q = 0; q < kQ; ++q)
+#pragma unroll
+    for (int k = 0; k < kN; ++k)
+      h[q][k] = scale_small_float(scale_window_round(lo[q][k], hi[q][k]));
+}
+
 // Rounds and clamps the vertical sums and writes output pixel (x, y), and
 // the padding. Float (8-bit samples; kWord: one word, component k its byte
 // k): scale_byte_bits leaves each value in a low byte. Int: sample by
@@ -178,14 +204,22 @@ struct Arithmetic {
   __device__ static const int32_t* x_table(const ScaleComponent& c) {
     return kFloat ? c.x.ftap : c.x.tap;
   }
+  using Weight = typename std::conditional<kFloat, float, int16_t>::type;
   __device__ static Acc start() { return kFloat ? Acc(0.5f) : Acc(0); }
-  // Sum `s` plus weight j of output row y times `h`.
-  __device__ static Acc add(const ScaleComponent& c, int y, int j, Row h, Acc s) {
-    const uint32_t at = static_cast<uint32_t>(y * c.y.taps + j);
+  // Output row y's weights along y.
+  __device__ static const Weight* weights(const ScaleComponent& c, int y) {
+    const uint32_t at = static_cast<uint32_t>(y) * c.y.taps;
     if constexpr (kFloat)
-      return fmaf(__ldg(c.y.fweight + at), h, s);
+      return c.y.fweight + at;
     else
-      return s + static_cast<Acc>(c.y.weight[at]) * h;
+      return c.y.weight + at;
+  }
+  // Sum `s` plus weight `w` times `h`.
+  __device__ static Acc add(Weight w, Row h, Acc s) {
+    if constexpr (kFloat)
+      return fmaf(w, h, s);
+    else
+      return s + static_cast<Acc>(w) * h;
   }
 };
 
@@ -246,8 +280,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
   const int mask = (1 << c.depth) - 1;
   // Rows past the bottom repeat the last, and are not stored.
   int y[kRows];
+  const typename A::Weight* wy[kRows];
 #pragma unroll
-  for (int q = 0; q < kRows; ++q) y[q] = min(top + q * kBlockY, c.out_rows - 1);
+  for (int q = 0; q < kRows; ++q) {
+    y[q] = min(top + q * kBlockY, c.out_rows - 1);
+    wy[q] = A::weights(c, y[q]);
+  }
   typename A::Acc sum[kRows][kN];
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
@@ -263,7 +301,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
 #pragma unroll
     for (int q = 0; q < kRows; ++q)
 #pragma unroll
-      for (int k = 0; k < kN; ++k) sum[q][k] = A::add(c, y[q], j, h[q][k], sum[q][k]);
+      for (int k = 0; k < kN; ++k) sum[q][k] = A::add(__ldg(wy[q] + j), h[q][k], sum[q][k]);
   }
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
@@ -276,8 +314,9 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_group_kernel(const Sca
 // block's 32 columns (the rounded row sums of scale_math.h), four rows at
 // a time, then each output sums its own rows' values. A tap is then read
 // once per block row instead of once per output row, which is what makes
-// multi-tap methods affordable.
-template <int kN, int kBytes, bool kWide, bool kWord, int kRows>
+// multi-tap methods affordable. kWindow: the rows filtered through the
+// columns' windows (window_sums).
+template <int kN, int kBytes, bool kWide, bool kWord, int kRows, bool kWindow>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const ScaleGroup g) {
   using A = Arithmetic<kBytes, kWide>;
   using Row = typename A::Row;
@@ -295,14 +334,18 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   // (chunks dealt to the block's 8 rows of threads); rows past the tile's
   // repeat its last and are not kept.
   const int xc = min(bx + static_cast<int>(threadIdx.x), c.out_samples - 1);
-  const int2* taps = x_taps(A::x_table(c), xc < c.out_width ? xc : c.out_width - 1);
+  const int xs = xc < c.out_width ? xc : c.out_width - 1;
+  const int2* taps = x_taps(A::x_table(c), xs);
   for (int r0 = threadIdx.y * kQ; r0 < r_count; r0 += kQ * kBlockY) {
     uint32_t rows[kQ];
 #pragma unroll
     for (int q = 0; q < kQ; ++q)
       rows[q] = src_row(c, scale_clamp(r_first + min(r0 + q, r_count - 1), 0, c.y.in_size - 1));
     Row h[kQ][kN];
-    row_sums<kN, kBytes, kWord, kQ>(g, rows, taps, mask, h);
+    if constexpr (kWindow)
+      window_sums<kN, kWord, kQ>(g, rows, xs, h);
+    else
+      row_sums<kN, kBytes, kWord, kQ>(g, rows, taps, mask, h);
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
       if (r0 + q >= r_count) break;
@@ -320,13 +363,15 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
     const int y = by + threadIdx.y + row * kBlockY;
     if (y >= c.out_rows) return;
     const Sums<kN, Row>* column = tile + (c.y.first[y] - r_first) * kBlockX + threadIdx.x;
+    const typename A::Weight* wy = A::weights(c, y);
     typename A::Acc sum[kN];
 #pragma unroll
     for (int k = 0; k < kN; ++k) sum[k] = A::start();
-    for (int j = 0; j < c.y.taps; ++j) {
-      const Sums<kN, Row> v = column[j * kBlockX];
+    for (int j = 0; j < c.y.taps; ++j, ++wy, column += kBlockX) {
+      const typename A::Weight w = __ldg(wy);
+      const Sums<kN, Row> v = *column;
 #pragma unroll
-      for (int k = 0; k < kN; ++k) sum[k] = A::add(c, y, j, v.v[k], sum[k]);
+      for (int k = 0; k < kN; ++k) sum[k] = A::add(w, v.v[k], sum[k]);
     }
     store<kN, kBytes, kWord>(g, x, y, mask, sum);
   }
@@ -344,10 +389,13 @@ struct TileRows {
 
 // One tap on both axes: the copy; else the tall tile where its rows fit in
 // shared memory, else the short one, else (one tap along y, or too many
-// rows) the direct kernel; four rows a thread where they can be.
+// rows) the direct kernel; four rows a thread where they can be. `window`:
+// the tiles filter through the columns' windows (8-bit samples, four bytes
+// a pixel or one).
 template <int kN, int kBytes, bool kWide, bool kWord>
-void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
+void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream) {
   using Row = typename Arithmetic<kBytes, kWide>::Row;
+  constexpr bool kWindowed = kBytes == 1 && (kWord || kN == 1);  // what windows serve
   const dim3 block(kBlockX, kBlockY);
   const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
   auto bytes = [](int tile_rows) {
@@ -359,12 +407,18 @@ void launch(const ScaleGroup& g, TileRows rows, CUstream_st* stream) {
   if (g.c.x.taps == 1 && g.c.y.taps == 1) {
     scale_copy_kernel<kN, kBytes, kWord><<<tall, block, 0, stream>>>(g);
   } else if (rows.tall_rows > 0 && bytes(rows.tall_rows) <= kTileBytes) {
-    scale_tile_kernel<kN, kBytes, kWide, kWord, kTall>
-        <<<tall, block, bytes(rows.tall_rows), stream>>>(g);
+    auto kernel = scale_tile_kernel<kN, kBytes, kWide, kWord, kTall, false>;
+    if constexpr (kWindowed) {
+      if (window) kernel = scale_tile_kernel<kN, kBytes, kWide, kWord, kTall, true>;
+    }
+    kernel<<<tall, block, bytes(rows.tall_rows), stream>>>(g);
   } else if (rows.short_rows > 0 && bytes(rows.short_rows) <= kTileBytes) {
     const dim3 grid(columns, (rows_made + kBlockY - 1) / kBlockY);
-    scale_tile_kernel<kN, kBytes, kWide, kWord, 1>
-        <<<grid, block, bytes(rows.short_rows), stream>>>(g);
+    auto kernel = scale_tile_kernel<kN, kBytes, kWide, kWord, 1, false>;
+    if constexpr (kWindowed) {
+      if (window) kernel = scale_tile_kernel<kN, kBytes, kWide, kWord, 1, true>;
+    }
+    kernel<<<grid, block, bytes(rows.short_rows), stream>>>(g);
   } else {
     scale_group_kernel<kN, kBytes, kWide, kWord, kTall><<<tall, block, 0, stream>>>(g);
   }
@@ -374,13 +428,14 @@ template <int kN>
 void launch_n(const ScaleGroup& g, bool word, TileRows tile_rows, CUstream_st* stream) {
   if (g.c.sample_bytes == 2) {
     if (g.c.depth > 12)
-      launch<kN, 2, true, false>(g, tile_rows, stream);
+      launch<kN, 2, true, false>(g, tile_rows, false, stream);
     else
-      launch<kN, 2, false, false>(g, tile_rows, stream);
+      launch<kN, 2, false, false>(g, tile_rows, false, stream);
   } else if (word) {
-    launch<4, 1, false, true>(g, tile_rows, stream);
+    launch<4, 1, false, true>(g, tile_rows, g.c.x.window_groups > 0, stream);
   } else {
-    launch<kN, 1, false, false>(g, tile_rows, stream);
+    const bool window = kN == 1 && g.c.pixel_stride == 1 && g.c.x.window_groups > 0;
+    launch<kN, 1, false, false>(g, tile_rows, window, stream);
   }
 }
 

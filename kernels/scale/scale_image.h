@@ -49,6 +49,18 @@ struct ScaleTables {
     size_t tap_at = 0;
     size_t ftap_at = 0;
     size_t fweight_at = 0;
+    // Along x, where the input is at least as wide as the taps rounded up
+    // to fours: each output's taps as a window of consecutive inputs, in
+    // groups of four (window_groups of them; 0: no windows), so that 8-bit
+    // samples are summed four at a time with byte dot products. The
+    // window starts where the taps do but lies inside the input, taps
+    // past an edge adding their weight to the edge's sample, as they read
+    // it; its int32 starts (window_start_at), and its weights by group,
+    // [group][output] pairs of words (window_weight_at): each weight's low
+    // bytes (unsigned) and its high bytes (signed), four taps a word.
+    int window_groups = 0;
+    size_t window_start_at = 0;
+    size_t window_weight_at = 0;
   };
   // [0] x and [1] y of the full grid (luma, RGB, 4:4:4 chroma); [2] x
   // and [3] y of a grid halved along that axis (subsampled chroma).

@@ -35,6 +35,10 @@ struct ScaleAxisView {
   int taps = 0;
   int in_size = 0;
   int abs_sum = 0;  // ScaleTables::Axis::abs_sum
+  // Along x, the windows of ScaleTables::Axis; window_groups 0 elsewhere.
+  const int32_t* window_start = nullptr;
+  const uint32_t* window_weight = nullptr;
+  int window_groups = 0;
 };
 
 // One component of a frame, scaled on its own grid: where its samples are
@@ -163,6 +167,110 @@ CO_SCALE_HD int scale_value_float(const ScaleComponent& c, int x, int y) {
     sum = fmaf(wy[j] * kUnit, scale_floor(h), sum);
   }
   return static_cast<int>(scale_byte_bits(sum, (1 << c.depth) - 1, scale_overshoots(c)) & 0xFF);
+}
+
+// 8-bit samples four taps at a time, as the CUDA kernels sum them along x
+// where an axis has windows (ScaleTables::Axis::window_groups): byte dot
+// products of four samples with their weights' low bytes (unsigned) and
+// high bytes (signed), summed apart and put together once a row, which is
+// the integer row sum of scale_value exactly.
+
+// The GPU's __byte_perm, on the host too: byte n of the result is byte
+// (s >> 4n) & 7 of y:x.
+CO_SCALE_HD uint32_t scale_byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t both = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n)
+    r |= static_cast<uint32_t>((both >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n);
+  return r;
+#endif
+}
+
+// acc plus the products of a's four bytes (unsigned) with b's: unsigned
+// (scale_dot_lo) or signed (scale_dot_hi).
+CO_SCALE_HD int scale_dot_lo(uint32_t a, uint32_t b, int acc) {
+#ifdef __CUDA_ARCH__
+  return static_cast<int>(__dp4a(a, b, static_cast<uint32_t>(acc)));
+#else
+  for (int k = 0; k < 4; ++k)
+    acc += static_cast<int>(((a >> (8 * k)) & 0xFF) * ((b >> (8 * k)) & 0xFF));
+  return acc;
+#endif
+}
+
+CO_SCALE_HD int scale_dot_hi(uint32_t a, uint32_t b, int acc) {
+#ifdef __CUDA_ARCH__
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(acc));
+  return d;
+#else
+  for (int k = 0; k < 4; ++k)
+    acc += static_cast<int>((a >> (8 * k)) & 0xFF) * static_cast<int8_t>((b >> (8 * k)) & 0xFF);
+  return acc;
+#endif
+}
+
+CO_SCALE_HD uint32_t scale_load_word(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(reinterpret_cast<const uint32_t*>(p));
+#else
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#endif
+}
+
+CO_SCALE_HD uint32_t scale_load_byte(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+// One group of four taps of a window on the row at `p` (its first tap's
+// sample) added to the components' low and high sums: kWord, four 4-byte
+// pixels (component k their byte k), turned into a word of each
+// component's four samples; else one component's four bytes side by side.
+template <int kN, bool kWord>
+CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32_t weight_hi,
+                                    int (&lo)[kN], int (&hi)[kN]) {
+  uint32_t samples[kN];
+  if (kWord) {
+    const uint32_t t0 = scale_load_word(p), t1 = scale_load_word(p + 4);
+    const uint32_t t2 = scale_load_word(p + 8), t3 = scale_load_word(p + 12);
+    const uint32_t lo01 = scale_byte_perm(t0, t1, 0x5140), hi01 = scale_byte_perm(t0, t1, 0x7362);
+    const uint32_t lo23 = scale_byte_perm(t2, t3, 0x5140), hi23 = scale_byte_perm(t2, t3, 0x7362);
+    const uint32_t words[4] = {
+        scale_byte_perm(lo01, lo23, 0x5410), scale_byte_perm(lo01, lo23, 0x7632),
+        scale_byte_perm(hi01, hi23, 0x5410), scale_byte_perm(hi01, hi23, 0x7632)};
+    for (int k = 0; k < kN; ++k) samples[k] = words[k];
+  } else {
+    samples[0] = scale_byte_perm(
+        scale_byte_perm(scale_load_byte(p), scale_load_byte(p + 1), 0x0040),
+        scale_byte_perm(scale_load_byte(p + 2), scale_load_byte(p + 3), 0x0040), 0x5410);
+  }
+  for (int k = 0; k < kN; ++k) {
+    lo[k] = scale_dot_lo(samples[k], weight_lo, lo[k]);
+    hi[k] = scale_dot_hi(samples[k], weight_hi, hi[k]);
+  }
+}
+
+// The rounded row sum (scale_value's h) from a window's low and high sums.
+CO_SCALE_HD int scale_window_round(int lo, int hi) {
+  return (hi * 256 + lo + (1 << (kScaleWeightBits - 1))) >> kScaleWeightBits;
+}
+
+// An int below 2^22 in magnitude as a float: put under the exponent of
+// 1.5 * 2^23, which is then taken off.
+CO_SCALE_HD float scale_small_float(int v) {
+  const int bits = v + 0x4B400000;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f - 12582912.0f;
 }
 
 // Computes and writes output sample (x, y) of `c` (x < out_samples, row0 <= y < out_rows).
