@@ -129,24 +129,24 @@ __device__ __forceinline__ void put_word(const ScaleGroup& g, uint8_t* d, uint32
   *reinterpret_cast<uint32_t*>(d) = word;
 }
 
-// The same through the window of output column xs (8-bit samples, four
-// bytes a pixel or one; ScaleTables::Axis::window_groups): four taps at a
-// time as byte dot products (scale_window_group), the group's weights
-// loaded once for the kQ rows.
+// The same through the window of output column xs (8-bit samples, pixels
+// of kN bytes that are kN components, in byte order;
+// ScaleTables::Axis::window_groups): four taps at a time as byte dot
+// products (scale_window_group), the group's weights loaded once for the
+// kQ rows.
 template <int kN, bool kWord, int kQ>
 __device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t (&rows)[kQ], int xs,
                                             float (&h)[kQ][kN]) {
-  constexpr uint32_t kStep = kWord ? 16 : 4;  // bytes of a group of taps
+  constexpr uint32_t kStep = 4 * kN;  // bytes of a group of taps
   const ScaleComponent& c = g.c;
-  const uint32_t at =
-      static_cast<uint32_t>(c.x.window_start[xs]) * (kStep / 4) + (kWord ? 0 : g.offset[0]);
+  const uint32_t at = static_cast<uint32_t>(c.x.window_start[xs]) * kN + (kWord ? 0 : g.offset[0]);
   const uint2* weights = reinterpret_cast<const uint2*>(c.x.window_weight) + xs;
   int lo[kQ][kN] = {}, hi[kQ][kN] = {};
   for (int i = 0; i < c.x.window_groups; ++i, weights += c.out_width) {
     const uint2 w = __ldg(weights);
 #pragma unroll
     for (int q = 0; q < kQ; ++q)
-      scale_window_group<kN, kWord>(c.src + (rows[q] + at + i * kStep), w.x, w.y, lo[q], hi[q]);
+      scale_window_group<kN, kN>(c.src + (rows[q] + at + i * kStep), w.x, w.y, lo[q], hi[q]);
   }
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
@@ -395,7 +395,7 @@ struct TileRows {
 template <int kN, int kBytes, bool kWide, bool kWord>
 void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream) {
   using Row = typename Arithmetic<kBytes, kWide>::Row;
-  constexpr bool kWindowed = kBytes == 1 && (kWord || kN == 1);  // what windows serve
+  constexpr bool kWindowed = kBytes == 1 && (kWord || kN <= 2);  // what windows serve
   const dim3 block(kBlockX, kBlockY);
   const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
   auto bytes = [](int tile_rows) {
@@ -424,8 +424,21 @@ void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream
   }
 }
 
+// Whether a group of 8-bit samples other than whole words can be filtered
+// through windows: pixels of one byte, or of two (NV12's chroma; `g`'s
+// components put in byte order), aligned for 2-byte loads.
+bool window_fits(ScaleGroup& g, int members) {
+  const ScaleComponent& c = g.c;
+  if (c.x.window_groups == 0 || c.pixel_stride != members) return false;
+  if (members == 1) return true;
+  if (members != 2 || reinterpret_cast<uintptr_t>(c.src) % 2 != 0 || c.src_stride % 2 != 0)
+    return false;
+  if (g.offset[0] > g.offset[1]) std::swap(g.offset[0], g.offset[1]);
+  return g.offset[0] == 0 && g.offset[1] == 1;
+}
+
 template <int kN>
-void launch_n(const ScaleGroup& g, bool word, TileRows tile_rows, CUstream_st* stream) {
+void launch_n(ScaleGroup g, bool word, TileRows tile_rows, CUstream_st* stream) {
   if (g.c.sample_bytes == 2) {
     if (g.c.depth > 12)
       launch<kN, 2, true, false>(g, tile_rows, false, stream);
@@ -434,8 +447,7 @@ void launch_n(const ScaleGroup& g, bool word, TileRows tile_rows, CUstream_st* s
   } else if (word) {
     launch<4, 1, false, true>(g, tile_rows, g.c.x.window_groups > 0, stream);
   } else {
-    const bool window = kN == 1 && g.c.pixel_stride == 1 && g.c.x.window_groups > 0;
-    launch<kN, 1, false, false>(g, tile_rows, window, stream);
+    launch<kN, 1, false, false>(g, tile_rows, window_fits(g, kN), stream);
   }
 }
 

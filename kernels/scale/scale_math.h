@@ -231,23 +231,40 @@ CO_SCALE_HD uint32_t scale_load_byte(const uint8_t* p) {
 #endif
 }
 
+CO_SCALE_HD uint32_t scale_load_pair(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(reinterpret_cast<const uint16_t*>(p));
+#else
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#endif
+}
+
 // One group of four taps of a window on the row at `p` (its first tap's
-// sample) added to the components' low and high sums: kWord, four 4-byte
-// pixels (component k their byte k), turned into a word of each
-// component's four samples; else one component's four bytes side by side.
-template <int kN, bool kWord>
+// pixel) added to the components' low and high sums. Pixels of kPixel
+// bytes, component k their byte k: four (kN 4, the pixels loaded as
+// aligned words), two (kN 2, as aligned pairs) or one. Each component's
+// four samples are put into one word for the dot products.
+template <int kN, int kPixel>
 CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32_t weight_hi,
                                     int (&lo)[kN], int (&hi)[kN]) {
-  uint32_t samples[kN];
-  if (kWord) {
+  static_assert(kN == kPixel, "every byte of a pixel is a component");
+  uint32_t samples[4];
+  if (kPixel == 4) {
     const uint32_t t0 = scale_load_word(p), t1 = scale_load_word(p + 4);
     const uint32_t t2 = scale_load_word(p + 8), t3 = scale_load_word(p + 12);
     const uint32_t lo01 = scale_byte_perm(t0, t1, 0x5140), hi01 = scale_byte_perm(t0, t1, 0x7362);
     const uint32_t lo23 = scale_byte_perm(t2, t3, 0x5140), hi23 = scale_byte_perm(t2, t3, 0x7362);
-    const uint32_t words[4] = {
-        scale_byte_perm(lo01, lo23, 0x5410), scale_byte_perm(lo01, lo23, 0x7632),
-        scale_byte_perm(hi01, hi23, 0x5410), scale_byte_perm(hi01, hi23, 0x7632)};
-    for (int k = 0; k < kN; ++k) samples[k] = words[k];
+    samples[0] = scale_byte_perm(lo01, lo23, 0x5410);
+    samples[1] = scale_byte_perm(lo01, lo23, 0x7632);
+    samples[2] = scale_byte_perm(hi01, hi23, 0x5410);
+    samples[3] = scale_byte_perm(hi01, hi23, 0x7632);
+  } else if (kPixel == 2) {
+    const uint32_t p01 = scale_byte_perm(scale_load_pair(p), scale_load_pair(p + 2), 0x5410);
+    const uint32_t p23 = scale_byte_perm(scale_load_pair(p + 4), scale_load_pair(p + 6), 0x5410);
+    samples[0] = scale_byte_perm(p01, p23, 0x6420);
+    samples[1] = scale_byte_perm(p01, p23, 0x7531);
   } else {
     samples[0] = scale_byte_perm(
         scale_byte_perm(scale_load_byte(p), scale_load_byte(p + 1), 0x0040),

@@ -150,20 +150,20 @@ TEST(ScaleTables, FloatSumsEqualTheIntegerSums) {
 
 // Output (x, y) of component `k` of `c` with its rows summed as the CUDA
 // kernels sum them through windows (scale_window_group), then as
-// scale_value sums them down the column; kWord: 4-byte pixels.
-template <bool kWord>
+// scale_value sums them down the column; pixels of kPixel bytes, each a
+// component (`c` the first).
+template <int kPixel>
 int window_value(const ScaleComponent& c, int k, int x, int y) {
-  constexpr int kN = kWord ? 4 : 1;
-  const int ps = kWord ? 4 : 1;
   const uint32_t* weights = c.x.window_weight;
   int64_t sum = 0;
   for (int j = 0; j < c.y.taps; ++j) {
     const int row = scale_clamp(c.y.first[y] + j, 0, c.y.in_size - 1);
-    const uint8_t* p = c.src + row * c.src_stride + c.x.window_start[x] * ps;
-    int lo[kN] = {}, hi[kN] = {};
+    const uint8_t* p = c.src + row * c.src_stride + c.x.window_start[x] * kPixel;
+    int lo[kPixel] = {}, hi[kPixel] = {};
     for (int g = 0; g < c.x.window_groups; ++g) {
       const size_t pair = (static_cast<size_t>(g) * c.out_width + x) * 2;
-      scale_window_group<kN, kWord>(p + 4 * ps * g, weights[pair], weights[pair + 1], lo, hi);
+      scale_window_group<kPixel, kPixel>(p + 4 * kPixel * g, weights[pair], weights[pair + 1], lo,
+                                         hi);
     }
     sum += int64_t{c.y.weight[y * c.y.taps + j]} * scale_window_round(lo[k], hi[k]);
   }
@@ -172,42 +172,56 @@ int window_value(const ScaleComponent& c, int k, int x, int y) {
 }
 
 // The windows' byte dot products equal the integer sums of the reference,
-// for RGBA (four components turned into words) and one byte a sample,
-// every method, edges included; an input narrower than the taps rounded
-// up to four has no windows.
+// for pixels of four components (turned into words), of two (NV12's
+// chroma) and of one, every multi-tap method, edges included; an input
+// narrower than the taps rounded up to four has no windows.
 TEST(ScaleTables, WindowSumsEqualTheIntegerSums) {
   const FrameSizes sizes[] = {{3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160},
                               {4096, 2160, 16, 9},      {641, 479, 320, 240},
                               {33, 7, 100, 3},          {9, 9, 50, 50}};
   const int64_t budget = kSanitized ? 50000 : 500000;  // taps multiplied per case, about
+  struct Group {
+    PixelFormat format;
+    int first;  // its first component
+    int pixel;  // bytes a pixel, each a component
+  };
+  const Group groups[] = {{PixelFormat::kRGBA, 0, 4},
+                          {PixelFormat::kGRAY8, 0, 1},
+                          {PixelFormat::kNV12, 0, 1},
+                          {PixelFormat::kNV12, 1, 2}};
   for (const FrameSizes& s : sizes)
-    for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kGRAY8}) {
-      OwnedImage in(f, s.in_width, s.in_height);
+    for (const Group& group : groups) {
+      OwnedImage in(group.format, s.in_width, s.in_height);
       std::mt19937 random(static_cast<uint32_t>(s.in_width * 7 + s.out_height));
       for (uint8_t& b : in.bytes)
         b = random() % 3 == 0 ? static_cast<uint8_t>(random()) : 255 * (random() % 2);
-      OwnedImage out(f, s.out_width, s.out_height);
+      OwnedImage out(group.format, s.out_width, s.out_height);
       for (ScaleMethod m : {ScaleMethod::kBilinear, ScaleMethod::kBicubic, ScaleMethod::kLanczos}) {
         const ScaleTables tables = scale_tables(m, s);
         ScaleComponent c[kMaxComponents + 1];
-        const int n = scale_components(in.image, out.image, tables, tables.bytes.data(), c);
-        const bool wide = s.in_width >= (tables.axes[0].taps + 3) / 4 * 4;
-        const char* name = kMethodNames[static_cast<int>(m)];
-        EXPECT_EQ(c[0].x.window_groups > 0, wide) << name << " " << s.in_width << " wide";
+        scale_components(in.image, out.image, tables, tables.bytes.data(), c);
+        const ScaleComponent& first = c[group.first];
+        const bool wide = first.x.in_size >= (first.x.taps + 3) / 4 * 4;
+        const std::string what = std::string(kMethodNames[static_cast<int>(m)]) + " " +
+                                 format_info(group.format).name + " component " +
+                                 std::to_string(group.first) + " " + std::to_string(s.in_width) +
+                                 "x" + std::to_string(s.in_height) + " -> " +
+                                 std::to_string(s.out_width) + "x" + std::to_string(s.out_height);
+        EXPECT_EQ(first.x.window_groups > 0, wide) << what;
         if (!wide) continue;
-        const int64_t outputs = int64_t{s.out_width} * s.out_height;
-        const int64_t taps = int64_t{tables.axes[0].taps} * tables.axes[1].taps;
+        const int64_t outputs = int64_t{first.out_width} * first.out_rows;
+        const int64_t taps = int64_t{first.x.taps} * first.y.taps;
         const int64_t step = std::max<int64_t>(1, outputs * taps / budget) | 1;
         int differing = 0;
         for (int64_t o = 0; o < outputs; o += step) {
-          const int x = static_cast<int>(o % s.out_width), y = static_cast<int>(o / s.out_width);
-          for (int k = 0; k < n; ++k) {
-            const int got = f == PixelFormat::kRGBA ? window_value<true>(c[0], k, x, y)
-                                                    : window_value<false>(c[0], k, x, y);
-            if (got != scale_value(c[k], x, y) && ++differing < 4)
-              ADD_FAILURE() << name << " " << format_info(f).name << " " << s.in_width << "x"
-                            << s.in_height << " -> " << s.out_width << "x" << s.out_height
-                            << " output (" << x << ", " << y << ") component " << k;
+          const int x = static_cast<int>(o % first.out_width);
+          const int y = static_cast<int>(o / first.out_width);
+          for (int k = 0; k < group.pixel; ++k) {
+            const int got = group.pixel == 4   ? window_value<4>(first, k, x, y)
+                            : group.pixel == 2 ? window_value<2>(first, k, x, y)
+                                               : window_value<1>(first, k, x, y);
+            if (got != scale_value(c[group.first + k], x, y) && ++differing < 4)
+              ADD_FAILURE() << what << " output (" << x << ", " << y << ") component " << k;
           }
         }
         EXPECT_EQ(differing, 0);
