@@ -478,9 +478,6 @@ void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_
 
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
                 const uint8_t* workspace, CUstream_st* stream, int y0, int y1) {
-  // Every filter of scale_taps.h passes (a test holds them to it).
-  if (!tables.float_exact)
-    throw Error("scale: the filter's weights are too large to be summed exactly on the GPU");
   ScaleComponent components[kMaxComponents + 1];
   const int n = scale_components(in, out, tables, workspace, components, y0, y1);
   for (int k = 0; k < n; ++k) {
@@ -488,6 +485,9 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
     if (uint64_t{c.src_stride} * c.y.in_size > UINT32_MAX ||
         uint64_t{c.dst_stride} * c.out_rows > UINT32_MAX)
       throw Error("scale: planes of 4 GiB or more are not supported");
+    // Every filter of scale_taps.h passes (a test holds them to it).
+    if (c.sample_bytes == 1 && !tables.float_exact)
+      throw Error("scale: the filter's weights are too large to be summed exactly on the GPU");
   }
   bool done[kMaxComponents + 1] = {};
   for (int first = 0; first < n; ++first) {

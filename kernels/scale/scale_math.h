@@ -2,7 +2,10 @@
 // and its CUDA kernel (scale.cu) so the two agree to the byte: the taps of
 // scale_taps.h applied along x on each input row the vertical taps reach,
 // each row's sum rounded to the sample's scale, then along y, rounded and
-// clamped to the sample's range. Integer arithmetic only.
+// clamped to the sample's range, in integers (scale_value); and the two
+// other ways the CUDA kernels sum 8-bit samples to the same bytes, in
+// float (scale_value_float) and four taps at a time with byte dot
+// products (scale_window_group), which tests hold to scale_value.
 //
 // Private to kernels/scale: CO_HD is __host__ __device__ under nvcc.
 #pragma once

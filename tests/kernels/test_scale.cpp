@@ -111,6 +111,42 @@ TEST(ScaleTables, AreSummedExactlyInFloat) {
     }
 }
 
+// The tables' copies for the CUDA kernels are the weights they copy: along
+// x the same clamped index with the int or float weight, along y the
+// float weights, each float the int times 2^-14.
+TEST(ScaleTables, TheKernelsCopiesAreTheWeights) {
+  for (ScaleMethod m : kMethods)
+    for (const FrameSizes& s : {FrameSizes{641, 479, 320, 240}, FrameSizes{33, 7, 100, 3}}) {
+      const ScaleTables t = scale_tables(m, s);
+      for (int a = 0; a < 4; ++a) {
+        const ScaleTables::Axis& axis = t.axes[a];
+        const uint8_t* bytes = t.bytes.data();
+        const auto* first = reinterpret_cast<const int32_t*>(bytes + axis.first_at);
+        const auto* weight = reinterpret_cast<const int16_t*>(bytes + axis.weight_at);
+        for (int o = 0; o < axis.out_size; ++o)
+          for (int i = 0; i < axis.taps; ++i) {
+            const int16_t w = weight[o * axis.taps + i];
+            const float f = w / static_cast<float>(1 << kScaleWeightBits);
+            if (a % 2 == 1) {
+              const auto* fw = reinterpret_cast<const float*>(bytes + axis.fweight_at);
+              ASSERT_EQ(fw[o * axis.taps + i], f) << a << " " << o << " " << i;
+              continue;
+            }
+            const size_t pair = (static_cast<size_t>(i) * axis.out_size + o) * 2;
+            const auto* tap = reinterpret_cast<const int32_t*>(bytes + axis.tap_at);
+            const auto* ftap = reinterpret_cast<const int32_t*>(bytes + axis.ftap_at);
+            const int index = std::clamp(first[o] + i, 0, axis.in_size - 1);
+            ASSERT_EQ(tap[pair], index);
+            ASSERT_EQ(tap[pair + 1], w);
+            ASSERT_EQ(ftap[pair], index);
+            float fw;
+            std::memcpy(&fw, &ftap[pair + 1], sizeof fw);
+            ASSERT_EQ(fw, f) << a << " " << o << " " << i;
+          }
+      }
+    }
+}
+
 // The float sums of the CUDA kernels (8-bit samples) equal the integer
 // sums of the reference, output for output: on random bytes, and on
 // pictures of only 0 and 255, where the negative lobes overshoot most.
