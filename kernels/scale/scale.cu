@@ -34,6 +34,13 @@ struct ScaleGroup {
   int offset[4] = {};  // each component's byte within the pixel
   int fill_offset = -1;
   int fill = 0;
+  // Worked out once on the host: a 4-byte pixel's bits kept and the
+  // padding's bits set; the samples' largest value; whether sums may
+  // overshoot (scale_overshoots).
+  uint32_t fill_keep = ~0u;
+  uint32_t fill_bits = 0;
+  float top = 255.0f;
+  bool overshoots = true;
 };
 
 template <int kBytes>
@@ -122,11 +129,7 @@ __device__ __forceinline__ void row_sums(const ScaleGroup& g, const uint32_t (&r
 
 // Stores a 4-byte pixel with its padding byte, if any, set.
 __device__ __forceinline__ void put_word(const ScaleGroup& g, uint8_t* d, uint32_t word) {
-  if (g.fill_offset >= 0) {
-    const int at = 8 * g.fill_offset;
-    word = (word & ~(0xFFu << at)) | (static_cast<uint32_t>(g.fill) << at);
-  }
-  *reinterpret_cast<uint32_t*>(d) = word;
+  *reinterpret_cast<uint32_t*>(d) = (word & g.fill_keep) | g.fill_bits;
 }
 
 // The same through the window of output column xs (8-bit samples, pixels
@@ -141,7 +144,14 @@ __device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t 
   const ScaleComponent& c = g.c;
   const uint32_t at = static_cast<uint32_t>(c.x.window_start[xs]) * kN + (kWord ? 0 : g.offset[0]);
   const uint2* weights = reinterpret_cast<const uint2*>(c.x.window_weight) + xs;
-  int lo[kQ][kN] = {}, hi[kQ][kN] = {};
+  int lo[kQ][kN], hi[kQ][kN];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q)
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      lo[q][k] = kScaleWindowLow;
+      hi[q][k] = 0;
+    }
   for (int i = 0; i < c.x.window_groups; ++i, weights += c.out_width) {
     const uint2 w = __ldg(weights);
 #pragma unroll
@@ -165,10 +175,9 @@ __device__ __forceinline__ void store(const ScaleGroup& g, int x, int y, int mas
   const ScaleComponent& c = g.c;
   uint8_t* d = out_pixel(c, x, y);
   if constexpr (std::is_same<Acc, float>::value) {
-    const bool overshoots = scale_overshoots(c);
     uint32_t b[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) b[k] = scale_byte_bits(sum[k], mask, overshoots);
+    for (int k = 0; k < kN; ++k) b[k] = scale_byte_bits(sum[k], g.top, g.overshoots);
     if constexpr (kWord) {
       static_assert(kN == 4, "a word holds four components");
       put_word(
@@ -506,6 +515,12 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
       }
     }
     // Whole 4-byte pixels, aligned: loaded and stored as words.
+    if (g.fill_offset >= 0) {
+      g.fill_keep = ~(0xFFu << (8 * g.fill_offset));
+      g.fill_bits = static_cast<uint32_t>(g.fill) << (8 * g.fill_offset);
+    }
+    g.top = static_cast<float>((1 << g.c.depth) - 1);
+    g.overshoots = scale_overshoots(g.c);
     const bool word = g.c.sample_bytes == 1 && g.c.pixel_stride == 4 &&
                       members + (g.fill_offset >= 0 ? 1 : 0) == 4 &&
                       aligned4(g.c.src, g.c.src_stride) && aligned4(g.c.dst, g.c.dst_stride);

@@ -141,12 +141,12 @@ CO_SCALE_HD bool scale_overshoots(const ScaleComponent& c) {
   return c.x.abs_sum > (1 << kScaleWeightBits) || c.y.abs_sum > (1 << kScaleWeightBits);
 }
 
-// The output value of a column's vertical sum: clamped to [0, max] (max at
-// most 255) where it may overshoot, and added to 2^23 rounding down, which
-// leaves floor(sum) in the low byte of the float's bits.
-CO_SCALE_HD uint32_t scale_byte_bits(float sum, int max, bool overshoots) {
-  const float top = static_cast<float>(max);
-  if (overshoots) sum = sum < 0.0f ? 0.0f : (sum > top ? top : sum);
+// The output value of a column's vertical sum: clamped to [0, top] (the
+// samples' largest value, at most 255) where it may overshoot, and added to
+// 2^23 rounding down, which leaves floor(sum) in the low byte of the
+// float's bits.
+CO_SCALE_HD uint32_t scale_byte_bits(float sum, float top, bool overshoots) {
+  if (overshoots) sum = fminf(fmaxf(sum, 0.0f), top);
   const float v = scale_add_down(sum, 8388608.0f);
   uint32_t bits;
   memcpy(&bits, &v, sizeof bits);
@@ -169,7 +169,8 @@ CO_SCALE_HD int scale_value_float(const ScaleComponent& c, int x, int y) {
                static_cast<float>(scale_read(c, scale_clamp(x0 + i, 0, c.x.in_size - 1), row)), h);
     sum = fmaf(wy[j] * kUnit, scale_floor(h), sum);
   }
-  return static_cast<int>(scale_byte_bits(sum, (1 << c.depth) - 1, scale_overshoots(c)) & 0xFF);
+  const float top = static_cast<float>((1 << c.depth) - 1);
+  return static_cast<int>(scale_byte_bits(sum, top, scale_overshoots(c)) & 0xFF);
 }
 
 // 8-bit samples four taps at a time, as the CUDA kernels sum them along x
@@ -279,10 +280,12 @@ CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32
   }
 }
 
+// Where a window's low sum starts: at one half, so that the shift that
+// ends the row rounds.
+constexpr int kScaleWindowLow = 1 << (kScaleWeightBits - 1);
+
 // The rounded row sum (scale_value's h) from a window's low and high sums.
-CO_SCALE_HD int scale_window_round(int lo, int hi) {
-  return (hi * 256 + lo + (1 << (kScaleWeightBits - 1))) >> kScaleWeightBits;
-}
+CO_SCALE_HD int scale_window_round(int lo, int hi) { return (hi * 256 + lo) >> kScaleWeightBits; }
 
 // An int below 2^22 in magnitude as a float: put under the exponent of
 // 1.5 * 2^23, which is then taken off.

@@ -195,7 +195,8 @@ int window_value(const ScaleComponent& c, int k, int x, int y) {
   for (int j = 0; j < c.y.taps; ++j) {
     const int row = scale_clamp(c.y.first[y] + j, 0, c.y.in_size - 1);
     const uint8_t* p = c.src + row * c.src_stride + c.x.window_start[x] * kPixel;
-    int lo[kPixel] = {}, hi[kPixel] = {};
+    int lo[kPixel], hi[kPixel] = {};
+    for (int& l : lo) l = kScaleWindowLow;
     for (int g = 0; g < c.x.window_groups; ++g) {
       const size_t pair = (static_cast<size_t>(g) * c.out_width + x) * 2;
       scale_window_group<kPixel, kPixel>(p + 4 * kPixel * g, weights[pair], weights[pair + 1], lo,
