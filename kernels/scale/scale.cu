@@ -132,37 +132,51 @@ __device__ __forceinline__ void put_word(const ScaleGroup& g, uint8_t* d, uint32
   *reinterpret_cast<uint32_t*>(d) = (word & g.fill_keep) | g.fill_bits;
 }
 
-// The same through the window of output column xs (8-bit samples, pixels
-// of kN bytes that are kN components, in byte order;
+// The same through the window of output column xs (pixels of kN
+// components, in byte order, that are the whole pixel;
 // ScaleTables::Axis::window_groups): four taps at a time as byte dot
-// products (scale_window_group), the group's weights loaded once for the
-// kQ rows.
-template <int kN, bool kWord, int kQ>
+// products (8-bit samples, scale_window_group) or two-way ones (16-bit,
+// scale_window_group16), the group's weights loaded once for the kQ rows.
+template <int kN, int kBytes, bool kWord, int kQ, typename Row>
 __device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t (&rows)[kQ], int xs,
-                                            float (&h)[kQ][kN]) {
-  constexpr uint32_t kStep = 4 * kN;  // bytes of a group of taps
+                                            int mask, Row (&h)[kQ][kN]) {
+  constexpr uint32_t kPixel = kN * kBytes;
+  constexpr uint32_t kStep = 4 * kPixel;  // bytes of a group of taps
   const ScaleComponent& c = g.c;
-  const uint32_t at = static_cast<uint32_t>(c.x.window_start[xs]) * kN + (kWord ? 0 : g.offset[0]);
+  const int shift = kBytes == 2 ? c.shift : 0;
+  const uint32_t keep = static_cast<uint32_t>(mask << shift) * 0x10001u;
+  const uint32_t at =
+      static_cast<uint32_t>(c.x.window_start[xs]) * kPixel + (kWord ? 0 : g.offset[0]);
   const uint2* weights = reinterpret_cast<const uint2*>(c.x.window_weight) + xs;
   int lo[kQ][kN], hi[kQ][kN];
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
-      lo[q][k] = kScaleWindowLow;
+      lo[q][k] = scale_window_low(shift);
       hi[q][k] = 0;
     }
   for (int i = 0; i < c.x.window_groups; ++i, weights += c.out_width) {
     const uint2 w = __ldg(weights);
 #pragma unroll
-    for (int q = 0; q < kQ; ++q)
-      scale_window_group<kN, kN>(c.src + (rows[q] + at + i * kStep), w.x, w.y, lo[q], hi[q]);
+    for (int q = 0; q < kQ; ++q) {
+      const uint8_t* p = c.src + (rows[q] + at + i * kStep);
+      if constexpr (kBytes == 1)
+        scale_window_group<kN, kN>(p, w.x, w.y, lo[q], hi[q]);
+      else
+        scale_window_group16<kN>(p, keep, w.x, w.y, lo[q], hi[q]);
+    }
   }
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
-    for (int k = 0; k < kN; ++k)
-      h[q][k] = scale_small_float(scale_window_round(lo[q][k], hi[q][k]));
+    for (int k = 0; k < kN; ++k) {
+      const int r = scale_window_round(lo[q][k], hi[q][k], shift);
+      if constexpr (kBytes == 1)
+        h[q][k] = scale_small_float(r);
+      else
+        h[q][k] = r;
+    }
 }
 
 // Rounds and clamps the vertical sums and writes output pixel (x, y), and
@@ -352,7 +366,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
       rows[q] = src_row(c, scale_clamp(r_first + min(r0 + q, r_count - 1), 0, c.y.in_size - 1));
     Row h[kQ][kN];
     if constexpr (kWindow)
-      window_sums<kN, kWord, kQ>(g, rows, xs, h);
+      window_sums<kN, kBytes, kWord, kQ>(g, rows, xs, mask, h);
     else
       row_sums<kN, kBytes, kWord, kQ>(g, rows, taps, mask, h);
 #pragma unroll
@@ -404,7 +418,7 @@ struct TileRows {
 template <int kN, int kBytes, bool kWide, bool kWord>
 void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream) {
   using Row = typename Arithmetic<kBytes, kWide>::Row;
-  constexpr bool kWindowed = kBytes == 1 && (kWord || kN <= 2);  // what windows serve
+  constexpr bool kWindowed = kWord || kN <= 2;  // what windows serve
   const dim3 block(kBlockX, kBlockY);
   const unsigned columns = (g.c.out_samples + kBlockX - 1) / kBlockX;
   auto bytes = [](int tile_rows) {
@@ -433,26 +447,30 @@ void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream
   }
 }
 
-// Whether a group of 8-bit samples other than whole words can be filtered
-// through windows: pixels of one byte, or of two (NV12's chroma; `g`'s
-// components put in byte order), aligned for 2-byte loads.
+// Whether a group other than 8-bit whole words can be filtered through
+// windows: pixels that are one sample or two (NV12's or P010's chroma;
+// `g`'s components put in byte order), aligned for their loads (2-byte
+// loads, or 4-byte for two 16-bit samples), 16-bit sums within int32.
 bool window_fits(ScaleGroup& g, int members) {
   const ScaleComponent& c = g.c;
-  if (c.x.window_groups == 0 || c.pixel_stride != members) return false;
+  const int bytes = c.sample_bytes;
+  if (c.x.window_groups == 0 || c.pixel_stride != members * bytes || members > 2) return false;
+  if (bytes == 2 && !scale_window16_fits(c)) return false;
+  const int align = members * bytes >= 4 ? 4 : members * bytes;
+  if (reinterpret_cast<uintptr_t>(c.src) % align != 0 || c.src_stride % align != 0) return false;
   if (members == 1) return true;
-  if (members != 2 || reinterpret_cast<uintptr_t>(c.src) % 2 != 0 || c.src_stride % 2 != 0)
-    return false;
   if (g.offset[0] > g.offset[1]) std::swap(g.offset[0], g.offset[1]);
-  return g.offset[0] == 0 && g.offset[1] == 1;
+  return g.offset[0] == 0 && g.offset[1] == bytes;
 }
 
 template <int kN>
 void launch_n(ScaleGroup g, bool word, TileRows tile_rows, CUstream_st* stream) {
   if (g.c.sample_bytes == 2) {
+    const bool window = window_fits(g, kN);
     if (g.c.depth > 12)
-      launch<kN, 2, true, false>(g, tile_rows, false, stream);
+      launch<kN, 2, true, false>(g, tile_rows, window, stream);
     else
-      launch<kN, 2, false, false>(g, tile_rows, false, stream);
+      launch<kN, 2, false, false>(g, tile_rows, window, stream);
   } else if (word) {
     launch<4, 1, false, true>(g, tile_rows, g.c.x.window_groups > 0, stream);
   } else {

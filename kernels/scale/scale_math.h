@@ -217,6 +217,33 @@ CO_SCALE_HD int scale_dot_hi(uint32_t a, uint32_t b, int acc) {
 #endif
 }
 
+// acc plus the products of a's two 16-bit halves (unsigned) with two of
+// b's bytes, bytes 0 and 1 (lo) or 2 and 3 (hi), unsigned (u) or signed
+// (s): dp2a.
+template <bool kHigh, bool kSigned>
+CO_SCALE_HD int scale_dot2(uint32_t a, uint32_t b, int acc) {
+#ifdef __CUDA_ARCH__
+  int d;
+  if (kHigh && kSigned)
+    asm("dp2a.hi.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(acc));
+  else if (kHigh)
+    asm("dp2a.hi.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(acc));
+  else if (kSigned)
+    asm("dp2a.lo.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(acc));
+  else
+    asm("dp2a.lo.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(acc));
+  return d;
+#else
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t byte = (b >> (8 * (k + (kHigh ? 2 : 0)))) & 0xFF;
+    const int w = kSigned ? static_cast<int8_t>(byte) : static_cast<int>(byte);
+    acc = static_cast<int>(static_cast<uint32_t>(acc) +
+                           static_cast<uint32_t>(static_cast<int>((a >> (16 * k)) & 0xFFFF) * w));
+  }
+  return acc;
+#endif
+}
+
 CO_SCALE_HD uint32_t scale_load_word(const uint8_t* p) {
 #ifdef __CUDA_ARCH__
   return __ldg(reinterpret_cast<const uint32_t*>(p));
@@ -284,8 +311,58 @@ CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32
 // ends the row rounds.
 constexpr int kScaleWindowLow = 1 << (kScaleWeightBits - 1);
 
-// The rounded row sum (scale_value's h) from a window's low and high sums.
-CO_SCALE_HD int scale_window_round(int lo, int hi) { return (hi * 256 + lo) >> kScaleWeightBits; }
+// 16-bit samples the same way, two taps a dot product (dp2a): four taps of
+// a window on the row at `p` added to the low and high sums of kN
+// components, pixels of 2 * kN bytes (one sample; or two, loaded as
+// aligned words). Each sample is taken in its place in the 16 bits, the
+// bits beside it (P010's low six) cleared by `keep`, so the sums are
+// 2^shift times too large until scale_window_round takes them down.
+template <int kN>
+CO_SCALE_HD void scale_window_group16(const uint8_t* p, uint32_t keep, uint32_t weight_lo,
+                                      uint32_t weight_hi, int (&lo)[kN], int (&hi)[kN]) {
+  uint32_t pairs[kN][2];  // component k's taps 0 and 1, then 2 and 3
+  if (kN == 2) {
+    const uint32_t t0 = scale_load_word(p), t1 = scale_load_word(p + 4);
+    const uint32_t t2 = scale_load_word(p + 8), t3 = scale_load_word(p + 12);
+    pairs[0][0] = scale_byte_perm(t0, t1, 0x5410);
+    pairs[0][1] = scale_byte_perm(t2, t3, 0x5410);
+    pairs[kN - 1][0] = scale_byte_perm(t0, t1, 0x7632);
+    pairs[kN - 1][1] = scale_byte_perm(t2, t3, 0x7632);
+  } else {
+    pairs[0][0] = scale_byte_perm(scale_load_pair(p), scale_load_pair(p + 2), 0x5410);
+    pairs[0][1] = scale_byte_perm(scale_load_pair(p + 4), scale_load_pair(p + 6), 0x5410);
+  }
+  for (int k = 0; k < kN; ++k) {
+    const uint32_t a = pairs[k][0] & keep, b = pairs[k][1] & keep;
+    lo[k] = scale_dot2<true, false>(b, weight_lo, scale_dot2<false, false>(a, weight_lo, lo[k]));
+    hi[k] = scale_dot2<true, true>(b, weight_hi, scale_dot2<false, true>(a, weight_hi, hi[k]));
+  }
+}
+
+// Where a window's low sum starts for samples `shift` bits up in their
+// 16 (0 for 8-bit samples): at one half, so that the shift that ends the
+// row rounds.
+CO_SCALE_HD int scale_window_low(int shift) { return kScaleWindowLow << shift; }
+
+// The rounded row sum (scale_value's h) from a window's low and high sums
+// (scale_window_low's start), of samples `shift` bits up in their 16. The
+// high sum times 256 may pass 2^31 where the low sum brings the total
+// back: added modulo 2^32, which the total fits.
+CO_SCALE_HD int scale_window_round(int lo, int hi, int shift = 0) {
+  const uint32_t total = static_cast<uint32_t>(hi) * 256u + static_cast<uint32_t>(lo);
+  return static_cast<int>(total) >> (kScaleWeightBits + shift);
+}
+
+// Whether 16-bit samples of `c` can be summed through its windows without
+// overflow: each low sum, and the total, below 2^31.
+CO_SCALE_HD bool scale_window16_fits(const ScaleComponent& c) {
+  if (c.x.window_groups == 0) return false;
+  const int64_t most = int64_t{(1 << c.depth) - 1} << c.shift;
+  const int64_t low = int64_t{kScaleWindowLow} << c.shift;
+  const int64_t limit = int64_t{1} << 31;
+  return most * 255 * 4 * c.x.window_groups + low < limit && most * c.x.abs_sum + low < limit &&
+         most * 128 * 4 * c.x.window_groups < limit;
+}
 
 // An int below 2^22 in magnitude as a float: put under the exponent of
 // 1.5 * 2^23, which is then taken off.

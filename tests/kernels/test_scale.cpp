@@ -185,33 +185,41 @@ TEST(ScaleTables, FloatSumsEqualTheIntegerSums) {
 }
 
 // Output (x, y) of component `k` of `c` with its rows summed as the CUDA
-// kernels sum them through windows (scale_window_group), then as
-// scale_value sums them down the column; pixels of kPixel bytes, each a
-// component (`c` the first).
-template <int kPixel>
+// kernels sum them through windows (scale_window_group, or
+// scale_window_group16 for 16-bit samples), then as scale_value sums them
+// down the column; pixels of kN components of kBytes, `c` the first.
+template <int kN, int kBytes>
 int window_value(const ScaleComponent& c, int k, int x, int y) {
+  constexpr int kPixel = kN * kBytes;
   const uint32_t* weights = c.x.window_weight;
+  const int shift = kBytes == 2 ? c.shift : 0;
+  const int mask = (1 << c.depth) - 1;
+  const uint32_t keep = static_cast<uint32_t>(mask << shift) * 0x10001u;
   int64_t sum = 0;
   for (int j = 0; j < c.y.taps; ++j) {
     const int row = scale_clamp(c.y.first[y] + j, 0, c.y.in_size - 1);
     const uint8_t* p = c.src + row * c.src_stride + c.x.window_start[x] * kPixel;
-    int lo[kPixel], hi[kPixel] = {};
-    for (int& l : lo) l = kScaleWindowLow;
+    int lo[kN], hi[kN] = {};
+    for (int& l : lo) l = scale_window_low(shift);
     for (int g = 0; g < c.x.window_groups; ++g) {
       const size_t pair = (static_cast<size_t>(g) * c.out_width + x) * 2;
-      scale_window_group<kPixel, kPixel>(p + 4 * kPixel * g, weights[pair], weights[pair + 1], lo,
-                                         hi);
+      if (kBytes == 1)
+        scale_window_group<kN, kN>(p + 4 * kPixel * g, weights[pair], weights[pair + 1], lo, hi);
+      else
+        scale_window_group16<kN>(p + 4 * kPixel * g, keep, weights[pair], weights[pair + 1], lo,
+                                 hi);
     }
-    sum += int64_t{c.y.weight[y * c.y.taps + j]} * scale_window_round(lo[k], hi[k]);
+    sum += int64_t{c.y.weight[y * c.y.taps + j]} * scale_window_round(lo[k], hi[k], shift);
   }
   const int64_t v = (sum + (1 << (kScaleWeightBits - 1))) >> kScaleWeightBits;
-  return static_cast<int>(std::clamp<int64_t>(v, 0, 255));
+  return static_cast<int>(std::clamp<int64_t>(v, 0, mask));
 }
 
-// The windows' byte dot products equal the integer sums of the reference,
-// for pixels of four components (turned into words), of two (NV12's
-// chroma) and of one, every multi-tap method, edges included; an input
-// narrower than the taps rounded up to four has no windows.
+// The windows' dot products equal the integer sums of the reference, for
+// pixels of four 8-bit components (turned into words), of two (NV12's and
+// P010's chroma) and of one (8 and 16 bits, P010's low six bits cleared),
+// every multi-tap method, edges included; an input narrower than the taps
+// rounded up to four has no windows.
 TEST(ScaleTables, WindowSumsEqualTheIntegerSums) {
   const FrameSizes sizes[] = {{3840, 2160, 1920, 1080}, {1920, 1080, 3840, 2160},
                               {4096, 2160, 16, 9},      {641, 479, 320, 240},
@@ -220,12 +228,12 @@ TEST(ScaleTables, WindowSumsEqualTheIntegerSums) {
   struct Group {
     PixelFormat format;
     int first;  // its first component
-    int pixel;  // bytes a pixel, each a component
+    int n;      // components a pixel
   };
-  const Group groups[] = {{PixelFormat::kRGBA, 0, 4},
-                          {PixelFormat::kGRAY8, 0, 1},
-                          {PixelFormat::kNV12, 0, 1},
-                          {PixelFormat::kNV12, 1, 2}};
+  const Group groups[] = {{PixelFormat::kRGBA, 0, 4},      {PixelFormat::kGRAY8, 0, 1},
+                          {PixelFormat::kNV12, 0, 1},      {PixelFormat::kNV12, 1, 2},
+                          {PixelFormat::kP010_10LE, 0, 1}, {PixelFormat::kP010_10LE, 1, 2},
+                          {PixelFormat::kGRAY16_LE, 0, 1}};
   for (const FrameSizes& s : sizes)
     for (const Group& group : groups) {
       OwnedImage in(group.format, s.in_width, s.in_height);
@@ -245,7 +253,8 @@ TEST(ScaleTables, WindowSumsEqualTheIntegerSums) {
                                  "x" + std::to_string(s.in_height) + " -> " +
                                  std::to_string(s.out_width) + "x" + std::to_string(s.out_height);
         EXPECT_EQ(first.x.window_groups > 0, wide) << what;
-        if (!wide) continue;
+        const bool deep = first.sample_bytes == 2;
+        if (!wide || (deep && !scale_window16_fits(first))) continue;
         const int64_t outputs = int64_t{first.out_width} * first.out_rows;
         const int64_t taps = int64_t{first.x.taps} * first.y.taps;
         const int64_t step = std::max<int64_t>(1, outputs * taps / budget) | 1;
@@ -253,10 +262,12 @@ TEST(ScaleTables, WindowSumsEqualTheIntegerSums) {
         for (int64_t o = 0; o < outputs; o += step) {
           const int x = static_cast<int>(o % first.out_width);
           const int y = static_cast<int>(o / first.out_width);
-          for (int k = 0; k < group.pixel; ++k) {
-            const int got = group.pixel == 4   ? window_value<4>(first, k, x, y)
-                            : group.pixel == 2 ? window_value<2>(first, k, x, y)
-                                               : window_value<1>(first, k, x, y);
+          for (int k = 0; k < group.n; ++k) {
+            const int got = group.n == 4   ? window_value<4, 1>(first, k, x, y)
+                            : group.n == 2 ? (deep ? window_value<2, 2>(first, k, x, y)
+                                                   : window_value<2, 1>(first, k, x, y))
+                                           : (deep ? window_value<1, 2>(first, k, x, y)
+                                                   : window_value<1, 1>(first, k, x, y));
             if (got != scale_value(c[group.first + k], x, y) && ++differing < 4)
               ADD_FAILURE() << what << " output (" << x << ", " << y << ") component " << k;
           }
