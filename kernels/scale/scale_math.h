@@ -244,29 +244,14 @@ CO_SCALE_HD int scale_dot2(uint32_t a, uint32_t b, int acc) {
 #endif
 }
 
-CO_SCALE_HD uint32_t scale_load_word(const uint8_t* p) {
+// A T (uint8_t, uint16_t or uint32_t, aligned) at p, through the
+// read-only cache on the GPU.
+template <typename T>
+CO_SCALE_HD uint32_t scale_load(const uint8_t* p) {
 #ifdef __CUDA_ARCH__
-  return __ldg(reinterpret_cast<const uint32_t*>(p));
+  return __ldg(reinterpret_cast<const T*>(p));
 #else
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-#endif
-}
-
-CO_SCALE_HD uint32_t scale_load_byte(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return __ldg(p);
-#else
-  return *p;
-#endif
-}
-
-CO_SCALE_HD uint32_t scale_load_pair(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return __ldg(reinterpret_cast<const uint16_t*>(p));
-#else
-  uint16_t v;
+  T v;
   memcpy(&v, p, sizeof v);
   return v;
 #endif
@@ -283,8 +268,8 @@ CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32
   static_assert(kN == kPixel, "every byte of a pixel is a component");
   uint32_t samples[4];
   if (kPixel == 4) {
-    const uint32_t t0 = scale_load_word(p), t1 = scale_load_word(p + 4);
-    const uint32_t t2 = scale_load_word(p + 8), t3 = scale_load_word(p + 12);
+    const uint32_t t0 = scale_load<uint32_t>(p), t1 = scale_load<uint32_t>(p + 4);
+    const uint32_t t2 = scale_load<uint32_t>(p + 8), t3 = scale_load<uint32_t>(p + 12);
     const uint32_t lo01 = scale_byte_perm(t0, t1, 0x5140), hi01 = scale_byte_perm(t0, t1, 0x7362);
     const uint32_t lo23 = scale_byte_perm(t2, t3, 0x5140), hi23 = scale_byte_perm(t2, t3, 0x7362);
     samples[0] = scale_byte_perm(lo01, lo23, 0x5410);
@@ -292,14 +277,16 @@ CO_SCALE_HD void scale_window_group(const uint8_t* p, uint32_t weight_lo, uint32
     samples[2] = scale_byte_perm(hi01, hi23, 0x5410);
     samples[3] = scale_byte_perm(hi01, hi23, 0x7632);
   } else if (kPixel == 2) {
-    const uint32_t p01 = scale_byte_perm(scale_load_pair(p), scale_load_pair(p + 2), 0x5410);
-    const uint32_t p23 = scale_byte_perm(scale_load_pair(p + 4), scale_load_pair(p + 6), 0x5410);
+    const uint32_t p01 =
+        scale_byte_perm(scale_load<uint16_t>(p), scale_load<uint16_t>(p + 2), 0x5410);
+    const uint32_t p23 =
+        scale_byte_perm(scale_load<uint16_t>(p + 4), scale_load<uint16_t>(p + 6), 0x5410);
     samples[0] = scale_byte_perm(p01, p23, 0x6420);
     samples[1] = scale_byte_perm(p01, p23, 0x7531);
   } else {
     samples[0] = scale_byte_perm(
-        scale_byte_perm(scale_load_byte(p), scale_load_byte(p + 1), 0x0040),
-        scale_byte_perm(scale_load_byte(p + 2), scale_load_byte(p + 3), 0x0040), 0x5410);
+        scale_byte_perm(scale_load<uint8_t>(p), scale_load<uint8_t>(p + 1), 0x0040),
+        scale_byte_perm(scale_load<uint8_t>(p + 2), scale_load<uint8_t>(p + 3), 0x0040), 0x5410);
   }
   for (int k = 0; k < kN; ++k) {
     lo[k] = scale_dot_lo(samples[k], weight_lo, lo[k]);
@@ -322,15 +309,15 @@ CO_SCALE_HD void scale_window_group16(const uint8_t* p, uint32_t keep, uint32_t 
                                       uint32_t weight_hi, int (&lo)[kN], int (&hi)[kN]) {
   uint32_t pairs[kN][2];  // component k's taps 0 and 1, then 2 and 3
   if (kN == 2) {
-    const uint32_t t0 = scale_load_word(p), t1 = scale_load_word(p + 4);
-    const uint32_t t2 = scale_load_word(p + 8), t3 = scale_load_word(p + 12);
+    const uint32_t t0 = scale_load<uint32_t>(p), t1 = scale_load<uint32_t>(p + 4);
+    const uint32_t t2 = scale_load<uint32_t>(p + 8), t3 = scale_load<uint32_t>(p + 12);
     pairs[0][0] = scale_byte_perm(t0, t1, 0x5410);
     pairs[0][1] = scale_byte_perm(t2, t3, 0x5410);
     pairs[kN - 1][0] = scale_byte_perm(t0, t1, 0x7632);
     pairs[kN - 1][1] = scale_byte_perm(t2, t3, 0x7632);
   } else {
-    pairs[0][0] = scale_byte_perm(scale_load_pair(p), scale_load_pair(p + 2), 0x5410);
-    pairs[0][1] = scale_byte_perm(scale_load_pair(p + 4), scale_load_pair(p + 6), 0x5410);
+    pairs[0][0] = scale_byte_perm(scale_load<uint16_t>(p), scale_load<uint16_t>(p + 2), 0x5410);
+    pairs[0][1] = scale_byte_perm(scale_load<uint16_t>(p + 4), scale_load<uint16_t>(p + 6), 0x5410);
   }
   for (int k = 0; k < kN; ++k) {
     const uint32_t a = pairs[k][0] & keep, b = pairs[k][1] & keep;
