@@ -3,12 +3,16 @@
 // fit, else directly): the components that share a plane, a sample step
 // and a grid (all of RGBA; NV12's interleaved U and V; YUY2's luma, then
 // its chroma), so a tap's samples come in one load and the input is read
-// once per plane, not once per component. The arithmetic is
-// scale_math.h's, sample for sample, so the bytes are the CPU reference's:
-// - 8-bit samples are summed in float, which on the GPU has twice the
-//   integer units' rate, exactly (scale_math.h's scale_value_float).
-// - deeper samples are summed in integers, vertically in 64 bits above 12
-//   bits, where they cannot overflow.
+// once per plane, not once per component. The kernels are bound by
+// instruction issue, so each step is chosen for its instruction count;
+// the arithmetic is scale_math.h's, so the bytes are the CPU reference's:
+// - along x, where the taps fit a window inside the input, four taps at a
+//   time with byte dot products (scale_window_group, 8-bit samples) or
+//   two-way ones (scale_window_group16); else a tap at a time;
+// - 8-bit samples are otherwise summed in float, which on the GPU has
+//   twice the integer units' rate, exactly (scale_value_float); deeper
+//   ones in integers, vertically in 64 bits above 12 bits, where they
+//   cannot overflow.
 // With one tap on both axes (nearest) a sample is copied.
 #include <cuda_runtime.h>
 
