@@ -85,9 +85,20 @@ warm=60
 [ -n "$csv" ] && echo "workload,size,case,fps,in_gbps,out_gbps,pcie_pct,cpu_us_per_frame" >"$csv"
 
 have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
-# nvcodec registers its NVRTC elements (cudascale, cudaconvertscale) by
-# what it found when the registry was written: with GST_CUDA_NVRTC_LIBNAME
-# set, a registry of its own, so one written earlier without it is not read.
+# nvcodec's NVRTC elements (cudaconvert, cudascale, cudaconvertscale) in
+# GStreamer 1.22 compile for compute_52, which CUDA 13's NVRTC refuses, so
+# they do not register; the stand-in gpu-bundle.sh builds
+# (scripts/nvrtc-arch.c) raises the architecture and forwards to the
+# toolkit's NVRTC. Used where it is and GST_CUDA_NVRTC_LIBNAME is not set.
+stand_in=$(cd "$(dirname "$0")/.." && pwd)/.gpu/bin/libnvrtc-arch.so
+if [ -z "${GST_CUDA_NVRTC_LIBNAME:-}" ] && [ -f "$stand_in" ]; then
+  for f in /usr/local/cuda/lib64/libnvrtc.so.13 /usr/local/cuda-13*/lib64/libnvrtc.so.13; do
+    [ -f "$f" ] && export CUDAOVERLAP_NVRTC=${CUDAOVERLAP_NVRTC:-$f} GST_CUDA_NVRTC_LIBNAME=$stand_in
+  done
+fi
+# nvcodec registers those elements by what it found when the registry was
+# written: with GST_CUDA_NVRTC_LIBNAME set, a registry of its own, so one
+# written earlier without it is not read.
 if [ -n "${GST_CUDA_NVRTC_LIBNAME:-}" ]; then
   export GST_REGISTRY_1_0="${GST_REGISTRY_1_0:-${TMPDIR:-/tmp}/gst-registry.bin}.nvrtc"
 fi

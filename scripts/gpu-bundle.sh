@@ -35,6 +35,9 @@ for f in "${bins[@]}"; do
   [ -f "$f" ] && [ -x "$f" ] || continue
   strip --strip-debug -o ".gpu/bin/$(basename "$f")" "$f"
 done
+# The NVRTC stand-in that lets GStreamer 1.22's CUDA converters register on
+# CUDA 13 (scripts/nvrtc-arch.c; bench-pipelines.sh uses it).
+gcc -Wall -Wextra -Werror -shared -fPIC -O2 -o .gpu/bin/libnvrtc-arch.so scripts/nvrtc-arch.c -ldl
 skip='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|linux-vdso|libcuda|libnvidia-.*|libcudart|libnvrtc)\.so'
 for f in .gpu/bin/*; do ldd "$f" | awk '/=> \//{print $1" "$3}'; done | sort -u |
   while read -r name path; do
