@@ -452,23 +452,21 @@ void launch(const ScaleGroup& g, TileRows rows, bool window, CUstream_st* stream
 }
 
 // Whether a group other than 8-bit whole words can be filtered through
-// windows: pixels that are one sample or two (NV12's or P010's chroma;
-// `g`'s components put in byte order), aligned for their loads (2-byte
-// loads, or 4-byte for two 16-bit samples), 16-bit sums within int32.
-bool window_fits(ScaleGroup& g, int members) {
+// windows: pixels that are one sample or two (NV12's or P010's chroma),
+// aligned for their loads (2-byte loads, or 4-byte for two 16-bit
+// samples), 16-bit sums within int32.
+bool window_fits(const ScaleGroup& g, int members) {
   const ScaleComponent& c = g.c;
   const int bytes = c.sample_bytes;
   if (c.x.window_groups == 0 || c.pixel_stride != members * bytes || members > 2) return false;
   if (bytes == 2 && !scale_window16_fits(c)) return false;
   const int align = members * bytes >= 4 ? 4 : members * bytes;
   if (reinterpret_cast<uintptr_t>(c.src) % align != 0 || c.src_stride % align != 0) return false;
-  if (members == 1) return true;
-  if (g.offset[0] > g.offset[1]) std::swap(g.offset[0], g.offset[1]);
-  return g.offset[0] == 0 && g.offset[1] == bytes;
+  return members == 1 || (g.offset[0] == 0 && g.offset[1] == bytes);
 }
 
 template <int kN>
-void launch_n(ScaleGroup g, bool word, TileRows tile_rows, CUstream_st* stream) {
+void launch_n(const ScaleGroup& g, bool word, TileRows tile_rows, CUstream_st* stream) {
   if (g.c.sample_bytes == 2) {
     const bool window = window_fits(g, kN);
     if (g.c.depth > 12)
@@ -536,6 +534,9 @@ void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tabl
         g.offset[members++] = components[k].offset;
       }
     }
+    // In byte order (NV21's chroma too), as windows read them; the order
+    // is otherwise free, each component read and written at its offset.
+    std::sort(g.offset, g.offset + members);
     // Whole 4-byte pixels, aligned: loaded and stored as words.
     if (g.fill_offset >= 0) {
       g.fill_keep = ~(0xFFu << (8 * g.fill_offset));
