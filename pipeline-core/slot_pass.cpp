@@ -39,12 +39,12 @@ BandPlan plan_bands(const FrameLayout& in, const FrameLayout& out, const Operati
   // that a kernel waits for no more of the input than it reads.
   plan.in_rows = plan.rows;
   const int halo = op.band_halo(in.format, out.format);
-  bool own_reads = in.height != out.height;
-  for (int k = 0; k < bands && !own_reads && bands > 1; ++k)
-    own_reads =
+  bool reads_others = in.height != out.height;
+  for (int k = 0; k < bands && !reads_others; ++k)
+    reads_others =
         op.band_reads(in.format, out.format, plan.rows[k], plan.rows[k + 1], in.height).last !=
         std::min(plan.rows[k + 1] + halo, in.height);
-  if (own_reads)
+  if (reads_others)
     for (int k = 1; k < bands; ++k) {
       const int last =
           op.band_reads(in.format, out.format, plan.rows[k - 1], plan.rows[k], in.height).last;
