@@ -50,7 +50,7 @@ struct Release {
 }  // namespace
 
 double time_operation_cuda(const Operation& op, const std::vector<ImageRef>& ins,
-                           const std::vector<ImageRef>& outs, int iterations) {
+                           const std::vector<ImageRef>& outs, int iterations, bool hold) {
   if (iterations < 1) throw Error("time_operation_cuda: iterations must be at least 1");
   if (ins.empty() || ins.size() != outs.size())
     throw Error("time_operation_cuda: as many outputs as inputs, at least one");
@@ -80,8 +80,10 @@ double time_operation_cuda(const Operation& op, const std::vector<ImageRef>& ins
     flag[1] = 0;
     {
       Release release{flag};
-      hold_kernel<<<1, 1, 0, stream.get()>>>(flag);
-      CO_CUDA_CHECK_LAUNCH("the timing's hold kernel");
+      if (hold) {
+        hold_kernel<<<1, 1, 0, stream.get()>>>(flag);
+        CO_CUDA_CHECK_LAUNCH("the timing's hold kernel");
+      }
       CO_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
       for (int i = done; i < done + n; ++i) {
         const size_t at = static_cast<size_t>(i) % ins.size();

@@ -148,7 +148,7 @@ bool kernels_have_cuda() { return true; }
 bool kernels_have_cuda() { return false; }
 
 double time_operation_cuda(const Operation&, const std::vector<ImageRef>&,
-                           const std::vector<ImageRef>&, int) {
+                           const std::vector<ImageRef>&, int, bool) {
   throw_built_without_cuda();
 }
 

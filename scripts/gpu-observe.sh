@@ -93,11 +93,12 @@ part scale && {
     --only scale:RGBA,scale:NV12,scale:P010_10LE | tee "$out/scale.txt"
   cuda=/usr/local/cuda/bin
   if [ -x $cuda/ncu ]; then
-    # One launch of each scale kernel as the bilinear rows run them.
-    $cuda/ncu --kernel-name-base demangled -k 'regex:scale_' --launch-count 12 \
+    # Every launch of the rows' scale kernels (each row: one a frame set,
+    # then the timed one), the clocks left as they are.
+    $cuda/ncu --clock-control none --kernel-name-base demangled -k 'regex:scale_' --launch-count 200 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
-      --section WarpStateStats --section Occupancy \
-      .gpu/bin/cudaoverlap-bench --kernels --iterations 1 --only scale:RGBA,scale:NV12 \
+      --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
+      .gpu/bin/cudaoverlap-bench --kernels --no-hold --iterations 1 --only scale:RGBA,scale:NV12 \
       >"$out/scale-ncu.txt" 2>&1
     echo "scale kernels profiled (rc $?): $out/scale-ncu.txt"
   fi

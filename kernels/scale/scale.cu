@@ -259,31 +259,49 @@ struct alignas(kN == 4 ? 16 : (kN == 2 ? 8 : 4)) Sums {
 
 // One tap along both axes: output pixel (x, y) is the input's pixel under
 // it, its samples cut to their bits (P010's low six cleared) and the
-// padding written.
+// padding written. The thread's rows are all loaded before any is stored,
+// so their loads are in flight together (a store could alias a later load).
 template <int kN, int kBytes, bool kWord>
 __global__ void __launch_bounds__(kBlockX* kBlockY) scale_copy_kernel(const ScaleGroup g) {
   const ScaleComponent& c = g.c;
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   if (x >= c.out_samples) return;
   const int top = c.row0 + blockIdx.y * kScaleTallRows + threadIdx.y;
+  if (top >= c.out_rows) return;
   const int xs = x < c.out_width ? x : c.out_width - 1;
-  const uint32_t at = static_cast<uint32_t>(c.x.tap[2 * xs]) * c.pixel_stride;
+  const uint32_t at = static_cast<uint32_t>(__ldg(c.x.tap + 2 * xs)) * c.pixel_stride;
   const int mask = (1 << c.depth) - 1;
+  // Rows past the bottom repeat the last, and are not stored.
+  const uint8_t* p[kTall];
 #pragma unroll
   for (int q = 0; q < kTall; ++q) {
-    const int y = top + q * kBlockY;
-    if (y >= c.out_rows) return;
-    const int row = scale_clamp(c.y.first[y], 0, c.y.in_size - 1);
-    const uint8_t* p = c.src + (src_row(c, row) + at);
-    uint8_t* d = out_pixel(c, x, y);
-    if constexpr (kWord) {
-      put_word(g, d, __ldg(reinterpret_cast<const uint32_t*>(p)));
-    } else {
+    const int y = min(top + q * kBlockY, c.out_rows - 1);
+    const int row = scale_clamp(__ldg(c.y.first + y), 0, c.y.in_size - 1);
+    p[q] = c.src + (src_row(c, row) + at);
+  }
+  if constexpr (kWord) {
+    uint32_t v[kTall];
+#pragma unroll
+    for (int q = 0; q < kTall; ++q) v[q] = __ldg(reinterpret_cast<const uint32_t*>(p[q]));
+#pragma unroll
+    for (int q = 0; q < kTall; ++q)
+      if (top + q * kBlockY < c.out_rows) put_word(g, out_pixel(c, x, top + q * kBlockY), v[q]);
+  } else {
+    int v[kTall][kN];
+#pragma unroll
+    for (int q = 0; q < kTall; ++q)
+#pragma unroll
+      for (int k = 0; k < kN; ++k) v[q][k] = sample<kBytes>(p[q] + g.offset[k], c.shift, mask);
+#pragma unroll
+    for (int q = 0; q < kTall; ++q) {
+      const int y = top + q * kBlockY;
+      if (y >= c.out_rows) break;
+      uint8_t* d = out_pixel(c, x, y);
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
-        const int v = sample<kBytes>(p + g.offset[k], c.shift, mask) << c.shift;
-        d[g.offset[k]] = static_cast<uint8_t>(v);
-        if (kBytes == 2) d[g.offset[k] + 1] = static_cast<uint8_t>(v >> 8);
+        const int w = v[q][k] << c.shift;
+        d[g.offset[k]] = static_cast<uint8_t>(w);
+        if (kBytes == 2) d[g.offset[k] + 1] = static_cast<uint8_t>(w >> 8);
       }
       if (g.fill_offset >= 0) d[g.fill_offset] = static_cast<uint8_t>(g.fill);
     }
@@ -355,8 +373,15 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   const int bx = blockIdx.x * kBlockX;
   const int by = c.row0 + blockIdx.y * (kBlockY * kRows);
   const int last = min(by + kBlockY * kRows, c.out_rows) - 1;
-  const int r_first = c.y.first[by];
-  const int r_count = c.y.first[last] + c.y.taps - r_first;
+  const int r_first = __ldg(c.y.first + by);
+  const int r_count = __ldg(c.y.first + last) + c.y.taps - r_first;
+  // The thread's output rows (past the bottom: the last again, not
+  // stored): their first input rows are loaded here, so that their wait
+  // overlaps the first pass's.
+  int first[kRows];
+#pragma unroll
+  for (int row = 0; row < kRows; ++row)
+    first[row] = __ldg(c.y.first + min(by + static_cast<int>(threadIdx.y) + row * kBlockY, last));
   // A thread filters rows of one column, kQ consecutive rows at a time
   // (chunks dealt to the block's 8 rows of threads); rows past the tile's
   // repeat its last and are not kept.
@@ -385,22 +410,28 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
   __syncthreads();
   const int x = bx + threadIdx.x;
   if (x >= c.out_samples) return;
+  // Every row's sums before any store, so that no store (which could
+  // alias a table) holds back the next row's loads.
+  typename A::Acc sum[kRows][kN];
 #pragma unroll
   for (int row = 0; row < kRows; ++row) {
-    const int y = by + threadIdx.y + row * kBlockY;
-    if (y >= c.out_rows) return;
-    const Sums<kN, Row>* column = tile + (c.y.first[y] - r_first) * kBlockX + threadIdx.x;
+    const int y = min(by + static_cast<int>(threadIdx.y) + row * kBlockY, last);
+    const Sums<kN, Row>* column = tile + (first[row] - r_first) * kBlockX + threadIdx.x;
     const typename A::Weight* wy = A::weights(c, y);
-    typename A::Acc sum[kN];
 #pragma unroll
-    for (int k = 0; k < kN; ++k) sum[k] = A::start();
+    for (int k = 0; k < kN; ++k) sum[row][k] = A::start();
     for (int j = 0; j < c.y.taps; ++j, ++wy, column += kBlockX) {
       const typename A::Weight w = __ldg(wy);
       const Sums<kN, Row> v = *column;
 #pragma unroll
-      for (int k = 0; k < kN; ++k) sum[k] = A::add(w, v.v[k], sum[k]);
+      for (int k = 0; k < kN; ++k) sum[row][k] = A::add(w, v.v[k], sum[row][k]);
     }
-    store<kN, kBytes, kWord>(g, x, y, mask, sum);
+  }
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) {
+    const int y = by + threadIdx.y + row * kBlockY;
+    if (y > last) return;
+    store<kN, kBytes, kWord>(g, x, y, mask, sum[row]);
   }
 }
 

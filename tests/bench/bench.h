@@ -39,6 +39,10 @@ struct Options {
   bool kernels = false;    // --kernels: the per-kernel GPU table instead
   int iterations = 200;    // launches timed per kernel and format
   double hbm_gbps = 0;     // device memory, read + write together; 0: the device's peak
+  // --no-hold: the kernel table launches without holding its stream
+  // first, for profilers, which serialize launches (the host's enqueueing
+  // may then enter the figures).
+  bool hold = true;
   bool all_pairs = false;  // --all-pairs: convert between every pair of formats too
   bool staging = false;    // --staging: the staging vs pinning table instead
   int repeats = 40;        // copies and uploads timed per figure in --staging

@@ -229,7 +229,7 @@ int run_kernel_table(const Options& opt) {
       outs.push_back(out_layout.at(buffers.back()->data()));
     }
     stream->synchronize();
-    const double ms = time_operation_cuda(*op, ins, outs, iterations);
+    const double ms = time_operation_cuda(*op, ins, outs, iterations, opt.hold);
     const double bound_ms =
         (frame_bytes(in_layout) + frame_bytes(out_layout)) / (bound_gbps * 1e9) * 1e3;
     const std::string format = in_format == out_format ? std::string(format_info(in_format).name)

@@ -10,7 +10,7 @@
 //   cudaoverlap-bench --live [--live-fps 60] [--live-frames 300] [--sizes ...]
 //   cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N]
 //                     [--live-fps N] [--live-frames N]
-//   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--all-pairs]
+//   cudaoverlap-bench --kernels [--iterations N] [--hbm-gbps G] [--no-hold] [--all-pairs]
 //                     [--pairs FROM:TO,...] [--only KERNEL:FORMAT,...]
 //   cudaoverlap-bench --staging [--backend auto|cuda|cpu] [--repeats N]
 //                     [--register-runs N]

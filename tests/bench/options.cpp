@@ -43,7 +43,7 @@ int usage(const char* why) {
       "       cudaoverlap-bench --calls [--sizes ...] [--frames N] [--warmup N] [--ring N] "
       "[--live-fps N] [--live-frames N]\n"
       "       cudaoverlap-bench --kernels [--iterations N] "
-      "[--hbm-gbps G] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
+      "[--hbm-gbps G] [--no-hold] [--all-pairs | --pairs FROM:TO,... | --only KERNEL:FORMAT,...]\n       "
       "cudaoverlap-bench --staging "
       "[--backend auto|cuda|cpu] "
       "[--repeats N] [--register-runs N]\n"
@@ -88,6 +88,10 @@ int parse_options(int argc, char** argv, Options* opt) {
     }
     if (arg == "--no-pageable") {
       opt->pageable = false;
+      continue;
+    }
+    if (arg == "--no-hold") {
+      opt->hold = false;
       continue;
     }
     if (arg == "--all-pairs") {
