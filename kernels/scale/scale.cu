@@ -160,8 +160,8 @@ __device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t 
       lo[q][k] = scale_window_low(shift);
       hi[q][k] = 0;
     }
-  for (int i = 0; i < c.x.window_groups; ++i, weights += c.out_width) {
-    const uint2 w = __ldg(weights);
+  auto group = [&](int i) {
+    const uint2 w = __ldg(weights + i * c.out_width);
 #pragma unroll
     for (int q = 0; q < kQ; ++q) {
       const uint8_t* p = c.src + (rows[q] + at + i * kStep);
@@ -170,7 +170,11 @@ __device__ __forceinline__ void window_sums(const ScaleGroup& g, const uint32_t 
       else
         scale_window_group16<kN>(p, keep, w.x, w.y, lo[q], hi[q]);
     }
-  }
+  };
+  // The first group outside the loop (there is always one), so that the
+  // sums start from its products rather than from copies of the start.
+  group(0);
+  for (int i = 1; i < c.x.window_groups; ++i) group(i);
 #pragma unroll
   for (int q = 0; q < kQ; ++q)
 #pragma unroll
@@ -418,11 +422,14 @@ __global__ void __launch_bounds__(kBlockX* kBlockY) scale_tile_kernel(const Scal
     const int y = min(by + static_cast<int>(threadIdx.y) + row * kBlockY, last);
     const Sums<kN, Row>* column = tile + (first[row] - r_first) * kBlockX + threadIdx.x;
     const typename A::Weight* wy = A::weights(c, y);
+    // The first tap outside the loop (every axis has one), as above.
+    const Sums<kN, Row> v0 = *column;
+    const typename A::Weight w0 = __ldg(wy);
 #pragma unroll
-    for (int k = 0; k < kN; ++k) sum[row][k] = A::start();
-    for (int j = 0; j < c.y.taps; ++j, ++wy, column += kBlockX) {
-      const typename A::Weight w = __ldg(wy);
-      const Sums<kN, Row> v = *column;
+    for (int k = 0; k < kN; ++k) sum[row][k] = A::add(w0, v0.v[k], A::start());
+    for (int j = 1; j < c.y.taps; ++j) {
+      const typename A::Weight w = __ldg(wy + j);
+      const Sums<kN, Row> v = column[j * kBlockX];
 #pragma unroll
       for (int k = 0; k < kN; ++k) sum[row][k] = A::add(w, v.v[k], sum[row][k]);
     }
