@@ -31,6 +31,47 @@
 namespace cudaoverlap {
 namespace {
 
+// Driver functions for contexts made outside the runtime (GStreamer's
+// shared CUDA context), taken from the runtime so that the build does not
+// link the driver library; null where the driver does not offer them.
+using CtxSetCurrentFn = int (*)(void* context);
+using CtxGetCurrentFn = int (*)(void** context);
+template <typename Fn>
+Fn driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+CtxSetCurrentFn ctx_set_current() {
+  static const CtxSetCurrentFn fn = driver_function<CtxSetCurrentFn>("cuCtxSetCurrent");
+  return fn;
+}
+CtxGetCurrentFn ctx_get_current() {
+  static const CtxGetCurrentFn fn = driver_function<CtxGetCurrentFn>("cuCtxGetCurrent");
+  return fn;
+}
+
+// Makes `context` current on the calling thread, or device `device`'s
+// primary context where `context` is null.
+void bind_context(int device, void* context) {
+  if (!context) {
+    CO_CUDA_CHECK(cudaSetDevice(device));
+    return;
+  }
+  const CtxSetCurrentFn set = ctx_set_current();
+  if (!set) throw Error("the CUDA driver offers no cuCtxSetCurrent");
+  const int status = set(context);
+  if (status != 0)
+    throw Error("the pipeline's CUDA context could not be made current (CUDA driver error " +
+                std::to_string(status) + ")");
+}
+
 std::atomic<size_t> g_live_buffers{0};
 std::atomic<size_t> g_live_registrations{0};
 
@@ -199,13 +240,18 @@ cudaError_t unregister_host(void* data, int device) noexcept {
     return status;
   }
   if (previous == device) return status;
+  // The thread's context (perhaps not a primary one) comes back after.
+  void* context = nullptr;
+  const CtxGetCurrentFn get = ctx_get_current();
+  const CtxSetCurrentFn set = ctx_set_current();
+  if (!get || !set || get(&context) != 0) return status;
   if (cudaSetDevice(device) != cudaSuccess) {
     (void)cudaGetLastError();
     return status;
   }
   status = cudaHostUnregister(data);
   if (status != cudaSuccess) (void)cudaGetLastError();
-  if (cudaSetDevice(previous) != cudaSuccess) (void)cudaGetLastError();
+  (void)set(context);
   return status;
 }
 
@@ -344,8 +390,9 @@ class NodePinnedBuffer final : public Buffer {
 
 class CudaHostRegistration final : public HostRegistration {
  public:
-  CudaHostRegistration(int device, void* data, size_t bytes) : device_(device), data_(data) {
-    CO_CUDA_CHECK(cudaSetDevice(device_));
+  CudaHostRegistration(int device, void* context, void* data, size_t bytes)
+      : device_(device), data_(data) {
+    bind_context(device_, context);
     // Portable: another engine, on another GPU of this process, may upload
     // from the same memory.
     CO_CUDA_CHECK(cudaHostRegister(data_, bytes, cudaHostRegisterPortable));
@@ -367,7 +414,7 @@ class CudaHostRegistration final : public HostRegistration {
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(int id) : id_(id) {
+  CudaDevice(int id, void* context) : id_(id), context_(context) {
     cudaDeviceProp prop{};
     CO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
     // The node matters only where there is more than one.
@@ -377,7 +424,7 @@ class CudaDevice final : public Device {
   }
   std::string describe() const override { return name_; }
   int cuda_device() const override { return id_; }
-  void make_current() override { CO_CUDA_CHECK(cudaSetDevice(id_)); }
+  void make_current() override { bind_context(id_, context_); }
   size_t device_memory_free() override {
     make_current();
     size_t free_bytes = 0, total = 0;
@@ -412,11 +459,12 @@ class CudaDevice final : public Device {
     return std::make_unique<CudaBuffer<PinnedMemory>>(PinnedMemory(data), bytes);
   }
   std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) override {
-    return std::make_unique<CudaHostRegistration>(id_, data, bytes);
+    return std::make_unique<CudaHostRegistration>(id_, context_, data, bytes);
   }
 
  private:
   int id_;
+  void* context_;  // a driver context made elsewhere; null: the primary one
   // The host NUMA node nearest the device, where pinned memory goes; -1 when
   // unknown or when the machine has one node.
   int numa_node_ = -1;
@@ -467,7 +515,9 @@ int cuda_device_count(std::string* why) {
   return count;
 }
 
-std::unique_ptr<Device> make_cuda_device(int device_id) {
+std::unique_ptr<Device> make_cuda_device(int device_id) { return make_cuda_device(device_id, nullptr); }
+
+std::unique_ptr<Device> make_cuda_device(int device_id, void* context) {
   std::string why;
   const int count = cuda_device_count(&why);
   if (count == 0)
@@ -477,7 +527,10 @@ std::unique_ptr<Device> make_cuda_device(int device_id) {
   if (device_id < 0 || device_id >= count)
     throw Error("CUDA device " + std::to_string(device_id) + " does not exist: this machine has " +
                 std::to_string(count) + " (device-id 0 to " + std::to_string(count - 1) + ")");
-  return std::make_unique<CudaDevice>(device_id);
+  if (context && !ctx_set_current())
+    throw Error("the CUDA driver offers no cuCtxSetCurrent, so the pipeline's CUDA context "
+                "cannot be used");
+  return std::make_unique<CudaDevice>(device_id, context);
 }
 
 double cuda_memory_peak_gbps(int device_id) {
@@ -502,5 +555,20 @@ size_t cuda_l2_cache_bytes(int device_id) {
 
 size_t cuda_live_buffers() { return g_live_buffers; }
 size_t cuda_live_registrations() { return g_live_registrations; }
+
+}  // namespace cudaoverlap
+
+namespace cudaoverlap {
+
+void* cuda_primary_context(int device_id) {
+  CO_CUDA_CHECK(cudaSetDevice(device_id));
+  CO_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context, made now if not yet
+  const CtxGetCurrentFn get = ctx_get_current();
+  void* context = nullptr;
+  if (!get || get(&context) != 0 || !context)
+    throw Error("the CUDA driver did not give device " + std::to_string(device_id) +
+                "'s primary context");
+  return context;
+}
 
 }  // namespace cudaoverlap

@@ -17,6 +17,16 @@ int cuda_device_count(std::string* why = nullptr);
 // Throws Error with a sentence a user can act on ("no CUDA device: …",
 // "CUDA device 3 does not exist: this machine has 1").
 std::unique_ptr<Device> make_cuda_device(int device_id);
+// The same on `context`, a CUDA driver context (CUcontext) of that device
+// made elsewhere (GStreamer's shared CUDA context): the device's work is
+// done with it current instead of the device's primary context. The caller
+// keeps it alive as long as the device and whatever the device made.
+std::unique_ptr<Device> make_cuda_device(int device_id, void* context);
+
+// Device `device_id`'s primary context, the one the runtime uses (made if
+// it was not yet), as a CUcontext; the calling thread is left on it.
+// Throws Error.
+void* cuda_primary_context(int device_id);
 
 // Peak bandwidth of device `device_id`'s memory in GB/s (10^9 bytes), from
 // its memory clock and bus width (double data rate): what one read plus

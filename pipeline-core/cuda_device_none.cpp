@@ -16,6 +16,14 @@ std::unique_ptr<Device> make_cuda_device(int) {
       "where nvcc is installed); use backend=cpu");
 }
 
+std::unique_ptr<Device> make_cuda_device(int device_id, void*) {
+  return make_cuda_device(device_id);
+}
+
+void* cuda_primary_context(int) {
+  throw Error("no CUDA device: cudaoverlap was built without CUDA support");
+}
+
 double cuda_memory_peak_gbps(int) { return 0; }
 size_t cuda_l2_cache_bytes(int) { return 0; }
 

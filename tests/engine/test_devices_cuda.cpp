@@ -9,6 +9,10 @@
 
 #include "multi_engine_test_util.h"
 
+#ifdef CUDAOVERLAP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace cudaoverlap::test {
 namespace {
 
@@ -76,6 +80,66 @@ TEST(MultiEngineCudaTest, OneCudaDeviceDeliversIntactFramesInOrder) {
   }
   EXPECT_EQ(users.live.load(), 0);
 }
+
+#ifdef CUDAOVERLAP_HAVE_CUDA
+// A context made elsewhere, as GStreamer's CUDA library makes its shared
+// one (cuCtxCreate, not the primary context): the device's memory belongs
+// to it and every engine thread works in it, so frames come through intact.
+TEST(MultiEngineCudaTest, WorksInAContextMadeElsewhere) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  using CtxCreate = int (*)(void** context, unsigned flags, int device);
+  using CtxPop = int (*)(void** context);
+  using CtxDestroy = int (*)(void* context);
+  using PointerAttribute = int (*)(void* data, int attribute, unsigned long long pointer);
+  auto driver = [](const char* name) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    EXPECT_EQ(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found),
+              cudaSuccess);
+    EXPECT_EQ(found, cudaDriverEntryPointSuccess) << name;
+    return fn;
+  };
+  const auto create = reinterpret_cast<CtxCreate>(driver("cuCtxCreate"));
+  const auto pop = reinterpret_cast<CtxPop>(driver("cuCtxPopCurrent"));
+  const auto destroy = reinterpret_cast<CtxDestroy>(driver("cuCtxDestroy"));
+  const auto attribute = reinterpret_cast<PointerAttribute>(driver("cuPointerGetAttribute"));
+  ASSERT_TRUE(create && pop && destroy && attribute);
+  void* context = nullptr;
+  ASSERT_EQ(create(&context, 0, 0), 0);
+  void* popped = nullptr;
+  ASSERT_EQ(pop(&popped), 0);
+  ASSERT_EQ(popped, context);
+  ASSERT_NE(context, cuda_primary_context(0));
+  Watchdog watchdog;
+  LiveCounter users;
+  {
+    std::shared_ptr<Device> device = make_cuda_device(0, context);
+    {
+      device->make_current();
+      const auto buffer = device->alloc_device(4096);
+      void* owner = nullptr;
+      constexpr int kPointerContext = 1;  // CU_POINTER_ATTRIBUTE_CONTEXT
+      ASSERT_EQ(attribute(&owner, kPointerContext,
+                          reinterpret_cast<unsigned long long>(buffer->data())),
+                0);
+      EXPECT_EQ(owner, context);
+    }
+    MultiConsumer consumer("invert", 1, 30, 59);
+    MultiEngine engine({device}, make_config(3, "invert"), consumer.callbacks());
+    engine.start();
+    for (int i = 0; i < 200; ++i)
+      ASSERT_EQ(submit_frame(engine, i, users), Status::kOk) << "frame " << i;
+    ASSERT_EQ(drain_within(engine), Status::kOk);
+    ASSERT_TRUE(consumer.settle());
+    EXPECT_EQ(consumer.deliveries().size(), 200u);
+    EXPECT_EQ(consumer.mismatches(), std::vector<std::string>{});
+    EXPECT_EQ(consumer.errors(), std::vector<std::string>{});
+  }
+  EXPECT_EQ(users.live.load(), 0);
+  EXPECT_EQ(destroy(context), 0);
+}
+#endif
 
 // Frames of a real size, cheap to make and to check: a few base patterns,
 // each row stamped with its frame number and row, so a frame, a row or a
