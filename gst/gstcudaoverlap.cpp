@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device.h"
 #include "cudaoverlap/cudaoverlap.h"
 #include "custom_settings.h"
 #include "element_properties.h"
@@ -53,6 +54,9 @@
 #include "negotiation.h"
 #include "session.h"
 #include "video_mapping.h"
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+#include "cuda_context.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_overlap_debug);
 #define GST_CAT_DEFAULT gst_cuda_overlap_debug
@@ -104,6 +108,12 @@ struct GstCudaOverlapPrivate {
     if (kernel_params) gst_structure_free(kernel_params);
   }
 
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  // The pipeline's CUDA context, held from NULL->READY to READY->NULL on the
+  // cuda backend with one device; declared first, so that it outlives the
+  // session's device, which may work in it.
+  SharedCudaContext cuda_context;
+#endif
   // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
   // session, which reads them.
   std::unique_ptr<Session> session;
@@ -319,9 +329,22 @@ static GstPadProbeReturn gst_cuda_overlap_caps_probe(GstPad*, GstPadProbeInfo* i
   return GST_PAD_PROBE_OK;
 }
 
+// A neighbour asking for the pipeline's CUDA context: answered with the
+// one held.
+static bool gst_cuda_overlap_context_query(GstCudaOverlap* self, GstQuery* query) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  return self->priv->cuda_context.answer(GST_ELEMENT(self), query);
+#else
+  (void)self;
+  (void)query;
+  return false;
+#endif
+}
+
 static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
   try {
+    if (gst_cuda_overlap_context_query(self, query)) return TRUE;
     if (gst_cuda_overlap_caps_query(self, pad, query)) return TRUE;
     if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION)
       return self->priv->session->propose_allocation(query);
@@ -335,6 +358,7 @@ static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQ
 
 static gboolean gst_cuda_overlap_src_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
+  if (gst_cuda_overlap_context_query(self, query)) return TRUE;
   if (gst_cuda_overlap_caps_query(self, pad, query)) return TRUE;
   if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return gst_pad_query_default(pad, parent, query);
   if (!gst_pad_peer_query(self->sinkpad, query)) return FALSE;
@@ -358,10 +382,43 @@ static gboolean gst_cuda_overlap_sink_activate_mode(GstPad*, GstObject* parent, 
 // ---------------------------------------------------------------------------
 // GObject and GstElement
 
+// The element's CUDA context, GStreamer's way (cuda_context.h), where it
+// will run on one CUDA device: at NULL->READY, as GStreamer's CUDA elements
+// do, so that those started after it find it. A failure leaves the element
+// on the device's own context, with a warning in the log.
+static void gst_cuda_overlap_share_context(GstCudaOverlap* self) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  GST_OBJECT_LOCK(self);
+  const GstCudaOverlapBackend backend = self->priv->backend;
+  const int device_id = self->priv->device_id;
+  const bool one_device = self->priv->devices.empty() && device_id >= 0;
+  GST_OBJECT_UNLOCK(self);
+  if (backend == GST_CUDA_OVERLAP_BACKEND_CPU || !one_device || cuda_device_count() == 0) return;
+  const std::string problem = self->priv->cuda_context.ensure(GST_ELEMENT(self), device_id);
+  if (!problem.empty())
+    GST_WARNING_OBJECT(self, "no CUDA context shared with the pipeline: %s", problem.c_str());
+#else
+  (void)self;
+#endif
+}
+
+// The CUcontext the cuda backend works in: the pipeline's, where it is of
+// `device_id`; else null (the device's primary context).
+static void* gst_cuda_overlap_context_handle(GstCudaOverlap* self, int device_id) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  if (self->priv->cuda_context.device() == device_id) return self->priv->cuda_context.handle();
+#else
+  (void)self;
+  (void)device_id;
+#endif
+  return nullptr;
+}
+
 static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
                                                           GstStateChange transition) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(element);
   Session& session = *self->priv->session;
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) gst_cuda_overlap_share_context(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK(self);
     const GstCudaOverlapBackend backend = self->priv->backend;
@@ -369,14 +426,31 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     const std::string devices = self->priv->devices;
     GST_OBJECT_UNLOCK(self);
     if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
-    if (!session.start(backend, device_id, devices)) return GST_STATE_CHANGE_FAILURE;
+    void* context = devices.empty() ? gst_cuda_overlap_context_handle(self, device_id) : nullptr;
+    if (!session.start(backend, device_id, devices, context)) return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(gst_cuda_overlap_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
       (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
     session.stop();
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL) self->priv->cuda_context.reset();
+#endif
   return ret;
+}
+
+// A CUDA context from the application or the bin (other types are the
+// parent's).
+static void gst_cuda_overlap_set_context(GstElement* element, GstContext* context) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  GstCudaOverlap* self = GST_CUDA_OVERLAP(element);
+  GST_OBJECT_LOCK(self);
+  const int device_id = self->priv->device_id;
+  GST_OBJECT_UNLOCK(self);
+  self->priv->cuda_context.set(element, context, device_id);
+#endif
+  GST_ELEMENT_CLASS(gst_cuda_overlap_parent_class)->set_context(element, context);
 }
 
 // A declared parameter set: taken in NULL and READY, and while playing where
@@ -663,6 +737,7 @@ static void gst_cuda_overlap_class_init(GstCudaOverlapClass* klass) {
   gobject_class->get_property = gst_cuda_overlap_get_property;
   gobject_class->finalize = gst_cuda_overlap_finalize;
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_overlap_change_state);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_overlap_set_context);
 
   install_element_properties(gobject_class);
 

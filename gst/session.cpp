@@ -75,7 +75,8 @@ bool Session::claim_error() {
 // ---------------------------------------------------------------------------
 // Owner thread: start, stop, pad activation
 
-bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::string& devices) {
+bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::string& devices,
+                    void* cuda_context) {
   if (device_) return true;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
@@ -83,7 +84,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
   }
   try {
     std::string warning;
-    devices_ = open_devices(backend, device_id, devices, &warning);
+    devices_ = open_devices(backend, device_id, devices, &warning, cuda_context);
     device_ = devices_.front();
     if (!warning.empty())
       GST_ELEMENT_WARNING(element_, RESOURCE, NOT_FOUND, ("%s", warning.c_str()), (nullptr));

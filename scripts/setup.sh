@@ -11,6 +11,9 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad
+  # GStreamer's CUDA library's headers (the pipeline's shared CUDA context,
+  # CUDA memory); they include cudaGL.h, which needs GL's headers
+  libgstreamer-plugins-bad1.0-dev libgl-dev
   libgtest-dev
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # GStreamer's Python overrides: without them Python cannot read a

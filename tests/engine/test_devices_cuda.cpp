@@ -92,21 +92,24 @@ TEST(MultiEngineCudaTest, WorksInAContextMadeElsewhere) {
   using CtxPop = int (*)(void** context);
   using CtxDestroy = int (*)(void* context);
   using PointerAttribute = int (*)(void* data, int attribute, unsigned long long pointer);
-  auto driver = [](const char* name) {
+  auto driver = [](const char* name, int version = 12000) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    EXPECT_EQ(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found),
+    EXPECT_EQ(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &found),
               cudaSuccess);
     EXPECT_EQ(found, cudaDriverEntryPointSuccess) << name;
     return fn;
   };
-  const auto create = reinterpret_cast<CtxCreate>(driver("cuCtxCreate"));
+  // cuCtxCreate as of CUDA 11.0: (context, flags, device); later versions
+  // take more arguments.
+  const auto create = reinterpret_cast<CtxCreate>(driver("cuCtxCreate", 11000));
   const auto pop = reinterpret_cast<CtxPop>(driver("cuCtxPopCurrent"));
   const auto destroy = reinterpret_cast<CtxDestroy>(driver("cuCtxDestroy"));
   const auto attribute = reinterpret_cast<PointerAttribute>(driver("cuPointerGetAttribute"));
   ASSERT_TRUE(create && pop && destroy && attribute);
   void* context = nullptr;
-  ASSERT_EQ(create(&context, 0, 0), 0);
+  const int created = create(&context, 0, 0);
+  ASSERT_EQ(created, 0) << "cuCtxCreate failed";
   void* popped = nullptr;
   ASSERT_EQ(pop(&popped), 0);
   ASSERT_EQ(popped, context);

@@ -1,0 +1,48 @@
+// The pipeline's CUDA context, shared with GStreamer's CUDA elements as
+// they share theirs (a GstContext of type "gst.cuda.context"): the one a
+// neighbour or the application gives, else this element's device's primary
+// context (the one the CUDA runtime, and so the engine and applications'
+// own CUDA code, use), wrapped and announced to the pipeline. Builds with
+// gstreamer-cuda-1.0 only (CUDAOVERLAP_HAVE_GST_CUDA).
+#pragma once
+
+#include <gst/gst.h>
+
+#include <mutex>
+#include <string>
+
+typedef struct _GstCudaContext GstCudaContext;
+
+namespace cudaoverlap {
+
+class SharedCudaContext {
+ public:
+  SharedCudaContext() = default;
+  ~SharedCudaContext();
+  SharedCudaContext(const SharedCudaContext&) = delete;
+  SharedCudaContext& operator=(const SharedCudaContext&) = delete;
+
+  // GstElement::set_context: keeps `context` when it is a CUDA context of
+  // device `device_id` (-1: any) and none is held yet.
+  void set(GstElement* element, GstContext* context, int device_id);
+  // A neighbour's context query: answered (true) with the context held.
+  bool answer(GstElement* element, GstQuery* query) const;
+  // Holds the context of device `device_id`, found through the neighbours
+  // and the application, else made from the device's primary context and
+  // posted (have-context). Empty on success, else why not.
+  std::string ensure(GstElement* element, int device_id);
+  // Lets go of the context (READY -> NULL).
+  void reset();
+
+  // The CUcontext held and its device; null and -1 when none is held.
+  void* handle() const;
+  int device() const;
+
+ private:
+  int held_device() const;  // under mutex_
+
+  mutable std::mutex mutex_;
+  GstCudaContext* context_ = nullptr;
+};
+
+}  // namespace cudaoverlap
