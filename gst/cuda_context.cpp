@@ -6,6 +6,7 @@
 
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 
 #include "cuda_device.h"
@@ -78,9 +79,13 @@ std::string SharedCudaContext::ensure(GstElement* element, int device_id) {
   init_debug();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (context_) return {};
+    if (context_ && held_device() == device_id) return {};
+    // Kept from before device-id changed: another device's.
+    if (context_) gst_object_unref(context_);
+    context_ = nullptr;
   }
   if (!gst_cuda_load_library()) return "GStreamer's CUDA library could not load the CUDA driver";
+  gst_cuda_memory_init_once();  // its allocator, so CUDA memory is known as such
   if (GstContext* answer = ask_neighbours(element)) {
     set(element, answer, device_id);
     gst_context_unref(answer);
@@ -91,18 +96,27 @@ std::string SharedCudaContext::ensure(GstElement* element, int device_id) {
   gst_element_post_message(element,
                            gst_message_new_need_context(GST_OBJECT(element), GST_CUDA_CONTEXT_TYPE));
   if (handle()) return {};
-  GstCudaContext* made = nullptr;
+  CUdevice cuda_device = 0;
+  if (CuDeviceGet(&cuda_device, device_id) != CUDA_SUCCESS)
+    return "CUDA device " + std::to_string(device_id) + " is not known to the CUDA driver";
+  void* primary = nullptr;
   try {
-    CUdevice cuda_device = 0;
-    if (CuDeviceGet(&cuda_device, device_id) != CUDA_SUCCESS)
-      return "CUDA device " + std::to_string(device_id) + " is not known to the CUDA driver";
-    made = gst_cuda_context_new_wrapped(static_cast<CUcontext>(cuda_primary_context(device_id)),
-                                        cuda_device);
+    primary = cuda_retain_primary_context(device_id);
   } catch (const std::exception& e) {
     return e.what();
   }
-  if (!made) return "GStreamer's CUDA library could not wrap device " +
-                    std::to_string(device_id) + "'s CUDA context";
+  GstCudaContext* made = gst_cuda_context_new_wrapped(static_cast<CUcontext>(primary), cuda_device);
+  if (!made) {
+    cuda_release_primary_context(device_id);
+    return "GStreamer's CUDA library could not wrap device " + std::to_string(device_id) +
+           "'s CUDA context";
+  }
+  // A wrapped context is not GStreamer's to destroy: the primary context's
+  // retain is let go of when the last reference to it goes.
+  g_object_weak_ref(
+      G_OBJECT(made),
+      [](gpointer device, GObject*) { cuda_release_primary_context(GPOINTER_TO_INT(device)); },
+      GINT_TO_POINTER(device_id));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (context_) {
@@ -121,6 +135,12 @@ void SharedCudaContext::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (context_) gst_object_unref(context_);
   context_ = nullptr;
+}
+
+std::shared_ptr<void> SharedCudaContext::keep() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!context_) return nullptr;
+  return std::shared_ptr<void>(gst_object_ref(context_), [](void* c) { gst_object_unref(c); });
 }
 
 void* SharedCudaContext::handle() const {

@@ -8,6 +8,7 @@
 
 #include <gst/gst.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -37,6 +38,9 @@ class SharedCudaContext {
   // The CUcontext held and its device; null and -1 when none is held.
   void* handle() const;
   int device() const;
+  // A reference to the context held, to keep it alive for as long as what
+  // is made in it (null when none is held).
+  std::shared_ptr<void> keep() const;
 
  private:
   int held_device() const;  // under mutex_

@@ -28,17 +28,17 @@ CpuDeviceOptions cpu_options_from_environment() {
 }  // namespace
 
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
-                                    std::string* warning, void* cuda_context) {
+                                    std::string* warning, const CudaContextChoice& context) {
   switch (backend) {
     case GST_CUDA_OVERLAP_BACKEND_CPU:
       return make_cpu_device(cpu_options_from_environment());
     case GST_CUDA_OVERLAP_BACKEND_CUDA:
-      return make_cuda_device(device_id, cuda_context);
+      return make_cuda_device(device_id, context.handle, context.keep);
     case GST_CUDA_OVERLAP_BACKEND_AUTO:
       break;
   }
   std::string why;
-  if (cuda_device_count(&why) > 0) return make_cuda_device(device_id, cuda_context);
+  if (cuda_device_count(&why) > 0) return make_cuda_device(device_id, context.handle, context.keep);
   *warning = "No CUDA device: " + why +
              ". cudaoverlap runs on its cpu backend, the slow fallback for machines without a "
              "GPU; set backend=cpu to silence this warning.";
@@ -47,11 +47,11 @@ std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id
 
 std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
                                                   const std::string& devices,
-                                                  std::string* warning, void* cuda_context) {
+                                                  std::string* warning, const CudaContextChoice& context) {
   std::string list = devices;
   list.erase(std::remove_if(list.begin(), list.end(), [](char c) { return c == ' '; }), list.end());
   if (list.empty() && device_id != -1)
-    return {open_device(backend, device_id, warning, cuda_context)};
+    return {open_device(backend, device_id, warning, context)};
   const bool all = list.empty() || list == "all";
   std::vector<int> numbers;
   if (!all) {

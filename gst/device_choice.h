@@ -16,19 +16,25 @@ namespace cudaoverlap {
 // Throws Error with a sentence a user can act on (no CUDA device, device-id
 // out of range). `warning` receives a sentence when auto fell back to the
 // cpu backend, else stays empty.
-// `cuda_context` (a CUcontext of device_id, or null): the context the
-// cuda backend works in instead of the device's primary one.
+// The context the cuda backend works in (make_cuda_device): a CUcontext of
+// the device and what keeps it alive; a null handle: the device's primary
+// context.
+struct CudaContextChoice {
+  void* handle = nullptr;
+  std::shared_ptr<void> keep;
+};
+
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
-                                    std::string* warning, void* cuda_context = nullptr);
+                                    std::string* warning, const CudaContextChoice& context = {});
 
 // The devices to spread frames over: `devices` ("0,1", "all", or empty for
 // device_id alone; device_id -1 is "all"). With the cpu backend (set, or
 // auto without CUDA) a list stands for as many cpu devices, "all" for one.
 // Throws Error naming what is wrong with the list (not a number, listed
 // twice, no such device).
-// `cuda_context`: as open_device's, for device_id alone (no list).
+// `context`: as open_device's, for device_id alone (no list).
 std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
                                                   const std::string& devices, std::string* warning,
-                                                  void* cuda_context = nullptr);
+                                                  const CudaContextChoice& context = {});
 
 }  // namespace cudaoverlap

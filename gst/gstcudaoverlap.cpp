@@ -110,8 +110,8 @@ struct GstCudaOverlapPrivate {
 
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
   // The pipeline's CUDA context, held from NULL->READY to READY->NULL on the
-  // cuda backend with one device; declared first, so that it outlives the
-  // session's device, which may work in it.
+  // cuda backend with one device (the engine's device and its memory hold
+  // their own references).
   SharedCudaContext cuda_context;
 #endif
   // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
@@ -402,16 +402,20 @@ static void gst_cuda_overlap_share_context(GstCudaOverlap* self) {
 #endif
 }
 
-// The CUcontext the cuda backend works in: the pipeline's, where it is of
-// `device_id`; else null (the device's primary context).
-static void* gst_cuda_overlap_context_handle(GstCudaOverlap* self, int device_id) {
+// The context the cuda backend works in: the pipeline's, where it is of
+// `device_id`; else none (the device's primary context).
+static CudaContextChoice gst_cuda_overlap_context_choice(GstCudaOverlap* self, int device_id) {
+  CudaContextChoice choice;
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  if (self->priv->cuda_context.device() == device_id) return self->priv->cuda_context.handle();
+  if (self->priv->cuda_context.device() == device_id) {
+    choice.handle = self->priv->cuda_context.handle();
+    choice.keep = self->priv->cuda_context.keep();
+  }
 #else
   (void)self;
   (void)device_id;
 #endif
-  return nullptr;
+  return choice;
 }
 
 static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
@@ -426,7 +430,8 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     const std::string devices = self->priv->devices;
     GST_OBJECT_UNLOCK(self);
     if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
-    void* context = devices.empty() ? gst_cuda_overlap_context_handle(self, device_id) : nullptr;
+    const CudaContextChoice context =
+        devices.empty() ? gst_cuda_overlap_context_choice(self, device_id) : CudaContextChoice{};
     if (!session.start(backend, device_id, devices, context)) return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =

@@ -76,7 +76,7 @@ bool Session::claim_error() {
 // Owner thread: start, stop, pad activation
 
 bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::string& devices,
-                    void* cuda_context) {
+                    const CudaContextChoice& cuda_context) {
   if (device_) return true;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);

@@ -40,6 +40,7 @@
 #include <thread>
 
 #include "custom_swap.h"
+#include "device_choice.h"
 #include "engine.h"
 #include "gstcudaoverlapenums.h"
 #include "multi_engine.h"
@@ -81,9 +82,9 @@ class Session {
   // Owner, READY->PAUSED: opens the devices (device_choice.h: `devices`,
   // else `device_id`), the trace file and the stats messages. False after
   // posting an error. Twice is fine. `cuda_context`: the pipeline's CUDA
-  // context of device_id (a CUcontext), which the cuda backend works in.
+  // context of device_id, which the cuda backend works in.
   bool start(GstCudaOverlapBackend backend, int device_id, const std::string& devices = "",
-             void* cuda_context = nullptr);
+             const CudaContextChoice& cuda_context = {});
   // Owner, PAUSED->READY and finalize: mirrors start(). Twice is fine.
   // `finalizing`: from the destructor, where nothing is posted (the
   // element is being finalized).

@@ -57,6 +57,31 @@ CtxGetCurrentFn ctx_get_current() {
   return fn;
 }
 
+// While it lives, `context` is current on the calling thread (a thread of
+// someone else's, such as upstream's, which gets its own context back).
+// Nothing where `context` is null or the driver offers no context calls:
+// the runtime then uses the thread's, as it would anyway.
+class ContextScope {
+ public:
+  explicit ContextScope(void* context) {
+    const CtxGetCurrentFn get = ctx_get_current();
+    const CtxSetCurrentFn set = ctx_set_current();
+    if (!context || !get || !set || get(&previous_) != 0 || previous_ == context) return;
+    if (set(context) != 0)
+      throw Error("the pipeline's CUDA context could not be made current");
+    set_ = set;
+  }
+  ~ContextScope() {
+    if (set_) (void)set_(previous_);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  void* previous_ = nullptr;
+  CtxSetCurrentFn set_ = nullptr;
+};
+
 // Makes `context` current on the calling thread, or device `device`'s
 // primary context where `context` is null.
 void bind_context(int device, void* context) {
@@ -214,13 +239,18 @@ class CudaStreamImpl final : public Stream {
 template <typename Memory>
 class CudaBuffer final : public Buffer {
  public:
-  CudaBuffer(Memory memory, size_t bytes)
-      : Buffer(static_cast<uint8_t*>(memory.get()), bytes), memory_(std::move(memory)) {
+  // `context`: what keeps the context the memory was made in alive, if
+  // not the device's primary one; let go of after the memory.
+  CudaBuffer(Memory memory, size_t bytes, std::shared_ptr<void> context)
+      : Buffer(static_cast<uint8_t*>(memory.get()), bytes),
+        context_(std::move(context)),
+        memory_(std::move(memory)) {
     ++g_live_buffers;
   }
   ~CudaBuffer() override { --g_live_buffers; }
 
  private:
+  std::shared_ptr<void> context_;  // declared first: goes last
   Memory memory_;
 };
 
@@ -313,7 +343,8 @@ class NodePinnedBuffer final : public Buffer {
  public:
   // Null when any step fails, with nothing left behind: the caller then
   // allocates as it would without a node.
-  static std::unique_ptr<Buffer> allocate(size_t bytes, int node, int device) {
+  static std::unique_ptr<Buffer> allocate(size_t bytes, int node, int device,
+                                          std::shared_ptr<void> context) {
     const long page = sysconf(_SC_PAGESIZE);
     if (bytes == 0 || node < 0 || page <= 0) return nullptr;
     const size_t page_bytes = static_cast<size_t>(page);
@@ -352,7 +383,8 @@ class NodePinnedBuffer final : public Buffer {
       return nullptr;
     }
     auto* buffer =
-        new (std::nothrow) NodePinnedBuffer(static_cast<uint8_t*>(data), bytes, mapped, device);
+        new (std::nothrow) NodePinnedBuffer(static_cast<uint8_t*>(data), bytes, mapped, device,
+                                            std::move(context));
     if (!buffer) {
       if (unregister_host(data, device) == cudaSuccess) munmap(data, mapped);
       return nullptr;
@@ -380,19 +412,23 @@ class NodePinnedBuffer final : public Buffer {
   NodePinnedBuffer& operator=(const NodePinnedBuffer&) = delete;
 
  private:
-  NodePinnedBuffer(uint8_t* data, size_t bytes, size_t mapped, int device)
-      : Buffer(data, bytes), mapped_(mapped), device_(device) {
+  NodePinnedBuffer(uint8_t* data, size_t bytes, size_t mapped, int device,
+                   std::shared_ptr<void> context)
+      : Buffer(data, bytes), context_(std::move(context)), mapped_(mapped), device_(device) {
     ++g_live_buffers;
   }
+  std::shared_ptr<void> context_;  // as CudaBuffer's: the members go after the body
   size_t mapped_;  // bytes mapped: `bytes` rounded up to whole pages
   int device_;
 };
 
 class CudaHostRegistration final : public HostRegistration {
  public:
-  CudaHostRegistration(int device, void* context, void* data, size_t bytes)
-      : device_(device), data_(data) {
-    bind_context(device_, context);
+  CudaHostRegistration(int device, void* context, std::shared_ptr<void> keep, void* data,
+                       size_t bytes)
+      : keep_(std::move(keep)), device_(device), data_(data) {
+    // On upstream's thread, which keeps its own context.
+    const ContextScope scope(context);
     // Portable: another engine, on another GPU of this process, may upload
     // from the same memory.
     CO_CUDA_CHECK(cudaHostRegister(data_, bytes, cudaHostRegisterPortable));
@@ -408,13 +444,15 @@ class CudaHostRegistration final : public HostRegistration {
   CudaHostRegistration& operator=(const CudaHostRegistration&) = delete;
 
  private:
+  std::shared_ptr<void> keep_;  // the context, as CudaBuffer's
   int device_;
   void* data_;
 };
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int id, void* context) : id_(id), context_(context) {
+  CudaDevice(int id, void* context, std::shared_ptr<void> keep)
+      : id_(id), context_(context), keep_(std::move(keep)) {
     cudaDeviceProp prop{};
     CO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
     // The node matters only where there is more than one.
@@ -446,25 +484,29 @@ class CudaDevice final : public Device {
     return std::make_unique<CudaEventImpl>(anchor_, blocking);
   }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override {
-    return std::make_unique<CudaBuffer<DeviceMemory>>(DeviceMemory::allocate(bytes), bytes);
+    const ContextScope scope(context_);
+    return std::make_unique<CudaBuffer<DeviceMemory>>(DeviceMemory::allocate(bytes), bytes, keep_);
   }
   // On the device's NUMA node where that can be done, else as cudaHostAlloc
   // places it; pinned for every context either way (portable).
   std::unique_ptr<Buffer> alloc_pinned(size_t bytes) override {
     if (numa_node_ >= 0) {
-      if (auto buffer = NodePinnedBuffer::allocate(bytes, numa_node_, id_)) return buffer;
+      const ContextScope scope(context_);
+      if (auto buffer = NodePinnedBuffer::allocate(bytes, numa_node_, id_, keep_)) return buffer;
     }
     void* data = nullptr;
+    const ContextScope scope(context_);  // on the caller's thread (upstream's pool)
     CO_CUDA_CHECK(cudaHostAlloc(&data, bytes, cudaHostAllocPortable));
-    return std::make_unique<CudaBuffer<PinnedMemory>>(PinnedMemory(data), bytes);
+    return std::make_unique<CudaBuffer<PinnedMemory>>(PinnedMemory(data), bytes, keep_);
   }
   std::unique_ptr<HostRegistration> register_host(void* data, size_t bytes) override {
-    return std::make_unique<CudaHostRegistration>(id_, context_, data, bytes);
+    return std::make_unique<CudaHostRegistration>(id_, context_, keep_, data, bytes);
   }
 
  private:
   int id_;
   void* context_;  // a driver context made elsewhere; null: the primary one
+  std::shared_ptr<void> keep_;  // keeps context_ alive, given to what is made in it
   // The host NUMA node nearest the device, where pinned memory goes; -1 when
   // unknown or when the machine has one node.
   int numa_node_ = -1;
@@ -515,9 +557,12 @@ int cuda_device_count(std::string* why) {
   return count;
 }
 
-std::unique_ptr<Device> make_cuda_device(int device_id) { return make_cuda_device(device_id, nullptr); }
+std::unique_ptr<Device> make_cuda_device(int device_id) {
+  return make_cuda_device(device_id, nullptr, nullptr);
+}
 
-std::unique_ptr<Device> make_cuda_device(int device_id, void* context) {
+std::unique_ptr<Device> make_cuda_device(int device_id, void* context,
+                                         std::shared_ptr<void> keep) {
   std::string why;
   const int count = cuda_device_count(&why);
   if (count == 0)
@@ -530,7 +575,7 @@ std::unique_ptr<Device> make_cuda_device(int device_id, void* context) {
   if (context && !ctx_set_current())
     throw Error("the CUDA driver offers no cuCtxSetCurrent, so the pipeline's CUDA context "
                 "cannot be used");
-  return std::make_unique<CudaDevice>(device_id, context);
+  return std::make_unique<CudaDevice>(device_id, context, std::move(keep));
 }
 
 double cuda_memory_peak_gbps(int device_id) {
@@ -560,15 +605,27 @@ size_t cuda_live_registrations() { return g_live_registrations; }
 
 namespace cudaoverlap {
 
-void* cuda_primary_context(int device_id) {
-  CO_CUDA_CHECK(cudaSetDevice(device_id));
-  CO_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context, made now if not yet
-  const CtxGetCurrentFn get = ctx_get_current();
+void* cuda_retain_primary_context(int device_id) {
+  using DeviceGetFn = int (*)(int* device, int ordinal);
+  using RetainFn = int (*)(void** context, int device);
+  static const DeviceGetFn device_get = driver_function<DeviceGetFn>("cuDeviceGet");
+  static const RetainFn retain = driver_function<RetainFn>("cuDevicePrimaryCtxRetain");
+  int device = 0;
   void* context = nullptr;
-  if (!get || get(&context) != 0 || !context)
+  if (!device_get || !retain || device_get(&device, device_id) != 0 ||
+      retain(&context, device) != 0 || !context)
     throw Error("the CUDA driver did not give device " + std::to_string(device_id) +
                 "'s primary context");
   return context;
+}
+
+void cuda_release_primary_context(int device_id) {
+  using DeviceGetFn = int (*)(int* device, int ordinal);
+  using ReleaseFn = int (*)(int device);
+  static const DeviceGetFn device_get = driver_function<DeviceGetFn>("cuDeviceGet");
+  static const ReleaseFn release = driver_function<ReleaseFn>("cuDevicePrimaryCtxRelease");
+  int device = 0;
+  if (device_get && release && device_get(&device, device_id) == 0) (void)release(device);
 }
 
 }  // namespace cudaoverlap

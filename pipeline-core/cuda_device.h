@@ -19,14 +19,18 @@ int cuda_device_count(std::string* why = nullptr);
 std::unique_ptr<Device> make_cuda_device(int device_id);
 // The same on `context`, a CUDA driver context (CUcontext) of that device
 // made elsewhere (GStreamer's shared CUDA context): the device's work is
-// done with it current instead of the device's primary context. The caller
-// keeps it alive as long as the device and whatever the device made.
-std::unique_ptr<Device> make_cuda_device(int device_id, void* context);
+// done with it current instead of the device's primary context. `keep`
+// keeps the context alive: the device and everything it makes hold it
+// (memory can outlive the device, in buffers downstream holds).
+std::unique_ptr<Device> make_cuda_device(int device_id, void* context,
+                                         std::shared_ptr<void> keep);
 
-// Device `device_id`'s primary context, the one the runtime uses (made if
-// it was not yet), as a CUcontext; the calling thread is left on it.
+// Device `device_id`'s primary context, the one the runtime uses, as a
+// CUcontext, retained (made if it was not yet) until as many
+// cuda_release_primary_context calls; no thread's context changes.
 // Throws Error.
-void* cuda_primary_context(int device_id);
+void* cuda_retain_primary_context(int device_id);
+void cuda_release_primary_context(int device_id);
 
 // Peak bandwidth of device `device_id`'s memory in GB/s (10^9 bytes), from
 // its memory clock and bus width (double data rate): what one read plus

@@ -16,13 +16,15 @@ std::unique_ptr<Device> make_cuda_device(int) {
       "where nvcc is installed); use backend=cpu");
 }
 
-std::unique_ptr<Device> make_cuda_device(int device_id, void*) {
+std::unique_ptr<Device> make_cuda_device(int device_id, void*, std::shared_ptr<void>) {
   return make_cuda_device(device_id);
 }
 
-void* cuda_primary_context(int) {
+void* cuda_retain_primary_context(int) {
   throw Error("no CUDA device: cudaoverlap was built without CUDA support");
 }
+
+void cuda_release_primary_context(int) {}
 
 double cuda_memory_peak_gbps(int) { return 0; }
 size_t cuda_l2_cache_bytes(int) { return 0; }

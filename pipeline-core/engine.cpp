@@ -228,7 +228,8 @@ Status Engine::submit(InputFrame frame) {
     images.device_in = memory.device_in;
     images.device_out = memory.device_out;
     images.destination = memory.output;
-    if (!frame.pinned) {
+    images.source_on_device = frame.on_device;
+    if (!frame.pinned && !frame.on_device) {
       timing.staging.start_ns = host_now_ns();
       stage_frame(*threads_->staging, config_.input, frame.image, memory.staging);
       images.source = memory.staging;
@@ -241,7 +242,7 @@ Status Engine::submit(InputFrame frame) {
     const uint64_t memory_id = frame.pinned ? frame.memory_id : 0;
     stage = Stage::kUpload;  // a graph launch that fails, failed at its start
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
-                   (!frame.pinned || memory_id != 0) &&
+                   (!frame.pinned || memory_id != 0) && !frame.on_device &&
                    c.graphs_.launch(index, sequence, memory_id, c.pass_, slot.events, images,
                                     slot.operation, reading, &stage);
     if (!timing.graph)

@@ -217,6 +217,11 @@ struct InputFrame {
   // (Device::alloc_pinned): it is uploaded straight from there, without a
   // staging copy, and `keep_alive` is held until that upload has completed.
   bool pinned = false;
+  // True when `image` lives in the engine's device memory, in the context
+  // the device works in (GStreamer's CUDA memory): copied into the slot on
+  // the device, nothing crossing to the host; `keep_alive` is held as for
+  // `pinned`. Such frames are never launched as graphs.
+  bool on_device = false;
   std::shared_ptr<void> keep_alive;
   // Handed back unchanged with the output frame; dropped without delivery
   // by flush or stop.

@@ -114,7 +114,8 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
       if (r1 == r0) continue;
       up.copy_2d(device_in.planes[p].data + r0 * device_in.planes[p].stride,
                  device_in.planes[p].stride, source.planes[p].data + r0 * source.planes[p].stride,
-                 source.planes[p].stride, in.row_bytes(p), r1 - r0, CopyKind::kHostToDevice);
+                 source.planes[p].stride, in.row_bytes(p), r1 - r0,
+                 images.source_on_device ? CopyKind::kDeviceToDevice : CopyKind::kHostToDevice);
     }
     up.record(*events.uploaded[k]);
   };

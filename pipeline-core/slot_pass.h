@@ -45,6 +45,7 @@ struct SlotEvents {
 // these alone.
 struct PassImages {
   ImageRef source;
+  bool source_on_device = false;  // `source` in device memory (InputFrame::on_device)
   ImageRef device_in;
   ImageRef device_out;
   ImageRef destination;

@@ -20,7 +20,13 @@ namespace cudaoverlap_test {
 namespace {
 
 using cudaoverlap::cuda_device_count;
-using cudaoverlap::cuda_primary_context;
+// Device `device`'s primary CUcontext (the handle stays valid while the
+// runtime or an element holds it).
+void* primary_context(int device) {
+  void* context = cudaoverlap::cuda_retain_primary_context(device);
+  cudaoverlap::cuda_release_primary_context(device);
+  return context;
+}
 
 // Skips unless the cuda backend is under test on a machine with a GPU.
 #define SKIP_WITHOUT_CUDA()                                                              \
@@ -143,7 +149,7 @@ TEST(CudaContextTest, TheFirstElementSharesThePrimaryContext) {
   void* answered = nullptr;
   run(std::string(kSource) + "cudaoverlap name=a backend=cuda kernel=invert ! fakesink", &log,
       [&](GstBin* bin) { answered = answered_context(bin, "a", "src"); });
-  void* primary = cuda_primary_context(0);
+  void* primary = primary_context(0);
   ASSERT_EQ(log.posted_by, std::vector<std::string>{"a"});
   EXPECT_EQ(log.posted[0], primary);
   EXPECT_EQ(answered, primary);
@@ -178,7 +184,7 @@ TEST(CudaContextTest, TheApplicationsContextIsTaken) {
   log.give = gst_cuda_context_new(0);
   ASSERT_NE(log.give, nullptr);
   void* mine = gst_cuda_context_get_handle(log.give);
-  ASSERT_NE(mine, cuda_primary_context(0));
+  ASSERT_NE(mine, primary_context(0));
   void* answered = nullptr;
   run(std::string(kSource) + "cudaoverlap name=a backend=cuda kernel=invert ! fakesink", &log,
       [&](GstBin* bin) { answered = answered_context(bin, "a", "src"); });
@@ -202,7 +208,7 @@ TEST(CudaContextTest, GStreamersCudaElementsFindIt) {
           "cudaoverlap name=a backend=cuda kernel=invert ! fakesink",
       &log, [&](GstBin* bin) { theirs = answered_context(bin, "up", "src"); });
   ASSERT_EQ(log.posted_by, std::vector<std::string>{"a"});
-  EXPECT_EQ(theirs, cuda_primary_context(0));
+  EXPECT_EQ(theirs, primary_context(0));
 }
 
 }  // namespace

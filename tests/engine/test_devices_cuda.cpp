@@ -113,11 +113,13 @@ TEST(MultiEngineCudaTest, WorksInAContextMadeElsewhere) {
   void* popped = nullptr;
   ASSERT_EQ(pop(&popped), 0);
   ASSERT_EQ(popped, context);
-  ASSERT_NE(context, cuda_primary_context(0));
+  void* primary = cuda_retain_primary_context(0);
+  cuda_release_primary_context(0);
+  ASSERT_NE(context, primary);
   Watchdog watchdog;
   LiveCounter users;
   {
-    std::shared_ptr<Device> device = make_cuda_device(0, context);
+    std::shared_ptr<Device> device = make_cuda_device(0, context, nullptr);
     {
       device->make_current();
       const auto buffer = device->alloc_device(4096);
