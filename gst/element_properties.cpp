@@ -228,7 +228,8 @@ void install_element_properties(GObjectClass* gobject_class) {
           "stats", "Statistics",
           "Frames in, out, dropped (QoS) and in flight; mean and max ms of each stage "
           "(wait-slot, staging, upload, compute, download, push) and of the element's latency; "
-          "frames-per-second; overlap-efficiency; bands. Device stages are measured on one "
+          "frames-per-second; overlap-efficiency; bands; bytes uploaded and downloaded. Device "
+          "stages are measured on one "
           "frame in 8 (every frame while writing a trace-file)",
           GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(

@@ -360,7 +360,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   switch (status) {
     case Status::kOk:
       ++submitted_;
-      instruments_.submitted();
+      instruments_.submitted(in_layout.pixel_bytes());
       if (engine_->pulls()) {
         queue_.note_submitted();  // the task fetches it
         // Unless downstream stopped taking frames meanwhile: the task then
@@ -634,6 +634,9 @@ void Session::push_next() {
       if (!info) throw Error("a frame came back without its input buffer");
       bool copied = false;
       GstBuffer* buffer = nullptr;
+      const ImageRef& out = item.frame.image();
+      const uint64_t downloaded =
+          item.frame ? FrameLayout{out.format, out.width, out.height}.pixel_bytes() : 0;
       if (!item.frame) {
         buffer = std::exchange(info->input, nullptr);  // passed through: no slot
       } else {
@@ -653,7 +656,7 @@ void Session::push_next() {
       TimeSpan push{host_now_ns(), -1};
       flow = gst_pad_push(srcpad_, buffer);
       push.end_ns = host_now_ns();
-      instruments_.pushed(element_, timing, push, device);  // stats, trace, latency
+      instruments_.pushed(element_, timing, push, device, downloaded);  // stats, trace, latency
     } catch (const std::exception& e) {
       SESSION_ERROR(STREAM, FAILED, std::string("cudaoverlap failed: ") + e.what());
       flow = GST_FLOW_ERROR;

@@ -44,9 +44,10 @@ void ElementStats::frame_dropped() {
   ++dropped_;
 }
 
-void ElementStats::frame_submitted() {
+void ElementStats::frame_submitted(uint64_t uploaded) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++in_flight_;
+  uploaded_ += uploaded;
 }
 
 void ElementStats::set_devices(const std::vector<std::string>& names) {
@@ -71,8 +72,10 @@ void ElementStats::device_failed(int device) {
     devices_[static_cast<size_t>(device)].live = false;
 }
 
-void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, int device) {
+void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, int device,
+                             uint64_t downloaded) {
   std::lock_guard<std::mutex> lock(mutex_);
+  downloaded_ += downloaded;
   if (device >= 0 && static_cast<size_t>(device) < devices_.size()) {
     DeviceStats& d = devices_[static_cast<size_t>(device)];
     ++d.out;
@@ -111,7 +114,7 @@ void ElementStats::flushed() {
 
 void ElementStats::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
-  in_ = out_ = dropped_ = graph_frames_ = 0;
+  in_ = out_ = dropped_ = graph_frames_ = uploaded_ = downloaded_ = 0;
   in_flight_ = 0;
   stages_ = {};
   bands_ = 0;
@@ -128,7 +131,9 @@ GstStructure* ElementStats::to_structure() const {
       static_cast<guint>(std::max<int64_t>(in_flight_, 0)), "frames-staged", G_TYPE_UINT64,
       static_cast<guint64>(stages_[static_cast<int>(StatsStage::kStaging)].count), "bands",
       G_TYPE_UINT, static_cast<guint>(bands_), "frames-as-graphs", G_TYPE_UINT64,
-      static_cast<guint64>(graph_frames_), nullptr);
+      static_cast<guint64>(graph_frames_), "bytes-uploaded", G_TYPE_UINT64,
+      static_cast<guint64>(uploaded_), "bytes-downloaded", G_TYPE_UINT64,
+      static_cast<guint64>(downloaded_), nullptr);
   for (int i = 0; i < kStatsStages; ++i) {
     const Stage& stage = stages_[i];
     const std::string name = kStageNames[i];
@@ -389,8 +394,8 @@ void Instruments::sink_event(GstEvent* event) {
 }
 
 void Instruments::pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push,
-                         int device) {
-  stats_.frame_out(timing, push, device);
+                         int device, uint64_t downloaded) {
+  stats_.frame_out(timing, push, device, downloaded);
   trace_.write_frame(pushed_++, timing, push, device);
   warn_trace_failure(element);
   // The element's own latency (LatencyEstimate): arrival to ready, less a

@@ -42,10 +42,13 @@ class ElementStats {
   // Streaming thread.
   void frame_in();
   void frame_dropped();
-  void frame_submitted();
+  // `uploaded`: the bytes its upload moves to the device.
+  void frame_submitted(uint64_t uploaded);
   // Src pad task, after each push; `device` computed it (an index into
   // set_devices' names).
-  void frame_out(const FrameTiming& timing, const TimeSpan& push, int device = 0);
+  // `downloaded`: the bytes its download moved back.
+  void frame_out(const FrameTiming& timing, const TimeSpan& push, int device = 0,
+                 uint64_t downloaded = 0);
   // Owner thread, after reset(): the devices frames are spread over.
   void set_devices(const std::vector<std::string>& names);
   // Any thread: a device failed and was left out.
@@ -63,6 +66,9 @@ class ElementStats {
   // Any thread. A new "cudaoverlap-stats" structure (transfer full):
   // frames-in/out/dropped (guint64), frames-in-flight (guint),
   // frames-staged (guint64: frames copied into pinned staging memory),
+  // bytes-uploaded and bytes-downloaded (guint64: the frames' pixels
+  // copied to the device and back, row padding left out; on the cpu
+  // backend, to and from its stand-in's memory),
   // <stage>-mean-ms / <stage>-max-ms (gdouble) for each stage,
   // frames-per-second and overlap-efficiency (gdouble): the mean staging,
   // upload, compute and download times over the wall time per frame;
@@ -94,6 +100,8 @@ class ElementStats {
   uint64_t out_ = 0;
   uint64_t dropped_ = 0;
   uint64_t graph_frames_ = 0;
+  uint64_t uploaded_ = 0;
+  uint64_t downloaded_ = 0;
   int64_t in_flight_ = 0;
   int bands_ = 0;
   std::array<Stage, kStatsStages> stages_{};
@@ -215,7 +223,7 @@ class Instruments {
   bool drop_late(GstElement* element, GstBuffer* buffer);
   // Streaming thread: `buffer`'s stream time (QosTracker::stream_time).
   GstClockTime stream_time(GstBuffer* buffer) const { return qos_.stream_time(buffer); }
-  void submitted() { stats_.frame_submitted(); }
+  void submitted(uint64_t uploaded = 0) { stats_.frame_submitted(uploaded); }
   // Streaming thread, an engine started.
   void engine_started(int bands) { stats_.set_bands(bands); }
   // Streaming thread, every sink event before the element handles it
@@ -225,7 +233,8 @@ class Instruments {
   void src_event(GstEvent* event) { qos_.src_event(event); }
   // Src pad task, after a frame's push returned: statistics, trace and a
   // LATENCY message when the measured latency changed.
-  void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push, int device = 0);
+  void pushed(GstElement* element, const FrameTiming& timing, const TimeSpan& push, int device = 0,
+              uint64_t downloaded = 0);
   // Any thread, src pad LATENCY query already answered upstream: adds the
   // element's own. Min: the measured stay of a frame (LatencyEstimate),
   // `estimate` until measured. Max: ring-size frames can wait in the

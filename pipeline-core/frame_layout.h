@@ -28,6 +28,13 @@ struct FrameLayout {
   int n_planes() const { return format_info(format).n_planes; }
   size_t row_bytes(int plane) const { return plane_row_bytes(format, plane, width); }
   size_t rows(int plane) const { return plane_rows(format, plane, height); }
+  // The bytes of the frame's pixels, row padding left out: what a copy of
+  // it moves.
+  size_t pixel_bytes() const {
+    size_t bytes = 0;
+    for (int p = 0; p < n_planes(); ++p) bytes += row_bytes(p) * rows(p);
+    return bytes;
+  }
   // Views of the planes when the frame starts at `base`.
   ImageRef at(uint8_t* base) const;
   bool operator==(const FrameLayout& o) const;

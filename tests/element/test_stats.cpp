@@ -306,6 +306,36 @@ TEST(Stats, ABufferPushedAgainAndAgainIsStagedAtMostOnce) {
   }
 }
 
+// The pixels copied to the device and back: each frame's, row padding left
+// out, in the input's format and size up and the output's down; nothing
+// for frames passed through.
+TEST(Stats, BytesCopiedToTheDeviceAndBackAreCounted) {
+  SKIP_WITHOUT_BACKEND();
+  const std::string source =
+      "videotestsrc num-buffers=7 ! video/x-raw,format=NV12,width=64,height=48,framerate=30/1 ! "
+      "cudaoverlap name=overlap kernel=convert " +
+      backend_properties();
+  const struct {
+    std::string caps;
+    guint64 uploaded, downloaded;
+  } cases[] = {
+      // NV12 64x48: 64 * 48 + 64 * 24 bytes; RGBA 32x24: 32 * 24 * 4.
+      {"video/x-raw,format=RGBA,width=32,height=24", 7 * 4608, 7 * 3072},
+      {"video/x-raw,format=NV12,width=64,height=48", 0, 0},  // passed through
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.caps);
+    StatsPipeline p(source + " ! " + c.caps + " ! fakesink sync=false");
+    ASSERT_EQ(p.run(), "");
+    GstStructure* s = p.stats();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(u64(s, "frames-out"), 7u);
+    EXPECT_EQ(u64(s, "bytes-uploaded"), c.uploaded);
+    EXPECT_EQ(u64(s, "bytes-downloaded"), c.downloaded);
+    gst_structure_free(s);
+  }
+}
+
 TEST(Stats, StartFromZeroOnEveryRun) {
   SKIP_WITHOUT_BACKEND();
   StatsPipeline p(source(5, 30) + "! fakesink sync=false");
