@@ -137,20 +137,19 @@ void SharedCudaContext::reset() {
   context_ = nullptr;
 }
 
-std::shared_ptr<void> SharedCudaContext::keep() const {
+CudaContextChoice SharedCudaContext::choice(int device_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!context_) return nullptr;
-  return std::shared_ptr<void>(gst_object_ref(context_), [](void* c) { gst_object_unref(c); });
+  CudaContextChoice choice;
+  if (!context_ || held_device() != device_id) return choice;
+  choice.handle = gst_cuda_context_get_handle(context_);
+  choice.keep =
+      std::shared_ptr<void>(gst_object_ref(context_), [](void* c) { gst_object_unref(c); });
+  return choice;
 }
 
 void* SharedCudaContext::handle() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return context_ ? gst_cuda_context_get_handle(context_) : nullptr;
-}
-
-int SharedCudaContext::device() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return held_device();
 }
 
 int SharedCudaContext::held_device() const {

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "device_choice.h"
+
 typedef struct _GstCudaContext GstCudaContext;
 
 namespace cudaoverlap {
@@ -35,14 +37,13 @@ class SharedCudaContext {
   // Lets go of the context (READY -> NULL).
   void reset();
 
-  // The CUcontext held and its device; null and -1 when none is held.
-  void* handle() const;
-  int device() const;
-  // A reference to the context held, to keep it alive for as long as what
-  // is made in it (null when none is held).
-  std::shared_ptr<void> keep() const;
+  // The context held, where it is device `device_id`'s: its CUcontext and
+  // a reference that keeps it alive for as long as what is made in it.
+  // Empty (the device's primary context) otherwise.
+  CudaContextChoice choice(int device_id) const;
 
  private:
+  void* handle() const;
   int held_device() const;  // under mutex_
 
   mutable std::mutex mutex_;

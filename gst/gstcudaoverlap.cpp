@@ -405,17 +405,13 @@ static void gst_cuda_overlap_share_context(GstCudaOverlap* self) {
 // The context the cuda backend works in: the pipeline's, where it is of
 // `device_id`; else none (the device's primary context).
 static CudaContextChoice gst_cuda_overlap_context_choice(GstCudaOverlap* self, int device_id) {
-  CudaContextChoice choice;
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  if (self->priv->cuda_context.device() == device_id) {
-    choice.handle = self->priv->cuda_context.handle();
-    choice.keep = self->priv->cuda_context.keep();
-  }
+  return self->priv->cuda_context.choice(device_id);
 #else
   (void)self;
   (void)device_id;
+  return {};
 #endif
-  return choice;
 }
 
 static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,

@@ -601,10 +601,6 @@ size_t cuda_l2_cache_bytes(int device_id) {
 size_t cuda_live_buffers() { return g_live_buffers; }
 size_t cuda_live_registrations() { return g_live_registrations; }
 
-}  // namespace cudaoverlap
-
-namespace cudaoverlap {
-
 void* cuda_retain_primary_context(int device_id) {
   using DeviceGetFn = int (*)(int* device, int ordinal);
   using RetainFn = int (*)(void** context, int device);

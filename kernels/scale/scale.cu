@@ -4,7 +4,8 @@
 // and a grid (all of RGBA; NV12's interleaved U and V; YUY2's luma, then
 // its chroma), so a tap's samples come in one load and the input is read
 // once per plane, not once per component. The kernels are bound by
-// instruction issue, so each step is chosen for its instruction count;
+// instructions and load latency (not memory), so each step is chosen for
+// its instruction count and a thread loads before it stores;
 // the arithmetic is scale_math.h's, so the bytes are the CPU reference's:
 // - along x, where the taps fit a window inside the input, four taps at a
 //   time with byte dot products (scale_window_group, 8-bit samples) or
