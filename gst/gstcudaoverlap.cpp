@@ -113,6 +113,7 @@ struct GstCudaOverlapPrivate {
   // cuda backend with one device (the engine's device and its memory hold
   // their own references).
   SharedCudaContext cuda_context;
+  bool cuda_context_failed = false;  // the last NULL->READY took none (object lock)
 #endif
   // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
   // session, which reads them.
@@ -273,6 +274,26 @@ static std::shared_ptr<const Operation> gst_cuda_overlap_operation(GstCudaOverla
   return op;
 }
 
+// Whether GStreamer's CUDA memory can come in: on one CUDA device. Known
+// from the properties, before the context is taken at NULL->READY, since
+// gst-launch links elements (and so asks their caps) in NULL, as
+// GStreamer's own CUDA elements offer theirs; a buffer of another context
+// than the one taken is refused when it comes (input_frame.h). Where no
+// context could be taken (a warning said why), no longer.
+static bool gst_cuda_overlap_takes_cuda_memory(GstCudaOverlap* self) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  GST_OBJECT_LOCK(self);
+  const bool one_device = self->priv->devices.empty() && self->priv->device_id >= 0 &&
+                          self->priv->backend != GST_CUDA_OVERLAP_BACKEND_CPU;
+  const bool failed = self->priv->cuda_context_failed;
+  GST_OBJECT_UNLOCK(self);
+  return one_device && !failed && cuda_device_count() > 0;
+#else
+  (void)self;
+  return false;
+#endif
+}
+
 // The caps either pad can take: the other side's peer through the kernel.
 static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, GstCaps* filter) {
   std::shared_ptr<const Operation> op;
@@ -281,7 +302,8 @@ static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, G
   } catch (const Error&) {
     return gst_caps_new_empty();
   }
-  return query_caps_through(*op, pad, pad == self->sinkpad ? self->srcpad : self->sinkpad, filter);
+  return query_caps_through(*op, pad, pad == self->sinkpad ? self->srcpad : self->sinkpad, filter,
+                            gst_cuda_overlap_takes_cuda_memory(self));
 }
 
 // CAPS and ACCEPT_CAPS, the same on both pads. False when `query` is another.
@@ -395,8 +417,14 @@ static void gst_cuda_overlap_share_context(GstCudaOverlap* self) {
   GST_OBJECT_UNLOCK(self);
   if (backend == GST_CUDA_OVERLAP_BACKEND_CPU || !one_device || cuda_device_count() == 0) return;
   const std::string problem = self->priv->cuda_context.ensure(GST_ELEMENT(self), device_id);
+  GST_OBJECT_LOCK(self);
+  self->priv->cuda_context_failed = !problem.empty();
+  GST_OBJECT_UNLOCK(self);
   if (!problem.empty())
-    GST_WARNING_OBJECT(self, "no CUDA context shared with the pipeline: %s", problem.c_str());
+    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                        ("no CUDA context shared with the pipeline, so no CUDA memory is taken: %s",
+                         problem.c_str()),
+                        (nullptr));
 #else
   (void)self;
 #endif

@@ -5,14 +5,43 @@
 
 #include "video_mapping.h"
 
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudamemory.h>
+#endif
+
 namespace cudaoverlap {
+namespace {
+
+// Why `buffer` is not GStreamer's CUDA memory of `context`; empty when it is.
+std::string cuda_memory_problem(GstBuffer* buffer, void* context) {
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    GstMemory* memory = gst_buffer_peek_memory(buffer, i);
+    if (!gst_is_cuda_memory(memory))
+      return "its caps say CUDA memory, but its memory is " +
+             std::string(memory->allocator ? GST_OBJECT_NAME(memory->allocator) : "unknown");
+    GstCudaContext* owner = reinterpret_cast<GstCudaMemory*>(memory)->context;
+    if (!owner || gst_cuda_context_get_handle(owner) != context)
+      return "its CUDA memory belongs to another CUDA context than the one the pipeline shares "
+             "(an element that made its own; give the elements one device-id)";
+  }
+  return {};
+#else
+  (void)buffer;
+  (void)context;
+  return "this build takes no CUDA memory";
+#endif
+}
+
+}  // namespace
 
 MappedInput::~MappedInput() {
   if (mapped_) gst_video_frame_unmap(&frame_);
 }
 
 std::string MappedInput::map(GstBuffer* buffer, const GstVideoInfo& info,
-                             const FrameLayout& geometry) {
+                             const FrameLayout& geometry, void* cuda_context) {
   const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
   if (meta == nullptr && gst_buffer_get_size(buffer) < GST_VIDEO_INFO_SIZE(&info))
     return "it has " + std::to_string(gst_buffer_get_size(buffer)) + " bytes and needs " +
@@ -47,7 +76,15 @@ std::string MappedInput::map(GstBuffer* buffer, const GstVideoInfo& info,
     crop_x_ = static_cast<int>(crop->x);
     crop_y_ = static_cast<int>(crop->y);
   }
-  mapped_ = gst_video_frame_map(&frame_, &info, buffer, GST_MAP_READ);
+  GstMapFlags flags = GST_MAP_READ;
+  if (cuda_context) {
+    const std::string problem = cuda_memory_problem(buffer, cuda_context);
+    if (!problem.empty()) return problem;
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+    flags = static_cast<GstMapFlags>(flags | GST_MAP_CUDA);  // device addresses
+#endif
+  }
+  mapped_ = gst_video_frame_map(&frame_, &info, buffer, flags);
   if (!mapped_) return "it could not be mapped for reading";
   return check_frame_extent(frame_, geometry, crop_x_, crop_y_);
 }

@@ -26,7 +26,11 @@ class MappedInput {
   // `info` (too small, a video meta that disagrees with the caps, strides
   // shorter than a row, a crop past the picture or splitting chroma pairs),
   // for an error message that continues "…describe: <reason>".
-  std::string map(GstBuffer* buffer, const GstVideoInfo& info, const FrameLayout& geometry);
+  // `cuda_context` (a CUcontext; builds with gstreamer-cuda-1.0): the
+  // buffer is GStreamer's CUDA memory of that context, mapped for the
+  // device (the planes are device addresses).
+  std::string map(GstBuffer* buffer, const GstVideoInfo& info, const FrameLayout& geometry,
+                  void* cuda_context = nullptr);
   // The mapped planes, honouring any GstVideoMeta strides and offsets and
   // any crop, at the caps' size.
   ImageRef image(PixelFormat format) const;

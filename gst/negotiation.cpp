@@ -460,18 +460,51 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   return problem;
 }
 
-GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter) {
+GstCaps* memory_towards(GstPadDirection direction, GstCaps* caps, bool cuda_in) {
+  if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
+  GstCaps* system = gst_caps_new_empty();
+  GstCaps* cuda = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    // Bayer mosaics only in system memory: GStreamer's CUDA elements make none.
+    if (direction == GST_PAD_SINK && cuda_in && gst_structure_has_name(s, "video/x-raw")) {
+      GstCaps* one = gst_caps_new_full(gst_structure_copy(s), nullptr);
+      gst_caps_set_features(one, 0,
+                            gst_caps_features_new(kCudaMemoryFeature, nullptr));
+      cuda = gst_caps_merge(cuda, one);
+    }
+    system = gst_caps_merge(system, gst_caps_new_full(s, nullptr));
+  }
+  return gst_caps_merge(cuda, system);
+}
+
+bool caps_in_cuda_memory(GstCaps* caps) {
+  if (!caps || gst_caps_get_size(caps) == 0) return false;
+  const GstCapsFeatures* features = gst_caps_get_features(caps, 0);
+  return features && gst_caps_features_contains(features, kCudaMemoryFeature);
+}
+
+GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter,
+                            bool cuda_in) {
+  // `op` through, then the memory the other side may be in.
+  const auto through = [&](GstPadDirection from, GstCaps* caps) {
+    GstCaps* transformed = transform_caps(op, from, caps);
+    GstCaps* placed = memory_towards(from == GST_PAD_SINK ? GST_PAD_SRC : GST_PAD_SINK,
+                                     transformed, cuda_in);
+    gst_caps_unref(transformed);
+    return placed;
+  };
   GstCaps* templ = gst_pad_get_pad_template_caps(pad);
   GstCaps* other_templ = gst_pad_get_pad_template_caps(other);
   GstCaps* peer_filter = gst_caps_ref(other_templ);
   if (filter) {
-    GstCaps* transformed = transform_caps(op, GST_PAD_DIRECTION(pad), filter);
+    GstCaps* transformed = through(GST_PAD_DIRECTION(pad), filter);
     gst_caps_unref(peer_filter);
     peer_filter = gst_caps_intersect_full(transformed, other_templ, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(transformed);
   }
   GstCaps* peer = gst_pad_peer_query_caps(other, peer_filter);
-  GstCaps* back = transform_caps(op, GST_PAD_DIRECTION(other), peer);
+  GstCaps* back = through(GST_PAD_DIRECTION(other), peer);
   GstCaps* result = gst_caps_intersect_full(back, templ, GST_CAPS_INTERSECT_FIRST);
   if (filter) {
     GstCaps* filtered = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);

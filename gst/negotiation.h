@@ -23,10 +23,21 @@ namespace cudaoverlap {
 // Transfer full.
 GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps);
 
+// The memory frames may be in on each side: system memory, and on the
+// sink side GStreamer's CUDA memory too where `cuda_in` (before system
+// memory, so that a neighbour that offers it keeps frames on the GPU).
+// The output is in system memory. Transfer full.
+GstCaps* memory_towards(GstPadDirection direction, GstCaps* caps, bool cuda_in);
+
+// Whether fixed `caps` are in GStreamer's CUDA memory.
+bool caps_in_cuda_memory(GstCaps* caps);
+
 // The caps of `pad` that the peer of `other` (the element's other pad) can
-// take through `op`, limited to the pad templates and to `filter`.
-// Transfer full. Answers the CAPS query of either pad.
-GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter);
+// take through `op`, limited to the pad templates and to `filter`; CUDA
+// memory on the sink side where `cuda_in` (memory_towards). Transfer
+// full. Answers the CAPS query of either pad.
+GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter,
+                            bool cuda_in = false);
 
 // ACCEPT_CAPS: `caps` are within `allowed` (from query_caps_through) and,
 // when fixed, describe a frame the engine can take.

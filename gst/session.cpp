@@ -86,6 +86,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
     std::string warning;
     devices_ = open_devices(backend, device_id, devices, &warning, cuda_context);
     device_ = devices_.front();
+    cuda_context_ = device_->cuda_device() >= 0 ? cuda_context.handle : nullptr;
     if (!warning.empty())
       GST_ELEMENT_WARNING(element_, RESOURCE, NOT_FOUND, ("%s", warning.c_str()), (nullptr));
   } catch (const std::exception& e) {
@@ -119,6 +120,7 @@ void Session::stop(bool finalizing) {
   outputs_.drop_copies();  // the src pad task has stopped
   instruments_.stop(finalizing ? nullptr : element_);
   device_.reset();
+  cuda_context_ = nullptr;
   devices_.clear();
   out_format_.reset();
   if (in_caps_) gst_caps_unref(in_caps_);
@@ -329,7 +331,8 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
 
   const FrameLayout in_layout = engine_->config().input;
   auto mapped = std::make_shared<MappedInput>();
-  const std::string problem = mapped->map(buffer, in_info_, in_layout);
+  const std::string problem =
+      mapped->map(buffer, in_info_, in_layout, in_cuda_ ? cuda_context_ : nullptr);
   if (!problem.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap received a buffer that does not hold the frame its caps (" +
@@ -347,20 +350,25 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   // mapped and referenced until its upload completed; anything else is
   // staged inside submit(), and unmapped when this function returns.
   // memory_id names the pages for cuda-graphs (InputFrame::memory_id).
-  input.pinned = buffer_is_pinned(buffer, device_.get(), &input.memory_id);
-  if (!input.pinned && pin_upstream_.load())
+  // GStreamer's CUDA memory (InputFrame::on_device) is read on the device.
+  input.on_device = in_cuda_;
+  input.pinned = !in_cuda_ && buffer_is_pinned(buffer, device_.get(), &input.memory_id);
+  if (!input.pinned && !in_cuda_ && pin_upstream_.load())
     input.pinned = pin_upstream_memory(buffer, input.image, in_layout, device_, &input.memory_id) ==
                    UpstreamPin::kPinned;
   GST_LOG_OBJECT(element_, "%" GST_PTR_FORMAT " is %s", buffer,
-                 input.pinned ? "pinned: uploaded without staging" : "staged");
-  if (input.pinned) input.keep_alive = mapped;
+                 input.on_device ? "CUDA memory: copied on the device"
+                 : input.pinned  ? "pinned: uploaded without staging"
+                                 : "staged");
+  if (input.pinned || input.on_device) input.keep_alive = mapped;
+  const bool input_on_device = input.on_device;  // nothing crosses to the device
   input.user = std::move(info);
   input.arrived_ns = arrived_ns;
   const Status status = engine_->submit(std::move(input));
   switch (status) {
     case Status::kOk:
       ++submitted_;
-      instruments_.submitted(in_layout.pixel_bytes());
+      instruments_.submitted(input_on_device ? 0 : in_layout.pixel_bytes());
       if (engine_->pulls()) {
         queue_.note_submitted();  // the task fetches it
         // Unless downstream stopped taking frames meanwhile: the task then
@@ -500,6 +508,14 @@ gboolean Session::propose_allocation(GstQuery* query) {
   // A crop meta is applied as the frame is mapped (input_frame.h), so
   // videocrop and decoders crop without a copy.
   gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, nullptr);
+  // GStreamer's CUDA memory: upstream's own pool, in the context the
+  // pipeline shares, is read where it is; no pool from here.
+  GstCaps* caps = nullptr;
+  gst_query_parse_allocation(query, &caps, nullptr);
+  if (caps_in_cuda_memory(caps)) {
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+    return TRUE;
+  }
   // The engine holds each input buffer until its upload is done, and
   // upstream writes the next: ring-size + 2, growing if upstream holds more
   // (max 0) rather than stalling it.
@@ -572,9 +588,12 @@ void Session::check_caps_event(GstCaps* caps) {
   PixelFormat format;
   bool taken = gst_caps_is_fixed(caps) && video_info_from_caps(caps, &info, &format);
   if (taken) {
+    // System memory, or GStreamer's CUDA memory (which ACCEPT_CAPS let in
+    // only where the element shares the pipeline's CUDA context).
     GstCapsFeatures* features = gst_caps_get_features(caps, 0);
     taken = features == nullptr ||
-            gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
+            gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY) ||
+            caps_in_cuda_memory(caps);
   }
   if (taken) {
     try {

@@ -206,10 +206,14 @@ class Session {
   // kernel=custom's (compiled for its architecture).
   std::vector<std::shared_ptr<Device>> devices_;
   std::shared_ptr<Device> device_;
+  // The CUcontext device_ works in where the pipeline shares one (the only
+  // context whose CUDA memory comes in); null otherwise.
+  void* cuda_context_ = nullptr;
 
   // Streaming thread only.
   GstCaps* in_caps_ = nullptr;  // the last CAPS event's, owned
   GstVideoInfo in_info_;
+  bool in_cuda_ = false;  // in_caps_ are GStreamer's CUDA memory
   PixelFormat in_format_ = PixelFormat::kRGBA;  // the engine's name for in_info_'s format
   std::shared_ptr<const OutputFormat> out_format_;
   GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned

@@ -93,7 +93,11 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   // Caps the kernel leaves alone go on as they came (every field kept);
   // others are downstream's choice as it made it, or written from the
   // output info.
-  GstCaps* out_caps = transform_caps(*config.operation, GST_PAD_SINK, caps);
+  // The output is in system memory, whatever memory the input is in.
+  GstCaps* through = transform_caps(*config.operation, GST_PAD_SINK, caps);
+  GstCaps* out_caps = memory_towards(GST_PAD_SRC, through, false);
+  gst_caps_unref(through);
+  const bool in_cuda = caps_in_cuda_memory(caps);
   if (!gst_caps_is_equal(out_caps, caps)) {
     gst_caps_unref(out_caps);
     out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
@@ -101,8 +105,8 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   if (chosen_caps) gst_caps_unref(chosen_caps);
   // Nothing asked of the frames (Operation::passes_through_same_caps):
   // they go on untouched, and no engine runs.
-  const bool passthrough =
-      config.operation->passes_through_same_caps() && gst_video_info_is_equal(&in, &out->info);
+  const bool passthrough = !in_cuda && config.operation->passes_through_same_caps() &&
+                           gst_video_info_is_equal(&in, &out->info);
   bool same_engine = !passthrough && engine_ && engine_->config() == config;
   if (passthrough && engine_) {
     // What is in flight goes out before the frames passed on.
@@ -187,6 +191,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     in_caps_ = caps;
   }
   in_info_ = in;
+  in_cuda_ = in_cuda;
   in_format_ = format;
   out_format_ = out;
   // Into or out of passthrough mid-stream: ALLOCATION's answer changes

@@ -23,6 +23,8 @@ namespace cudaoverlap {
 
 // Caps of Bayer mosaics (the sink pad's, for convert).
 inline constexpr const char* kBayerCaps = "video/x-bayer";
+// GStreamer's CUDA memory (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY).
+inline constexpr const char* kCudaMemoryFeature = "memory:CUDAMemory";
 bool is_bayer_structure(const GstStructure* s);
 // The table's formats of one kind: video/x-raw's, or video/x-bayer's.
 std::vector<PixelFormat> formats_of_kind(bool bayer);
