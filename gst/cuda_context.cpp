@@ -142,6 +142,7 @@ CudaContextChoice SharedCudaContext::choice(int device_id) const {
   CudaContextChoice choice;
   if (!context_ || held_device() != device_id) return choice;
   choice.handle = gst_cuda_context_get_handle(context_);
+  choice.shared = context_;
   choice.keep =
       std::shared_ptr<void>(gst_object_ref(context_), [](void* c) { gst_object_unref(c); });
   return choice;

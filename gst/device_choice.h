@@ -22,6 +22,9 @@ namespace cudaoverlap {
 struct CudaContextChoice {
   void* handle = nullptr;
   std::shared_ptr<void> keep;
+  // The GstCudaContext that wraps `handle` (kept by `keep`), where the
+  // pipeline shares one: pools of GStreamer's CUDA memory are made in it.
+  void* shared = nullptr;
 };
 
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,

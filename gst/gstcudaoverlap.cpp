@@ -274,12 +274,12 @@ static std::shared_ptr<const Operation> gst_cuda_overlap_operation(GstCudaOverla
   return op;
 }
 
-// Whether GStreamer's CUDA memory can come in: on one CUDA device. Known
-// from the properties, before the context is taken at NULL->READY, since
-// gst-launch links elements (and so asks their caps) in NULL, as
-// GStreamer's own CUDA elements offer theirs; a buffer of another context
-// than the one taken is refused when it comes (input_frame.h). Where no
-// context could be taken (a warning said why), no longer.
+// Whether GStreamer's CUDA memory can come in and go out: on one CUDA
+// device. Known from the properties, before the context is taken at
+// NULL->READY, since gst-launch links elements (and so asks their caps) in
+// NULL, as GStreamer's own CUDA elements offer theirs; a buffer of another
+// context than the one taken is refused when it comes (input_frame.h).
+// Where no context could be taken (a warning said why), no longer.
 static bool gst_cuda_overlap_takes_cuda_memory(GstCudaOverlap* self) {
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
   GST_OBJECT_LOCK(self);

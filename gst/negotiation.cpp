@@ -176,7 +176,7 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 }
 
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
+                           bool in_colorimetry, GstPad* srcpad, bool cuda, GstVideoInfo* out,
                            GstCaps** out_caps) {
   if (out_caps) *out_caps = nullptr;
   if (!op.format_from_downstream() && !op.size_from_downstream())
@@ -199,8 +199,12 @@ bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFor
     gst_video_alignment_reset(&align);
     if (!gst_video_info_align(&view, &align)) return false;
   }
-  GstCaps* in_caps = caps_from_info(view, in_format);
-  GstCaps* any = transform_caps(op, GST_PAD_SINK, in_caps);
+  GstCaps* in_system = caps_from_info(view, in_format);
+  GstCaps* in_caps = in_memories(in_system, cuda);
+  gst_caps_unref(in_system);
+  GstCaps* transformed = transform_caps(op, GST_PAD_SINK, in_caps);
+  GstCaps* any = in_memories(transformed, cuda);
+  gst_caps_unref(transformed);
   GstCaps* templ = gst_pad_get_pad_template_caps(srcpad);
   GstCaps* allowed = gst_caps_intersect_full(any, templ, GST_CAPS_INTERSECT_FIRST);
   GstCaps* peer = gst_pad_peer_query_caps(srcpad, allowed);
@@ -432,7 +436,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
                              const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
-                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
+                             GstPad* srcpad, bool cuda, std::shared_ptr<const Operation>* op,
                              GstVideoInfo* out, GstCaps** out_caps) {
   if (out_caps) *out_caps = nullptr;
   std::shared_ptr<const Operation> rules;
@@ -449,7 +453,7 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
            std::to_string(crop.bottom) + " leave nothing of " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
            std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
-  if (!negotiate_output_info(*rules, in, in_format, in_colorimetry, srcpad, out, out_caps)) {
+  if (!negotiate_output_info(*rules, in, in_format, in_colorimetry, srcpad, cuda, out, out_caps)) {
     return std::string("kernel '") + kernel + "' cannot make anything downstream accepts from " +
            std::to_string(GST_VIDEO_INFO_WIDTH(&in)) + "x" +
            std::to_string(GST_VIDEO_INFO_HEIGHT(&in)) + " " + format_name(in, in_format);
@@ -460,22 +464,21 @@ std::string negotiate_output(const std::string& kernel, const KernelParams& para
   return problem;
 }
 
-GstCaps* memory_towards(GstPadDirection direction, GstCaps* caps, bool cuda_in) {
+GstCaps* in_memories(GstCaps* caps, bool cuda) {
   if (gst_caps_is_any(caps) || gst_caps_is_empty(caps)) return gst_caps_ref(caps);
   GstCaps* system = gst_caps_new_empty();
-  GstCaps* cuda = gst_caps_new_empty();
+  GstCaps* device = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     GstStructure* s = gst_structure_copy(gst_caps_get_structure(caps, i));
-    // Bayer mosaics only in system memory: GStreamer's CUDA elements make none.
-    if (direction == GST_PAD_SINK && cuda_in && gst_structure_has_name(s, "video/x-raw")) {
+    if (cuda && gst_structure_has_name(s, "video/x-raw")) {
       GstCaps* one = gst_caps_new_full(gst_structure_copy(s), nullptr);
       gst_caps_set_features(one, 0,
                             gst_caps_features_new(kCudaMemoryFeature, nullptr));
-      cuda = gst_caps_merge(cuda, one);
+      device = gst_caps_merge(device, one);
     }
     system = gst_caps_merge(system, gst_caps_new_full(s, nullptr));
   }
-  return gst_caps_merge(cuda, system);
+  return gst_caps_merge(device, system);
 }
 
 bool caps_in_cuda_memory(GstCaps* caps) {
@@ -485,12 +488,11 @@ bool caps_in_cuda_memory(GstCaps* caps) {
 }
 
 GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter,
-                            bool cuda_in) {
+                            bool cuda) {
   // `op` through, then the memory the other side may be in.
   const auto through = [&](GstPadDirection from, GstCaps* caps) {
     GstCaps* transformed = transform_caps(op, from, caps);
-    GstCaps* placed = memory_towards(from == GST_PAD_SINK ? GST_PAD_SRC : GST_PAD_SINK,
-                                     transformed, cuda_in);
+    GstCaps* placed = in_memories(transformed, cuda);
     gst_caps_unref(transformed);
     return placed;
   };

@@ -23,21 +23,22 @@ namespace cudaoverlap {
 // Transfer full.
 GstCaps* transform_caps(const Operation& op, GstPadDirection direction, GstCaps* caps);
 
-// The memory frames may be in on each side: system memory, and on the
-// sink side GStreamer's CUDA memory too where `cuda_in` (before system
-// memory, so that a neighbour that offers it keeps frames on the GPU).
-// The output is in system memory. Transfer full.
-GstCaps* memory_towards(GstPadDirection direction, GstCaps* caps, bool cuda_in);
+// `caps` in the memory frames may be in on either side:
+// system memory, and GStreamer's CUDA memory too where `cuda` (first, so
+// that a neighbour that has it keeps frames on the GPU), for raw video but
+// Bayer mosaics, which GStreamer's CUDA elements neither make nor take.
+// Either side's memory is independent of the other's. Transfer full.
+GstCaps* in_memories(GstCaps* caps, bool cuda);
 
 // Whether fixed `caps` are in GStreamer's CUDA memory.
 bool caps_in_cuda_memory(GstCaps* caps);
 
 // The caps of `pad` that the peer of `other` (the element's other pad) can
 // take through `op`, limited to the pad templates and to `filter`; CUDA
-// memory on the sink side where `cuda_in` (memory_towards). Transfer
-// full. Answers the CAPS query of either pad.
+// memory on both sides too where `cuda` (in_memories). Transfer full.
+// Answers the CAPS query of either pad.
 GstCaps* query_caps_through(const Operation& op, GstPad* pad, GstPad* other, GstCaps* filter,
-                            bool cuda_in = false);
+                            bool cuda = false);
 
 // ACCEPT_CAPS: `caps` are within `allowed` (from query_caps_through) and,
 // when fixed, describe a frame the engine can take.
@@ -58,9 +59,10 @@ bool output_info_for(const Operation& op, const GstVideoInfo& in, PixelFormat in
 // none and the input's caps had one (`in_colorimetry`). False when
 // downstream takes nothing.
 // Where downstream fixed the colorimetry, *out_caps (unless null) gets the
-// caps it chose, to send as they are (else null: send `out`'s caps).
+// caps it chose, to send as they are (else null: send `out`'s caps), in
+// the memory it chose: GStreamer's CUDA memory too where `cuda`.
 bool negotiate_output_info(const Operation& op, const GstVideoInfo& in, PixelFormat in_format,
-                           bool in_colorimetry, GstPad* srcpad, GstVideoInfo* out,
+                           bool in_colorimetry, GstPad* srcpad, bool cuda, GstVideoInfo* out,
                            GstCaps** out_caps = nullptr);
 
 // The operation that turns `in` into `out`: `kernel` made with `params` and
@@ -75,7 +77,7 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
 // operation for `in`, or a sentence saying why there are none.
 std::string negotiate_output(const std::string& kernel, const KernelParams& params,
                              const GstVideoInfo& in, PixelFormat in_format, bool in_colorimetry,
-                             GstPad* srcpad, std::shared_ptr<const Operation>* op,
+                             GstPad* srcpad, bool cuda, std::shared_ptr<const Operation>* op,
                              GstVideoInfo* out, GstCaps** out_caps = nullptr);
 
 }  // namespace cudaoverlap

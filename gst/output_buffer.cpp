@@ -39,6 +39,19 @@ void release_held(gpointer data) {
 
 }  // namespace
 
+DeviceDestination::~DeviceDestination() {
+  if (buffer_ == nullptr) return;
+  gst_video_frame_unmap(&frame_);
+  gst_buffer_unref(buffer_);
+}
+
+GstBuffer* DeviceDestination::take() {
+  GstBuffer* buffer = buffer_;
+  if (buffer != nullptr) gst_video_frame_unmap(&frame_);
+  buffer_ = nullptr;
+  return buffer;
+}
+
 OutputBuffers::OutputBuffers() : count_(std::make_shared<OutputBufferCount>()) {}
 
 OutputBuffers::~OutputBuffers() { drop_copies(); }
@@ -91,6 +104,41 @@ int OutputBuffers::held() const {
 
 GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, GstBuffer* metadata,
                                bool* copied) {
+  FrameInfo* info = frame.user_as<FrameInfo>();
+  const bool on_device = info != nullptr && info->destination != nullptr;
+  GstBuffer* buffer;
+  if (on_device) {
+    // Written on the device into a CUDA pool's buffer, which carries its own
+    // video meta: the slot is not needed any more.
+    buffer = info->destination->take();
+    frame.release();
+    *copied = false;
+  } else {
+    buffer = from_slot(std::move(frame), format, copied);
+    if (buffer == nullptr) return nullptr;
+  }
+  if (metadata) {
+    gst_buffer_copy_into(
+        buffer, metadata,
+        static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0, -1);
+    transform_metas(metadata, buffer, format.geometry);
+  }
+  if (!on_device && !format.default_layout) {
+    gsize offsets[GST_VIDEO_MAX_PLANES] = {};
+    gint strides[GST_VIDEO_MAX_PLANES] = {};
+    for (int p = 0; p < format.layout.n_planes(); ++p) {
+      offsets[p] = format.layout.offset[p];
+      strides[p] = static_cast<gint>(format.layout.stride[p]);
+    }
+    gst_buffer_add_video_meta_full(
+        buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&format.info),
+        GST_VIDEO_INFO_WIDTH(&format.info), GST_VIDEO_INFO_HEIGHT(&format.info),
+        GST_VIDEO_INFO_N_PLANES(&format.info), offsets, strides);
+  }
+  return buffer;
+}
+
+GstBuffer* OutputBuffers::from_slot(OutputFrame frame, const OutputFormat& format, bool* copied) {
   const size_t size = format.layout.size;
   uint8_t* base = frame.image().planes[0].data - format.layout.offset[0];
   bool wrap;
@@ -139,25 +187,6 @@ GstBuffer* OutputBuffers::make(OutputFrame frame, const OutputFormat& format, Gs
     frame.release();
   }
   *copied = !wrap;
-
-  if (metadata) {
-    gst_buffer_copy_into(
-        buffer, metadata,
-        static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0, -1);
-    transform_metas(metadata, buffer, format.geometry);
-  }
-  if (!format.default_layout) {
-    gsize offsets[GST_VIDEO_MAX_PLANES] = {};
-    gint strides[GST_VIDEO_MAX_PLANES] = {};
-    for (int p = 0; p < format.layout.n_planes(); ++p) {
-      offsets[p] = format.layout.offset[p];
-      strides[p] = static_cast<gint>(format.layout.stride[p]);
-    }
-    gst_buffer_add_video_meta_full(
-        buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&format.info),
-        GST_VIDEO_INFO_WIDTH(&format.info), GST_VIDEO_INFO_HEIGHT(&format.info),
-        GST_VIDEO_INFO_N_PLANES(&format.info), offsets, strides);
-  }
   return buffer;
 }
 

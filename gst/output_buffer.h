@@ -33,6 +33,28 @@
 
 namespace cudaoverlap {
 
+// A buffer the engine writes one frame into on the device
+// (InputFrame::destination, cuda_output.h), mapped for that writing until
+// the frame is done. Unmapped and dropped with it unless taken.
+class DeviceDestination {
+ public:
+  // Takes `buffer` and `frame`, its mapping.
+  DeviceDestination(GstBuffer* buffer, const GstVideoFrame& frame)
+      : buffer_(buffer), frame_(frame) {}
+  ~DeviceDestination();
+  DeviceDestination(const DeviceDestination&) = delete;
+  DeviceDestination& operator=(const DeviceDestination&) = delete;
+
+  // The planes to write, device addresses.
+  ImageRef image(PixelFormat format) const { return image_from_frame(frame_, format); }
+  // The buffer, unmapped, the frame written: the caller's. Once.
+  GstBuffer* take();
+
+ private:
+  GstBuffer* buffer_;
+  GstVideoFrame frame_;
+};
+
 // What travels with a frame through the engine (InputFrame::user): the
 // input buffer, whose timestamps, flags and metas go onto the output, and
 // how to wrap the output.
@@ -49,6 +71,9 @@ struct FrameInfo final : FrameUser {
   GstBuffer* input;
   uint64_t epoch = 0;
   std::shared_ptr<const OutputFormat> format;
+  // Where the frame is written where it goes out in GStreamer's CUDA
+  // memory; null: the slot's pinned output.
+  std::unique_ptr<DeviceDestination> destination;
 };
 
 struct OutputBufferCount;  // output_buffer.cpp
@@ -65,7 +90,9 @@ class OutputBuffers {
 
   // Src pad task. A buffer holding `frame` laid out as `format`, with the
   // timestamps and flags of `metadata`, and its metas as far as they still
-  // hold on the output (geometry_transform.h). `copied` says which path was
+  // hold on the output (geometry_transform.h): the frame's
+  // DeviceDestination's where it has one (its slot back in the ring at
+  // once), else its slot wrapped or copied. `copied` says which path was
   // taken. Copies come from a pool of buffers of the format's size (made
   // anew when the size changes; a copy the pool cannot give gets memory of
   // its own). nullptr when no memory could be had for a copy or mapped
@@ -87,6 +114,9 @@ class OutputBuffers {
   // Src pad task: a buffer of `size` bytes for a copy, from pool_ where it
   // can give one, else of its own; nullptr only when no memory could be had.
   GstBuffer* acquire_copy(size_t size);
+  // Src pad task: the frame's slot wrapped, or copied where downstream
+  // holds too many; make()'s nullptr.
+  GstBuffer* from_slot(OutputFrame frame, const OutputFormat& format, bool* copied);
   // Src pad task: lets the pool go (a new size), keeping the copy threads.
   void drop_pool();
 

@@ -86,7 +86,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
     std::string warning;
     devices_ = open_devices(backend, device_id, devices, &warning, cuda_context);
     device_ = devices_.front();
-    cuda_context_ = device_->cuda_device() >= 0 ? cuda_context.handle : nullptr;
+    if (device_->cuda_device() >= 0 && devices_.size() == 1) cuda_context_ = cuda_context;
     if (!warning.empty())
       GST_ELEMENT_WARNING(element_, RESOURCE, NOT_FOUND, ("%s", warning.c_str()), (nullptr));
   } catch (const std::exception& e) {
@@ -119,8 +119,10 @@ void Session::stop(bool finalizing) {
   queue_.clear();
   outputs_.drop_copies();  // the src pad task has stopped
   instruments_.stop(finalizing ? nullptr : element_);
+  cuda_output_.reset();
+  out_cuda_ = false;
   device_.reset();
-  cuda_context_ = nullptr;
+  cuda_context_ = {};
   devices_.clear();
   out_format_.reset();
   if (in_caps_) gst_caps_unref(in_caps_);
@@ -332,7 +334,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   const FrameLayout in_layout = engine_->config().input;
   auto mapped = std::make_shared<MappedInput>();
   const std::string problem =
-      mapped->map(buffer, in_info_, in_layout, in_cuda_ ? cuda_context_ : nullptr);
+      mapped->map(buffer, in_info_, in_layout, in_cuda_ ? cuda_context_.handle : nullptr);
   if (!problem.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap received a buffer that does not hold the frame its caps (" +
@@ -345,6 +347,18 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   info->format = out_format_;
   InputFrame input;
   input.image = mapped->image(in_layout.format);
+  if (out_cuda_) {
+    // Out in GStreamer's CUDA memory: written there on the device.
+    info->destination = cuda_output_.acquire();
+    if (!info->destination) {
+      SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
+                    "cudaoverlap could not get a buffer of GStreamer's CUDA memory for " +
+                        describe(out_format_->info, out_format_->layout.format) +
+                        " (out of GPU memory?)");
+      return GST_FLOW_ERROR;
+    }
+    input.destination = info->destination->image(out_format_->layout.format);
+  }
   // Our pinned pool's memory uploads as it is; so does upstream's own memory
   // that keeps coming back, once pinned (upstream_pinning.h). Either stays
   // mapped and referenced until its upload completed; anything else is
@@ -654,8 +668,12 @@ void Session::push_next() {
       bool copied = false;
       GstBuffer* buffer = nullptr;
       const ImageRef& out = item.frame.image();
+      // Nothing crosses back to the host where the frame goes out on the
+      // device.
       const uint64_t downloaded =
-          item.frame ? FrameLayout{out.format, out.width, out.height}.pixel_bytes() : 0;
+          item.frame && !info->destination
+              ? FrameLayout{out.format, out.width, out.height}.pixel_bytes()
+              : 0;
       if (!item.frame) {
         buffer = std::exchange(info->input, nullptr);  // passed through: no slot
       } else {

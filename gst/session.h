@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 
+#include "cuda_output.h"
 #include "custom_swap.h"
 #include "device_choice.h"
 #include "engine.h"
@@ -206,14 +207,17 @@ class Session {
   // kernel=custom's (compiled for its architecture).
   std::vector<std::shared_ptr<Device>> devices_;
   std::shared_ptr<Device> device_;
-  // The CUcontext device_ works in where the pipeline shares one (the only
-  // context whose CUDA memory comes in); null otherwise.
-  void* cuda_context_ = nullptr;
+  // The context device_ works in where the pipeline shares one (the only
+  // context whose CUDA memory comes in, and the one CUDA memory goes out
+  // in); empty otherwise.
+  CudaContextChoice cuda_context_;
 
   // Streaming thread only.
   GstCaps* in_caps_ = nullptr;  // the last CAPS event's, owned
   GstVideoInfo in_info_;
   bool in_cuda_ = false;  // in_caps_ are GStreamer's CUDA memory
+  bool out_cuda_ = false;  // out_caps_ are: frames go into cuda_output_'s buffers
+  CudaOutputPool cuda_output_;
   PixelFormat in_format_ = PixelFormat::kRGBA;  // the engine's name for in_info_'s format
   std::shared_ptr<const OutputFormat> out_format_;
   GstCaps* out_caps_ = nullptr;  // what was last queued downstream, owned

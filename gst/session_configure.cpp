@@ -54,7 +54,8 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   const std::string refused =
       negotiate_output(settings.kernel, settings.params, in, format,
                        gst_structure_has_field(gst_caps_get_structure(caps, 0), "colorimetry"),
-                       srcpad_, &config.operation, &out->info, &chosen_caps);
+                       srcpad_, cuda_context_.shared != nullptr, &config.operation, &out->info,
+                       &chosen_caps);
   if (!refused.empty()) {
     SESSION_ERROR(STREAM, FORMAT,
                   "cudaoverlap cannot process " + describe(in, format) + ": " + refused);
@@ -92,20 +93,33 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
 
   // Caps the kernel leaves alone go on as they came (every field kept);
   // others are downstream's choice as it made it, or written from the
-  // output info.
-  // The output is in system memory, whatever memory the input is in.
-  GstCaps* through = transform_caps(*config.operation, GST_PAD_SINK, caps);
-  GstCaps* out_caps = memory_towards(GST_PAD_SRC, through, false);
-  gst_caps_unref(through);
+  // output info. In GStreamer's CUDA memory where downstream names it and
+  // the pipeline's CUDA context is shared with one device; in system
+  // memory otherwise, whatever memory the input is in.
   const bool in_cuda = caps_in_cuda_memory(caps);
-  if (!gst_caps_is_equal(out_caps, caps)) {
+  GstCaps* through = transform_caps(*config.operation, GST_PAD_SINK, caps);
+  GstCaps* out_caps = in_memories(through, false);
+  gst_caps_unref(through);
+  GstCaps* in_system = in_memories(caps, false);  // the memory aside
+  const bool kept = gst_caps_is_equal(out_caps, in_system);
+  gst_caps_unref(in_system);
+  if (!kept) {
     gst_caps_unref(out_caps);
-    out_caps = chosen_caps ? gst_caps_ref(chosen_caps) : gst_video_info_to_caps(&out->info);
+    // In system memory, whichever downstream chose: decided below.
+    out_caps = chosen_caps ? in_memories(chosen_caps, false) : gst_video_info_to_caps(&out->info);
   }
   if (chosen_caps) gst_caps_unref(chosen_caps);
+  const bool out_cuda =
+      cuda_context_.shared != nullptr && downstream_takes_cuda_memory(srcpad_, out_caps);
+  if (out_cuda) {
+    GstCaps* cuda = caps_with_cuda_memory(out_caps);
+    gst_caps_unref(out_caps);
+    out_caps = cuda;
+  }
   // Nothing asked of the frames (Operation::passes_through_same_caps):
   // they go on untouched, and no engine runs.
-  const bool passthrough = !in_cuda && config.operation->passes_through_same_caps() &&
+  const bool passthrough = in_cuda == out_cuda &&
+                           config.operation->passes_through_same_caps() &&
                            gst_video_info_is_equal(&in, &out->info);
   bool same_engine = !passthrough && engine_ && engine_->config() == config;
   if (passthrough && engine_) {
@@ -184,6 +198,25 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
     // to any of them gets one.
     outputs_.set_ring_size(config.ring_size);
   }
+
+  // Frames out in CUDA memory go into buffers of a pool for these caps,
+  // downstream's where it offers one in our context (cuda_output.h).
+  if (out_cuda && !passthrough && (!same_caps || !cuda_output_.configured())) {
+    const std::string problem = cuda_output_.configure(srcpad_, out_caps, cuda_context_.shared,
+                                                       static_cast<guint>(config.ring_size) + 1);
+    if (!problem.empty()) {
+      gst_caps_unref(out_caps);
+      SESSION_ERROR(RESOURCE, NO_SPACE_LEFT,
+                    "cudaoverlap cannot send " + describe(out->info, out->layout.format) +
+                        " in GStreamer's CUDA memory: " + problem);
+      return false;
+    }
+    GST_INFO_OBJECT(element_, "output in CUDA memory, from %s pool",
+                    cuda_output_.downstream_pool() ? "downstream's" : "its own");
+  } else if (!out_cuda || passthrough) {
+    cuda_output_.reset();
+  }
+  out_cuda_ = out_cuda && !passthrough;
 
   if (in_caps_ != caps) {
     gst_caps_ref(caps);

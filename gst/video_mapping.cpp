@@ -68,13 +68,11 @@ GstCaps* template_caps(GstPadDirection direction) {
   for (PixelFormat f : formats_of_kind(false)) formats.push_back(gst_format_of(f));
   GstCaps* caps = gst_video_make_raw_caps(formats.data(), static_cast<guint>(formats.size()));
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  // GStreamer's CUDA memory comes in too, first (negotiation.h,
-  // memory_towards).
-  if (direction == GST_PAD_SINK) {
-    GstCaps* cuda = gst_caps_copy(caps);
-    gst_caps_set_features(cuda, 0, gst_caps_features_new(kCudaMemoryFeature, nullptr));
-    caps = gst_caps_merge(cuda, caps);
-  }
+  // GStreamer's CUDA memory on either side too, first (negotiation.h,
+  // in_memories).
+  GstCaps* cuda = gst_caps_copy(caps);
+  gst_caps_set_features(cuda, 0, gst_caps_features_new(kCudaMemoryFeature, nullptr));
+  caps = gst_caps_merge(cuda, caps);
 #endif
   if (direction == GST_PAD_SINK) {
     // Bayer mosaics come in (for `convert`, which debayers them); nothing

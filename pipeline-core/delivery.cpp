@@ -91,9 +91,10 @@ TakenFrame EngineCore::take_front(const std::shared_ptr<EngineCore>& core,
   // the next submit(): nothing of the slot is read after this.
   TakenFrame taken;
   taken.keep_alive = std::move(slot.keep_alive);
-  taken.frame =
-      OutputFrame(core, index, slot.sequence, c.layouts_.output.at(slot.pinned_out->data()),
-                  std::move(slot.user), timing);
+  const ImageRef image = slot.destination.planes[0].data != nullptr
+                            ? slot.destination
+                            : c.layouts_.output.at(slot.pinned_out->data());
+  taken.frame = OutputFrame(core, index, slot.sequence, image, std::move(slot.user), timing);
   return taken;
 }
 

@@ -202,6 +202,16 @@ void stage_frame(ParallelCopy& copy, const FrameLayout& in, const ImageRef& from
   copy.copy(planes, in.n_planes());
 }
 
+// Whether every plane of `image` (laid out as `layout`'s format) starts and
+// steps rows on kDeviceAlign, as the slot's device frames do.
+bool device_aligned(const ImageRef& image, const FrameLayout& layout) {
+  for (int p = 0; p < layout.n_planes(); ++p)
+    if (reinterpret_cast<uintptr_t>(image.planes[p].data) % kDeviceAlign != 0 ||
+        image.planes[p].stride % kDeviceAlign != 0 || image.planes[p].stride < layout.row_bytes(p))
+      return false;
+  return true;
+}
+
 }  // namespace
 
 Status Engine::submit(InputFrame frame) {
@@ -227,8 +237,17 @@ Status Engine::submit(InputFrame frame) {
     images.source = frame.image;
     images.device_in = memory.device_in;
     images.device_out = memory.device_out;
-    images.destination = memory.output;
+    const bool to_device = frame.destination.planes[0].data != nullptr;
+    images.destination = to_device ? frame.destination : memory.output;
+    images.destination_on_device = to_device;
     images.source_on_device = frame.on_device;
+    // Device memory laid out as the slot's would be (every plane and row
+    // on kDeviceAlign) is read or written by the kernel where it is; other
+    // layouts (a crop's offset) are copied on the device.
+    images.read_in_place = frame.on_device && device_aligned(frame.image, config_.input);
+    images.write_in_place = to_device && device_aligned(frame.destination, config_.output);
+    if (images.read_in_place) images.device_in = frame.image;
+    if (images.write_in_place) images.device_out = frame.destination;
     if (!frame.pinned && !frame.on_device) {
       timing.staging.start_ns = host_now_ns();
       stage_frame(*threads_->staging, config_.input, frame.image, memory.staging);
@@ -242,7 +261,7 @@ Status Engine::submit(InputFrame frame) {
     const uint64_t memory_id = frame.pinned ? frame.memory_id : 0;
     stage = Stage::kUpload;  // a graph launch that fails, failed at its start
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
-                   (!frame.pinned || memory_id != 0) && !frame.on_device &&
+                   (!frame.pinned || memory_id != 0) && !frame.on_device && !to_device &&
                    c.graphs_.launch(index, sequence, memory_id, c.pass_, slot.events, images,
                                     slot.operation, reading, &stage);
     if (!timing.graph)

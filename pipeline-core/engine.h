@@ -218,11 +218,23 @@ struct InputFrame {
   // staging copy, and `keep_alive` is held until that upload has completed.
   bool pinned = false;
   // True when `image` lives in the engine's device memory, in the context
-  // the device works in (GStreamer's CUDA memory): copied into the slot on
-  // the device, nothing crossing to the host; `keep_alive` is held as for
-  // `pinned`. Such frames are never launched as graphs.
+  // the device works in (GStreamer's CUDA memory), ready to be read:
+  // nothing crosses from the host. Read by the kernel where it is when
+  // every plane and row lies on the slot's alignment (kDeviceAlign), else
+  // copied into the slot on the device; `keep_alive` is held until the
+  // frame is delivered or dropped. Such frames are never launched as
+  // graphs.
   bool on_device = false;
   std::shared_ptr<void> keep_alive;
+  // Where the output goes when its first plane is set: device memory in
+  // the context the device works in (GStreamer's CUDA memory), laid out as
+  // config.output's format and size with strides of its own. The kernel
+  // writes it there where it lies on the slot's alignment, else the frame
+  // is copied there from the slot on the device; nothing crosses to the
+  // host, and OutputFrame::image() is it. The caller keeps that memory
+  // alive until the frame is delivered or dropped (through `user`). Such
+  // frames are never launched as graphs. Empty: the slot's pinned output.
+  ImageRef destination;
   // Handed back unchanged with the output frame; dropped without delivery
   // by flush or stop.
   std::shared_ptr<FrameUser> user;
@@ -255,7 +267,8 @@ struct EngineThreads;
 
 class MultiEngine;
 
-// A finished frame in a slot's pinned output memory. Move-only; the slot
+// A finished frame in a slot's pinned output memory, or in the frame's
+// InputFrame::destination where it had one. Move-only; the slot
 // returns to the ring when release() is called or the frame is destroyed,
 // from any thread, also after the engine itself is gone.
 class OutputFrame {

@@ -85,6 +85,7 @@ Status EngineCore::take_slot(InputFrame& frame, const std::shared_ptr<const Oper
   *sequence = (*next_sequence)++;
   slot.sequence = *sequence;
   slot.user = std::move(frame.user);
+  slot.destination = frame.destination;
   slot.keep_alive = frame.pinned || frame.on_device ? std::move(frame.keep_alive) : nullptr;
   replaced = std::move(slot.operation);
   slot.operation = operation;

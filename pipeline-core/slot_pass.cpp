@@ -108,7 +108,7 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
   const auto upload = [&](int k) {
     at = Stage::kUpload;
     if (timed && k == 0) up.record(*events.upload_started);
-    for (int p = 0; p < in.n_planes(); ++p) {
+    for (int p = 0; p < in.n_planes() && !images.read_in_place; ++p) {
       const size_t r0 = plane_rows(in.format, p, in_rows[k]),
                    r1 = plane_rows(in.format, p, in_rows[k + 1]);
       if (r1 == r0) continue;
@@ -155,13 +155,15 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
     // Barrier "computed": the download reads the band's device output.
     down.wait(*events.computed[k]);
     if (timed && k == 0) down.record(*events.download_started);
-    for (int p = 0; p < out.n_planes(); ++p) {
+    for (int p = 0; p < out.n_planes() && !images.write_in_place; ++p) {
       const size_t r0 = plane_rows(out.format, p, rows[k]),
                    r1 = plane_rows(out.format, p, rows[k + 1]);
       down.copy_2d(destination.planes[p].data + r0 * destination.planes[p].stride,
                    destination.planes[p].stride,
                    device_out.planes[p].data + r0 * device_out.planes[p].stride,
-                   device_out.planes[p].stride, out.row_bytes(p), r1 - r0, CopyKind::kDeviceToHost);
+                   device_out.planes[p].stride, out.row_bytes(p), r1 - r0,
+                   images.destination_on_device ? CopyKind::kDeviceToDevice
+                                                : CopyKind::kDeviceToHost);
     }
   };
   // `next`: the first band whose kernel is not enqueued yet; `needed`: the

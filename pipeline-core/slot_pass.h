@@ -49,6 +49,12 @@ struct PassImages {
   ImageRef device_in;
   ImageRef device_out;
   ImageRef destination;
+  bool destination_on_device = false;  // InputFrame::destination
+  // The kernel reads `source` itself (device_in is it): no upload copy.
+  bool read_in_place = false;
+  // The kernel writes `destination` itself (device_out is it): no
+  // download copy.
+  bool write_in_place = false;
 };
 
 // The step of a frame's enqueueing under way, for an error message.

@@ -27,6 +27,7 @@ struct Slot {
   uint64_t sequence = 0;
   std::shared_ptr<void> keep_alive;  // the zero-copy input, until uploaded
   std::shared_ptr<FrameUser> user;
+  ImageRef destination;  // InputFrame::destination, or empty: pinned_out
   // The operation the frame's kernel runs: held until the slot is taken
   // again, long after that kernel finished, so one replaced while frames
   // are in flight (Engine::replace_operation) outlives its launches.

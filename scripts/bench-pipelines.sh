@@ -7,7 +7,8 @@
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE]
-#                              [--only copy|writes|convert|yuy2|blur|scale|devices]
+#                              [--only copy|writes|convert|yuy2|blur|scale|decode|devices]
+#                              [--media DIR]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
 # scripts/env.sh for the build tree, or .gpu/gst/env.sh on a GPU machine
@@ -44,6 +45,12 @@
 #           videoscale n-threads=<cores>; to RGBA: kernel=convert,
 #           cudaupload ! cudaconvertscale ! cudadownload,
 #           videoconvertscale n-threads=<cores>
+#   decode  (only when asked) H.264 decoded by nvh264dec from the files
+#           gpu-bundle.sh makes (.gpu/media/WxH.h264, or --media DIR): the
+#           decoder alone and with cudaoverlap kernel=blur after it, in
+#           GStreamer's CUDA memory and in system memory, rounds
+#           interleaved; then each cudaoverlap case against its decoder
+#           alone's frames/s, and its CPU a frame over the decoder's
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -53,6 +60,7 @@ sizes=1920x1080,3840x2160
 pcie=55
 csv=
 only=
+media=$(cd "$(dirname "$0")/.." && pwd)/.gpu/media
 while [ $# -gt 0 ]; do
   case $1 in
     --frames) frames=$2; shift 2 ;;
@@ -61,7 +69,8 @@ while [ $# -gt 0 ]; do
     --pcie-gbps) pcie=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --media) media=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench-pipelines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -279,6 +288,50 @@ measure_writes() {
   done
 }
 
+# measure_decode SIZE FILE BYTES: nvh264dec alone and with cudaoverlap
+# kernel=blur after it, in GStreamer's CUDA memory and in system memory,
+# one pipeline of each in every round (as measure_writes); then each
+# cudaoverlap case's frames/s against its decoder alone's, and its CPU a
+# frame over the decoder's. BYTES: a decoded frame's, for the columns of
+# what crosses PCIe (the decoder's own download in system memory).
+measure_decode() {
+  local size=$1 file=$2 bytes=$3 sink="fakesink sync=false" cuda="video/x-raw(memory:CUDAMemory)"
+  local dec="filesrc location=$file ! h264parse ! identity eos-after=@N@ ! nvh264dec"
+  local names=("nvh264dec alone, CUDA memory" "nvh264dec ! cudaoverlap blur, CUDA memory"
+    "nvh264dec alone, system memory" "nvh264dec ! cudaoverlap blur, system memory")
+  local pipes=("$dec ! $cuda ! $sink" "$dec ! $cuda ! cudaoverlap kernel=blur ! $cuda ! $sink"
+    "$dec ! video/x-raw ! $sink" "$dec ! video/x-raw ! cudaoverlap kernel=blur ! video/x-raw ! $sink")
+  local ins=(0 0 0 "$bytes") outs=(0 0 "$bytes" $((2 * bytes)))
+  local fps=() cpu=() r c result
+  for ((r = 0; r < repeats; r++)); do
+    for c in 0 1 2 3; do
+      result=$(pair "${pipes[c]}")
+      [ "$result" = fail ] && { failed decode "$size" "${names[c]}"; return; }
+      fps[r * 4 + c]=${result% *}
+      cpu[r * 4 + c]=${result#* }
+    done
+  done
+  local f=() u=()
+  for c in 0 1 2 3; do
+    f=() u=()
+    for ((r = 0; r < repeats; r++)); do
+      f+=("${fps[r * 4 + c]}")
+      u+=("${cpu[r * 4 + c]}")
+    done
+    row decode "$size" "${names[c]}" "${ins[c]}" "${outs[c]}" "$(median "${f[@]}")" \
+      "$(median "${u[@]}")"
+  done
+  for c in 1 3; do
+    f=() u=()
+    for ((r = 0; r < repeats; r++)); do
+      f+=("$(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4 + c - 1]}" 'BEGIN {printf "%.1f", 100 * a / b}')")
+      u+=("$(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4 + c - 1]}" 'BEGIN {printf "%+.0f", a - b}')")
+    done
+    printf "%-8s %-10s %-50s %s\n" decode "$size" "  ${names[c]#*! }" \
+      "$(median "${f[@]}")% of the decoder alone's frames/s ($(IFS=/; echo "${f[*]}")), CPU $(median "${u[@]}") us/frame over it ($(IFS=/; echo "${u[*]}"))"
+  done
+}
+
 echo "cudaoverlap pipelines: $frames frames after $warm (start-up cancelled out), median of" \
   "$repeats, sync=false; PCIe bound $pcie GB/s each way; $cores CPU cores"
 printf "%-8s %-10s %-50s %9s %8s %8s %8s %9s\n" workload size case "frames/s" "in GB/s" \
@@ -384,6 +437,16 @@ for size in "${size_list[@]}"; do
     measure scale "$size" "videoconvertscale n-threads=$cores -> RGBA" $nv12 \
       $((to_w * to_h * 4)) \
       "$src ! $freeze ! videoconvertscale n-threads=$cores dither=none ! $out,format=RGBA ! $sink"
+  fi
+
+  if [ "$only" = decode ]; then
+    if ! have nvh264dec || ! have h264parse; then
+      echo "decode   $size nvh264dec: not available (nvcodec, or no NVDEC here)"
+    elif [ ! -f "$media/$size.h264" ]; then
+      echo "decode   $size no $media/$size.h264 (scripts/gpu-bundle.sh makes it)"
+    else
+      measure_decode "$size" "$media/$size.h264" "$nv12"
+    fi
   fi
 
   # Several GPUs: each device alone, then all of them together in one

@@ -18,10 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null  # builds what changed (CUDA objects included)
 # coretracers: the leaks and latency tracers the tests and measurements use;
-# jpeg and avi: the file the playbin scenario plays (tests/element).
+# jpeg and avi: the file the playbin scenario plays (tests/element);
+# openh264: H.264 for nvh264dec in the CUDA memory tests.
 plugins=/usr/lib/x86_64-linux-gnu/gstreamer-1.0
 ../shared/gpu/bundle-gst.sh .gpu/gst build/gst/libgstcudaoverlap.so \
-  $plugins/libgstcoretracers.so $plugins/libgstjpeg.so $plugins/libgstavi.so
+  $plugins/libgstcoretracers.so $plugins/libgstjpeg.so $plugins/libgstavi.so \
+  $plugins/libgstopenh264.so
+# H.264 streams for the decode benchmark (bench-pipelines.sh --only
+# decode), made once and kept: 720 frames each of a moving ball.
+mkdir -p .gpu/media
+for size in 1920x1080 3840x2160; do
+  f=.gpu/media/$size.h264
+  [ -s "$f" ] && continue
+  gst-launch-1.0 -q videotestsrc num-buffers=720 pattern=ball ! \
+    "video/x-raw,format=I420,width=${size%x*},height=${size#*x},framerate=60/1" ! \
+    openh264enc bitrate=20000000 complexity=low ! h264parse ! \
+    video/x-h264,stream-format=byte-stream ! filesink location="$f.part" && mv "$f.part" "$f"
+done
 # NVRTC (kernel=custom) comes with the GPU machine's CUDA toolkit: at 110 MB
 # it would not fit a call.
 rm -f .gpu/gst/lib/libnvrtc*

@@ -1,8 +1,9 @@
-// GStreamer's CUDA memory into the element (cudaupload before it): taken
-// where upstream offers it, read on the device, and the frames out equal
-// those of the same pipeline through system memory, byte for byte. Runs on
-// the cuda backend of a GPU machine with nvcodec's cudaupload; skipped
-// elsewhere.
+// GStreamer's CUDA memory into and out of the element (cudaupload before
+// it, cudadownload after it, nvh264dec before it): taken where a neighbour
+// has it, read and written on the device, and the frames out equal those
+// of the same pipeline through system memory, byte for byte, with nothing
+// crossing PCIe where both sides are CUDA memory. Runs on the cuda backend
+// of a GPU machine with nvcodec's elements; skipped elsewhere.
 #include <gst/app/gstappsink.h>
 #include <gst/cuda/gstcudaloader.h>
 #include <gst/gst.h>
@@ -30,13 +31,31 @@ namespace {
   } while (0)
 
 // What a pipeline ending in `appsink name=out` made: each frame's pixels
-// (rows without padding, plane after plane), and the caps the element
-// named `o` took on its sink pad.
+// (rows without padding, plane after plane), the caps the element named
+// `o` took on its sink pad and sent from its src pad, and the bytes its
+// stats say went to the device and back.
 struct Outcome {
   std::vector<std::vector<uint8_t>> frames;
   std::string sink_caps;
+  std::string src_caps;
+  guint64 uploaded = 0;
+  guint64 downloaded = 0;
   std::string error;
 };
+
+std::string current_caps(GstElement* element, const char* pad_name) {
+  GstPad* pad = gst_element_get_static_pad(element, pad_name);
+  GstCaps* caps = gst_pad_get_current_caps(pad);
+  std::string text;
+  if (caps) {
+    gchar* s = gst_caps_to_string(caps);
+    text = s;
+    g_free(s);
+    gst_caps_unref(caps);
+  }
+  gst_object_unref(pad);
+  return text;
+}
 
 Outcome run(const std::string& description) {
   Outcome result;
@@ -71,17 +90,17 @@ Outcome run(const std::string& description) {
       gst_video_frame_unmap(&frame);
     }
     if (result.sink_caps.empty()) {
-      GstPad* pad = gst_element_get_static_pad(o, "sink");
-      GstCaps* caps = gst_pad_get_current_caps(pad);
-      if (caps) {
-        gchar* text = gst_caps_to_string(caps);
-        result.sink_caps = text;
-        g_free(text);
-        gst_caps_unref(caps);
-      }
-      gst_object_unref(pad);
+      result.sink_caps = current_caps(o, "sink");
+      result.src_caps = current_caps(o, "src");
     }
     gst_sample_unref(sample);
+  }
+  GstStructure* stats = nullptr;
+  g_object_get(o, "stats", &stats, nullptr);
+  if (stats) {
+    gst_structure_get_uint64(stats, "bytes-uploaded", &result.uploaded);
+    gst_structure_get_uint64(stats, "bytes-downloaded", &result.downloaded);
+    gst_structure_free(stats);
   }
   GstBus* bus = gst_element_get_bus(pipeline);
   if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
@@ -104,46 +123,182 @@ Outcome run(const std::string& description) {
 
 struct Case {
   const char* format;
-  const char* element;  // cudaoverlap's properties, then what follows it
+  const char* properties;  // cudaoverlap's
+  const char* out_fields;  // of the caps after it, for kernels whose output is downstream's choice
 };
 
-class CudaMemoryIn : public ::testing::TestWithParam<Case> {};
+constexpr const char* kCuda = "video/x-raw(memory:CUDAMemory)";
 
-// The same frames through CUDA memory as through system memory, and CUDA
-// memory taken where cudaupload offers it.
-TEST_P(CudaMemoryIn, EqualsTheSystemMemoryPath) {
+// Whether GStreamer's CUDA elements (cudaupload's CUDA memory) carry
+// `format`.
+bool cuda_elements_carry(const char* format) {
+  GstElementFactory* upload = gst_element_factory_find("cudaupload");
+  if (!upload) return false;
+  bool carried = false;
+  for (const GList* t = gst_element_factory_get_static_pad_templates(upload); t; t = t->next) {
+    auto* templ = static_cast<GstStaticPadTemplate*>(t->data);
+    if (templ->direction != GST_PAD_SRC) continue;
+    GstCaps* caps = gst_static_pad_template_get_caps(templ);
+    GstCaps* wanted = gst_caps_from_string(
+        (std::string("video/x-raw(memory:CUDAMemory),format=") + format).c_str());
+    carried = carried || gst_caps_can_intersect(caps, wanted);
+    gst_caps_unref(wanted);
+    gst_caps_unref(caps);
+  }
+  gst_object_unref(upload);
+  return carried;
+}
+
+class CudaMemory : public ::testing::TestWithParam<Case> {
+ protected:
+  // The pipeline with frames into the element in CUDA memory or not, and
+  // out of it in CUDA memory (then downloaded by cudadownload) or not.
+  static std::string pipeline(const Case& c, bool cuda_in, bool cuda_out) {
+    std::string p = std::string("videotestsrc num-buffers=6 pattern=smpte ! ") +
+                    "video/x-raw,format=" + c.format + ",width=322,height=242 ! ";
+    // cudaupload passes system memory through where downstream takes it
+    // (as GStreamer's uploaders do): CUDA memory is asked for here.
+    if (cuda_in) p += std::string("cudaupload ! ") + kCuda + " ! ";
+    p += std::string("cudaoverlap name=o backend=cuda ") + c.properties + " ! ";
+    if (cuda_out)
+      p += std::string(kCuda) + c.out_fields + " ! cudadownload ! ";
+    else if (*c.out_fields)
+      p += std::string("video/x-raw") + c.out_fields + " ! ";
+    return p + "appsink name=out sync=false";
+  }
+};
+
+// Every way in and out (CUDA memory in, out, both) makes the frames the
+// system memory path makes, takes and sends the memory asked for, and
+// moves over PCIe only what crosses it: nothing where both sides are CUDA
+// memory.
+TEST_P(CudaMemory, EveryPathEqualsTheSystemMemoryPath) {
   SKIP_WITHOUT_CUDA_UPLOAD();
   const Case& c = GetParam();
-  const std::string source = std::string("videotestsrc num-buffers=6 pattern=smpte ! ") +
-                             "video/x-raw,format=" + c.format + ",width=322,height=242 ! ";
-  const std::string element =
-      std::string("cudaoverlap name=o backend=cuda ") + c.element + " ! appsink name=out sync=false";
-  // cudaupload passes system memory through where downstream takes it
-  // (as GStreamer's uploaders do): CUDA memory is asked for here.
-  const Outcome cuda = run(source + "cudaupload ! video/x-raw(memory:CUDAMemory) ! " + element);
-  const Outcome system = run(source + element);
-  ASSERT_EQ(cuda.error, "");
+  if (!cuda_elements_carry(c.format))
+    GTEST_SKIP() << "GStreamer's CUDA elements carry no " << c.format << " here";
+  const Outcome system = run(pipeline(c, false, false));
   ASSERT_EQ(system.error, "");
-  EXPECT_NE(cuda.sink_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.sink_caps;
+  ASSERT_EQ(system.frames.size(), 6u);
   EXPECT_EQ(system.sink_caps.find("memory:CUDAMemory"), std::string::npos) << system.sink_caps;
+  EXPECT_EQ(system.src_caps.find("memory:CUDAMemory"), std::string::npos) << system.src_caps;
+  EXPECT_GT(system.uploaded, 0u);
+  EXPECT_GT(system.downloaded, 0u);
+  for (const bool cuda_in : {false, true})
+    for (const bool cuda_out : {false, true}) {
+      if (!cuda_in && !cuda_out) continue;
+      const std::string description = pipeline(c, cuda_in, cuda_out);
+      SCOPED_TRACE(description);
+      const Outcome cuda = run(description);
+      ASSERT_EQ(cuda.error, "");
+      EXPECT_EQ(cuda.sink_caps.find("memory:CUDAMemory") != std::string::npos, cuda_in)
+          << cuda.sink_caps;
+      EXPECT_EQ(cuda.src_caps.find("memory:CUDAMemory") != std::string::npos, cuda_out)
+          << cuda.src_caps;
+      EXPECT_EQ(cuda.uploaded, cuda_in ? 0u : system.uploaded);
+      EXPECT_EQ(cuda.downloaded, cuda_out ? 0u : system.downloaded);
+      ASSERT_EQ(cuda.frames.size(), 6u);
+      for (size_t i = 0; i < cuda.frames.size(); ++i)
+        EXPECT_TRUE(cuda.frames[i] == system.frames[i]) << "frame " << i << " differs";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, CudaMemory,
+    ::testing::Values(Case{"RGBA", "kernel=invert", ""}, Case{"BGRA", "kernel=invert", ""},
+                      Case{"RGBx", "kernel=invert", ""}, Case{"ARGB", "kernel=invert", ""},
+                      Case{"ABGR", "kernel=invert", ""}, Case{"RGB", "kernel=invert", ""},
+                      Case{"BGR", "kernel=invert", ""}, Case{"NV12", "kernel=invert", ""},
+                      Case{"NV21", "kernel=invert", ""}, Case{"NV16", "kernel=invert", ""},
+                      Case{"Y42B", "kernel=invert", ""}, Case{"YUY2", "kernel=invert", ""},
+                      Case{"UYVY", "kernel=invert", ""}, Case{"GRAY8", "kernel=invert", ""},
+                      Case{"GRAY16_LE", "kernel=invert", ""},
+                      Case{"I420_10LE", "kernel=invert", ""},
+                      Case{"I420", "kernel=blur", ""}, Case{"P010_10LE", "kernel=invert", ""},
+                      Case{"NV12", "kernel=convert", ",format=RGBA,width=160,height=120"},
+                      Case{"BGRx", "kernel=flip video-direction=90r", ""},
+                      Case{"Y444", "kernel=scale method=lanczos", ",width=500,height=300"}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.format) + "_" + info.param.properties;
+      for (char& ch : name)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+// Frames a GPU decoder leaves in CUDA memory go through the element and out
+// in CUDA memory without a crossing, equal to the same decoded frames taken
+// through system memory.
+TEST(CudaMemoryDecoder, DecodedFramesStayOnTheDevice) {
+  SKIP_WITHOUT_CUDA_UPLOAD();
+  for (const char* name : {"nvh264dec", "openh264enc", "h264parse"}) {
+    GstElementFactory* factory = gst_element_factory_find(name);
+    if (!factory) GTEST_SKIP() << "no " << name << " here";
+    gst_object_unref(factory);
+  }
+  const std::string source =
+      "videotestsrc num-buffers=6 pattern=ball ! video/x-raw,format=I420,width=640,height=360 ! "
+      "openh264enc ! h264parse ! nvh264dec ! ";
+  const std::string element = "cudaoverlap name=o backend=cuda kernel=blur ! ";
+  const Outcome system = run(source + "video/x-raw ! " + element + "appsink name=out sync=false");
+  const Outcome cuda = run(source + element + kCuda + " ! cudadownload ! appsink name=out sync=false");
+  ASSERT_EQ(system.error, "");
+  ASSERT_EQ(cuda.error, "");
+  EXPECT_NE(cuda.sink_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.sink_caps;
+  EXPECT_NE(cuda.src_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.src_caps;
+  EXPECT_EQ(cuda.uploaded, 0u);
+  EXPECT_EQ(cuda.downloaded, 0u);
   ASSERT_EQ(cuda.frames.size(), 6u);
   ASSERT_EQ(system.frames.size(), 6u);
   for (size_t i = 0; i < cuda.frames.size(); ++i)
     EXPECT_TRUE(cuda.frames[i] == system.frames[i]) << "frame " << i << " differs";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, CudaMemoryIn,
-    ::testing::Values(Case{"RGBA", "kernel=invert"}, Case{"NV12", "kernel=invert"},
-                      Case{"I420", "kernel=blur"}, Case{"P010_10LE", "kernel=invert"},
-                      Case{"NV12", "kernel=convert ! video/x-raw,format=RGBA,width=160,height=120"},
-                      Case{"BGRx", "kernel=flip video-direction=90r"}),
-    [](const auto& info) {
-      std::string name = std::string(info.param.format) + "_" + info.param.element;
-      for (char& ch : name)
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return name;
-    });
+// Flushing seeks and state changes while CUDA memory is in flight both
+// ways: each finishes, nothing fails, and the stream still runs to its end
+// afterwards (use of freed memory shows under compute-sanitizer).
+TEST(CudaMemoryLifecycle, SeeksAndStateChangesWithFramesInFlight) {
+  SKIP_WITHOUT_CUDA_UPLOAD();
+  const std::string description =
+      std::string("videotestsrc num-buffers=300 ! video/x-raw,format=NV12,width=640,height=360 ! "
+                  "cudaupload ! ") +
+      kCuda + " ! cudaoverlap backend=cuda kernel=blur ring-size=3 ! " + kCuda +
+      " ! queue max-size-buffers=2 ! cudadownload ! fakesink sync=false";
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    GError* error = nullptr;
+    GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
+    ASSERT_EQ(error, nullptr) << error->message;
+    GstBus* bus = gst_element_get_bus(pipeline);
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND),
+              GST_STATE_CHANGE_SUCCESS);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME,
+                                          static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH),
+                                          (i + 1) * GST_SECOND / 2));
+      gst_element_set_state(pipeline, GST_STATE_PAUSED);
+      EXPECT_NE(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND),
+                GST_STATE_CHANGE_FAILURE);
+      gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    }
+    if (round < 2) {
+      // Stopped with frames in flight.
+      gst_element_set_state(pipeline, GST_STATE_READY);
+    } else {
+      GstMessage* m = gst_bus_timed_pop_filtered(
+          bus, 20 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+      ASSERT_NE(m, nullptr) << "no EOS within 20 s";
+      EXPECT_EQ(GST_MESSAGE_TYPE(m), GST_MESSAGE_EOS);
+      gst_message_unref(m);
+    }
+    GstMessage* error_message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    EXPECT_EQ(error_message, nullptr);
+    if (error_message) gst_message_unref(error_message);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(bus);
+    gst_object_unref(pipeline);
+  }
+}
 
 }  // namespace
 }  // namespace cudaoverlap_test

@@ -54,8 +54,31 @@ void stop_while_running(const std::string& description, bool seek) {
   gst_object_unref(pipeline);
 }
 
+// Whether GStreamer's CUDA memory can be run here: the cuda backend on a
+// GPU machine with nvcodec's cudaupload and cudadownload.
+bool cuda_memory_here() {
+  if (test_backend() != "cuda") return false;
+  for (const char* name : {"cudaupload", "cudadownload"}) {
+    GstElementFactory* factory = gst_element_factory_find(name);
+    if (!factory) return false;
+    gst_object_unref(factory);
+  }
+  return true;
+}
+
 void run_pipelines() {
   const std::string backend = " " + backend_properties();
+  if (cuda_memory_here()) {
+    // GStreamer's CUDA memory in and out: its pools, the shared context.
+    const std::string cuda = " ! video/x-raw(memory:CUDAMemory) ! ";
+    run_to_eos("videotestsrc num-buffers=20 ! video/x-raw,format=NV12,width=64,height=48 ! "
+               "cudaupload" + cuda + "cudaoverlap kernel=invert" + backend + cuda +
+               "cudadownload ! fakesink");
+    stop_while_running("videotestsrc ! video/x-raw,format=RGBA,width=64,height=48 ! cudaupload" +
+                           cuda + "cudaoverlap ring-size=3" + backend + cuda +
+                           "queue ! cudadownload ! fakesink sync=false",
+                       true);
+  }
   run_to_eos(
       "videotestsrc num-buffers=20 ! video/x-raw,format=I420,width=65,height=47 ! "
       "cudaoverlap kernel=invert ring-size=3" +

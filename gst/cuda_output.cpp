@@ -1,0 +1,137 @@
+// See cuda_output.h.
+#include "cuda_output.h"
+
+#include "video_mapping.h"
+
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudamemory.h>
+#endif
+
+namespace cudaoverlap {
+
+GstCaps* caps_with_cuda_memory(GstCaps* caps) {
+  GstCaps* cuda = gst_caps_copy(caps);
+  for (guint i = 0; i < gst_caps_get_size(cuda); ++i)
+    gst_caps_set_features(cuda, i, gst_caps_features_new(kCudaMemoryFeature, nullptr));
+  return cuda;
+}
+
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+
+bool downstream_takes_cuda_memory(GstPad* srcpad, GstCaps* caps) {
+  GstCaps* peer = gst_pad_peer_query_caps(srcpad, nullptr);
+  bool takes = false;
+  if (!gst_caps_is_any(peer)) {
+    GstCaps* cuda = caps_with_cuda_memory(caps);
+    takes = gst_caps_can_intersect(peer, cuda);
+    gst_caps_unref(cuda);
+  }
+  gst_caps_unref(peer);
+  return takes;
+}
+
+namespace {
+
+// A CUDA pool of `context` configured for `caps` with GstVideoMeta, `min`
+// to `max` buffers, and active; null when it would not take that.
+GstBufferPool* activate(GstBufferPool* pool, GstCaps* caps, guint size, guint min, guint max) {
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, size, min, max);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    gst_object_unref(pool);
+    return nullptr;
+  }
+  return pool;
+}
+
+// Downstream's first pool in `query`, where it is a CUDA pool of `context`.
+GstBufferPool* downstream_cuda_pool(GstQuery* query, GstCudaContext* context, guint* min,
+                                    guint* max) {
+  if (gst_query_get_n_allocation_pools(query) == 0) return nullptr;
+  GstBufferPool* pool = nullptr;
+  guint size = 0;
+  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, min, max);
+  if (pool != nullptr && (!GST_IS_CUDA_BUFFER_POOL(pool) ||
+                          GST_CUDA_BUFFER_POOL(pool)->context == nullptr ||
+                          gst_cuda_context_get_handle(GST_CUDA_BUFFER_POOL(pool)->context) !=
+                              gst_cuda_context_get_handle(context))) {
+    gst_object_unref(pool);
+    pool = nullptr;
+  }
+  return pool;
+}
+
+}  // namespace
+
+std::string CudaOutputPool::configure(GstPad* srcpad, GstCaps* caps, void* context,
+                                      guint min_buffers) {
+  reset();
+  auto* cuda_context = static_cast<GstCudaContext*>(context);
+  if (cuda_context == nullptr) return "no CUDA context is shared with the pipeline";
+  if (!gst_video_info_from_caps(&info_, caps)) return "the output caps describe no video frame";
+  const guint size = static_cast<guint>(GST_VIDEO_INFO_SIZE(&info_));
+  // Downstream's pool where it offers one of our context, as
+  // GstBaseTransform's decide_allocation takes it; it may be bounded, so
+  // our own stands behind it.
+  GstQuery* query = gst_query_new_allocation(caps, TRUE);
+  if (gst_pad_peer_query(srcpad, query)) {
+    guint min = 0, max = 0;
+    if (GstBufferPool* pool = downstream_cuda_pool(query, cuda_context, &min, &max))
+      downstream_ = activate(pool, caps, size, min, max);
+  }
+  gst_query_unref(query);
+  // Unbounded: a downstream that holds many buffers gets more, rather than
+  // the streaming thread waiting for one.
+  own_ = activate(gst_cuda_buffer_pool_new(cuda_context), caps, size, min_buffers, 0);
+  if (own_ == nullptr) {
+    reset();
+    return "no pool of GStreamer's CUDA memory could be made for " + std::to_string(size) +
+           "-byte frames";
+  }
+  return {};
+}
+
+std::unique_ptr<DeviceDestination> CudaOutputPool::acquire() {
+  if (own_ == nullptr) return nullptr;
+  GstBuffer* buffer = nullptr;
+  GstBufferPoolAcquireParams params{};
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  if (downstream_ == nullptr ||
+      gst_buffer_pool_acquire_buffer(downstream_, &buffer, &params) != GST_FLOW_OK)
+    if (gst_buffer_pool_acquire_buffer(own_, &buffer, nullptr) != GST_FLOW_OK) return nullptr;
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info_, buffer,
+                           static_cast<GstMapFlags>(GST_MAP_WRITE | GST_MAP_CUDA))) {
+    gst_buffer_unref(buffer);
+    return nullptr;
+  }
+  return std::make_unique<DeviceDestination>(buffer, frame);
+}
+
+#else  // without gstreamer-cuda-1.0
+
+bool downstream_takes_cuda_memory(GstPad*, GstCaps*) { return false; }
+
+std::string CudaOutputPool::configure(GstPad*, GstCaps*, void*, guint) {
+  return "this build has no GStreamer CUDA memory";
+}
+
+std::unique_ptr<DeviceDestination> CudaOutputPool::acquire() { return nullptr; }
+
+#endif
+
+void CudaOutputPool::reset() {
+  for (GstBufferPool** pool : {&downstream_, &own_}) {
+    if (*pool == nullptr) continue;
+    gst_buffer_pool_set_active(*pool, FALSE);
+    gst_object_unref(*pool);
+    *pool = nullptr;
+  }
+}
+
+CudaOutputPool::~CudaOutputPool() { reset(); }
+
+}  // namespace cudaoverlap

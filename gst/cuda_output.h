@@ -1,0 +1,58 @@
+// GStreamer's CUDA memory out of the src pad: whether downstream takes it,
+// and the buffers the engine writes each frame into on the device
+// (InputFrame::destination). Buffers come from downstream's CUDA pool where
+// its ALLOCATION answer offers one in the pipeline's shared context, else
+// from a pool of the element's own; neither ever stalls the streaming
+// thread (a pool with nothing free lends to the next, the last one grows).
+// Without gstreamer-cuda-1.0 downstream never takes CUDA memory from us.
+#pragma once
+
+#include <gst/video/video.h>
+
+#include <memory>
+#include <string>
+
+#include "output_buffer.h"
+
+namespace cudaoverlap {
+
+// Whether the peer of `srcpad` takes `caps` (fixed, system memory) in
+// GStreamer's CUDA memory: it names that memory in its caps (a peer that
+// takes ANY caps gets system memory, as GStreamer's decoders decide).
+bool downstream_takes_cuda_memory(GstPad* srcpad, GstCaps* caps);
+
+// `caps` with every structure in GStreamer's CUDA memory. Transfer full.
+GstCaps* caps_with_cuda_memory(GstCaps* caps);
+
+class CudaOutputPool {
+ public:
+  CudaOutputPool() = default;
+  ~CudaOutputPool();
+  CudaOutputPool(const CudaOutputPool&) = delete;
+  CudaOutputPool& operator=(const CudaOutputPool&) = delete;
+
+  // Streaming thread, when the output caps (fixed, in CUDA memory) change:
+  // asks downstream's ALLOCATION for `caps` and keeps its pool where it is
+  // a CUDA pool in `context` (a GstCudaContext), and makes one of its own
+  // with `min_buffers` ready. Empty on success, else why not.
+  std::string configure(GstPad* srcpad, GstCaps* caps, void* context, guint min_buffers);
+  bool configured() const { return own_ != nullptr; }
+  // Whether frames go into downstream's pool (for tests and logs).
+  bool downstream_pool() const { return downstream_ != nullptr; }
+
+  // Streaming thread: a buffer for one frame of the caps configured,
+  // mapped for writing on the device (the planes are device addresses);
+  // null when no memory could be had.
+  std::unique_ptr<DeviceDestination> acquire();
+
+  // Lets both pools go (buffers downstream still holds are freed as they
+  // come back).
+  void reset();
+
+ private:
+  GstBufferPool* downstream_ = nullptr;
+  GstBufferPool* own_ = nullptr;
+  GstVideoInfo info_;
+};
+
+}  // namespace cudaoverlap
