@@ -22,12 +22,20 @@ GstCaps* caps_with_cuda_memory(GstCaps* caps) {
 
 bool downstream_takes_cuda_memory(GstPad* srcpad, GstCaps* caps) {
   GstCaps* peer = gst_pad_peer_query_caps(srcpad, nullptr);
+  GstCaps* cuda = caps_with_cuda_memory(caps);
   bool takes = false;
-  if (!gst_caps_is_any(peer)) {
-    GstCaps* cuda = caps_with_cuda_memory(caps);
-    takes = gst_caps_can_intersect(peer, cuda);
-    gst_caps_unref(cuda);
+  // Structures that name CUDA memory; not those of any memory
+  // (videocrop's, say, which then needs a crop meta downstream).
+  for (guint i = 0; i < gst_caps_get_size(peer) && !takes; ++i) {
+    const GstCapsFeatures* features = gst_caps_get_features(peer, i);
+    if (features == nullptr || gst_caps_features_is_any(features) ||
+        !gst_caps_features_contains(features, kCudaMemoryFeature))
+      continue;
+    GstCaps* one = gst_caps_copy_nth(peer, i);
+    takes = gst_caps_can_intersect(one, cuda);
+    gst_caps_unref(one);
   }
+  gst_caps_unref(cuda);
   gst_caps_unref(peer);
   return takes;
 }

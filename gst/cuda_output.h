@@ -17,8 +17,9 @@
 namespace cudaoverlap {
 
 // Whether the peer of `srcpad` takes `caps` (fixed, system memory) in
-// GStreamer's CUDA memory: it names that memory in its caps (a peer that
-// takes ANY caps gets system memory, as GStreamer's decoders decide).
+// GStreamer's CUDA memory: a structure of its caps names that memory (a
+// peer that takes ANY caps, or raw video in any memory, gets system
+// memory).
 bool downstream_takes_cuda_memory(GstPad* srcpad, GstCaps* caps);
 
 // `caps` with every structure in GStreamer's CUDA memory. Transfer full.
