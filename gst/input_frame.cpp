@@ -22,9 +22,14 @@ std::string cuda_memory_problem(GstBuffer* buffer, void* context) {
       return "its caps say CUDA memory, but its memory is " +
              std::string(memory->allocator ? GST_OBJECT_NAME(memory->allocator) : "unknown");
     GstCudaContext* owner = reinterpret_cast<GstCudaMemory*>(memory)->context;
-    if (!owner || gst_cuda_context_get_handle(owner) != context)
-      return "its CUDA memory belongs to another CUDA context than the one the pipeline shares "
-             "(an element that made its own; give the elements one device-id)";
+    if (!owner) return "its CUDA memory has no CUDA context";
+    if (gst_cuda_context_get_handle(owner) != context) {
+      guint device = 0;
+      g_object_get(owner, "cuda-device-id", &device, nullptr);
+      return "its CUDA memory is in a CUDA context of device " + std::to_string(device) +
+             " other than the one cudaoverlap shares with the pipeline (an element that made "
+             "its own, or another device-id; give the elements one device-id)";
+    }
   }
   return {};
 #else

@@ -5,7 +5,9 @@
 // crossing PCIe where both sides are CUDA memory. Runs on the cuda backend
 // of a GPU machine with nvcodec's elements; skipped elsewhere.
 #include <gst/app/gstappsink.h>
+#include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudautils.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -238,19 +240,76 @@ TEST(CudaMemoryDecoder, DecodedFramesStayOnTheDevice) {
   const std::string source =
       "videotestsrc num-buffers=6 pattern=ball ! video/x-raw,format=I420,width=640,height=360 ! "
       "openh264enc ! h264parse ! nvh264dec ! ";
-  const std::string element = "cudaoverlap name=o backend=cuda kernel=blur ! ";
-  const Outcome system = run(source + "video/x-raw ! " + element + "appsink name=out sync=false");
-  const Outcome cuda = run(source + element + kCuda + " ! cudadownload ! appsink name=out sync=false");
-  ASSERT_EQ(system.error, "");
-  ASSERT_EQ(cuda.error, "");
-  EXPECT_NE(cuda.sink_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.sink_caps;
-  EXPECT_NE(cuda.src_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.src_caps;
-  EXPECT_EQ(cuda.uploaded, 0u);
-  EXPECT_EQ(cuda.downloaded, 0u);
-  ASSERT_EQ(cuda.frames.size(), 6u);
-  ASSERT_EQ(system.frames.size(), 6u);
-  for (size_t i = 0; i < cuda.frames.size(); ++i)
-    EXPECT_TRUE(cuda.frames[i] == system.frames[i]) << "frame " << i << " differs";
+  const struct {
+    const char* properties;
+    const char* out_fields;
+  } cases[] = {{"kernel=blur", ""}, {"kernel=convert", ",format=RGBA"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.properties);
+    const std::string element =
+        std::string("cudaoverlap name=o backend=cuda ") + c.properties + " ! ";
+    const std::string sink = "appsink name=out sync=false";
+    const Outcome system = run(source + "video/x-raw ! " + element + "video/x-raw" +
+                               c.out_fields + " ! " + sink);
+    const Outcome cuda =
+        run(source + element + kCuda + c.out_fields + " ! cudadownload ! " + sink);
+    ASSERT_EQ(system.error, "");
+    ASSERT_EQ(cuda.error, "");
+    EXPECT_NE(cuda.sink_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.sink_caps;
+    EXPECT_NE(cuda.src_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.src_caps;
+    EXPECT_EQ(cuda.uploaded, 0u);
+    EXPECT_EQ(cuda.downloaded, 0u);
+    ASSERT_EQ(cuda.frames.size(), 6u);
+    ASSERT_EQ(system.frames.size(), 6u);
+    for (size_t i = 0; i < cuda.frames.size(); ++i)
+      EXPECT_TRUE(cuda.frames[i] == system.frames[i]) << "frame " << i << " differs";
+  }
+}
+
+// CUDA memory of a context other than the one the element works in (two
+// elements given different contexts of one device) cannot be read by its
+// kernels: refused with an error that says so, not read.
+TEST(CudaMemoryContexts, MemoryOfAnotherContextIsRefusedWithASentence) {
+  SKIP_WITHOUT_CUDA_UPLOAD();
+  GstCudaContext* theirs = gst_cuda_context_new(0);
+  GstCudaContext* ours = gst_cuda_context_new(0);
+  ASSERT_NE(theirs, nullptr);
+  ASSERT_NE(ours, nullptr);
+  GError* error = nullptr;
+  GstElement* pipeline = gst_parse_launch(
+      (std::string("videotestsrc num-buffers=3 ! video/x-raw,format=RGBA,width=64,height=48 ! "
+                   "cudaupload name=up ! ") +
+       kCuda + " ! cudaoverlap name=o backend=cuda kernel=invert ! fakesink")
+          .c_str(),
+      &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  const auto give = [&](const char* name, GstCudaContext* context) {
+    GstElement* element = gst_bin_get_by_name(GST_BIN(pipeline), name);
+    GstContext* c = gst_context_new_cuda_context(context);
+    gst_element_set_context(element, c);
+    gst_context_unref(c);
+    gst_object_unref(element);
+  };
+  give("up", theirs);
+  give("o", ours);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* m = gst_bus_timed_pop_filtered(
+      bus, 20 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(GST_MESSAGE_TYPE(m), GST_MESSAGE_ERROR) << "frames of another context were taken";
+  GError* e = nullptr;
+  gst_message_parse_error(m, &e, nullptr);
+  EXPECT_NE(std::string(e->message).find("CUDA context of device 0 other than the one"),
+            std::string::npos)
+      << e->message;
+  g_error_free(e);
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  gst_object_unref(ours);
+  gst_object_unref(theirs);
 }
 
 // Flushing seeks and state changes while CUDA memory is in flight both
