@@ -243,57 +243,84 @@ measure() {
   row "$1" "$2" "$3" "$4" "$5" "$(median "${rates[@]}")" "$(median "${cpus[@]}")"
 }
 
+# run_rounds WORKLOAD SIZE: each pipeline of the array `pipes` (named in
+# `names`) once a round, `repeats` rounds, so that a machine whose speed
+# drifts from run to run (as shared ones do) weighs on all alike; fps and
+# cpu, [round * cases + case], get each run's figures. False, after a
+# "failed" row, when a run failed.
+run_rounds() {
+  local n=${#pipes[@]} r c result
+  fps=() cpu=()
+  for ((r = 0; r < repeats; r++)); do
+    for ((c = 0; c < n; c++)); do
+      result=$(pair "${pipes[c]}")
+      [ "$result" = fail ] && { failed "$1" "$2" "${names[c]}"; return 1; }
+      fps[r * n + c]=${result% *}
+      cpu[r * n + c]=${result#* }
+    done
+  done
+}
+
+# of_case ARRAY CASE: case CASE's figures in ARRAY (fps or cpu), a round each.
+of_case() {
+  local -n values=$1
+  local n=${#pipes[@]} r
+  for ((r = 0; r < repeats; r++)); do echo "${values[r * n + $2]}"; done
+}
+
+# rows_of_rounds WORKLOAD SIZE: after run_rounds, a row per case with its
+# medians; its bytes in and out from the arrays `ins` and `outs`.
+rows_of_rounds() {
+  local c
+  for ((c = 0; c < ${#pipes[@]}; c++)); do
+    # shellcheck disable=SC2046
+    row "$1" "$2" "${names[c]}" "${ins[c]}" "${outs[c]}" "$(median $(of_case fps $c))" \
+      "$(median $(of_case cpu $c))"
+  done
+}
+
+# against WORKLOAD SIZE CASE TEXT FPS-RATIOS CPU-FIGURES: the line that
+# compares a case with its reference, round by round.
+against() {
+  # shellcheck disable=SC2086
+  printf "%-8s %-10s %-50s %s\n" "$1" "$2" "  ${3#*! }" \
+    "$(median $5)% of $4's frames/s ($(tr ' ' / <<<"$5")), CPU $(median $6)$7 ($(tr ' ' / <<<"$6"))"
+}
+
 # measure_writes SIZE BYTES WRITER ELEMENT-ONLY: the source writing every
 # frame alone, into the element's pinned pool and into its own memory, and
 # the element alone on a frozen frame in its pool (ELEMENT-ONLY: what the
-# element itself costs), one pipeline of each in every round, so that a
-# machine whose speed drifts from run to run (as shared ones do) weighs on
-# all four alike. Then, for the two cases with the element, the median over
-# the rounds of each round's ratio: frames/s against the source alone's, and
-# CPU a frame over the source alone's plus the element's own.
+# element itself costs), in interleaved rounds (run_rounds). Then, for the
+# two cases with the element, the median over the rounds of each round's
+# ratio: frames/s against the source alone's, and CPU a frame over the
+# source alone's plus the element's own.
 measure_writes() {
   local size=$1 bytes=$2 writer=$3 element=$4 sink="fakesink sync=false"
   local names=("videotestsrc (every frame) alone" "videotestsrc (every frame) ! cudaoverlap, pinned pool"
     "videotestsrc (every frame) ! cudaoverlap, own memory" "cudaoverlap alone (frozen frame, pinned pool)")
   local pipes=("$writer ! $sink" "$writer ! cudaoverlap ! $sink"
     "$writer ! identity drop-allocation=true ! cudaoverlap ! $sink" "$element ! cudaoverlap ! $sink")
-  local fps=() cpu=() r c result  # [r * 4 + c]: round r, case c
-  for ((r = 0; r < repeats; r++)); do
-    for c in 0 1 2 3; do
-      result=$(pair "${pipes[c]}")
-      [ "$result" = fail ] && { failed writes "$size" "${names[c]}"; return; }
-      fps[r * 4 + c]=${result% *}
-      cpu[r * 4 + c]=${result#* }
-    done
-  done
-  local f=() u=()
-  for c in 0 1 2 3; do
-    f=() u=()
-    for ((r = 0; r < repeats; r++)); do
-      f+=("${fps[r * 4 + c]}")
-      u+=("${cpu[r * 4 + c]}")
-    done
-    row writes "$size" "${names[c]}" "$bytes" "$((c ? bytes : 0))" "$(median "${f[@]}")" \
-      "$(median "${u[@]}")"
-  done
+  local ins=("$bytes" "$bytes" "$bytes" "$bytes") outs=(0 "$bytes" "$bytes" "$bytes")
+  local fps=() cpu=() r c f u
+  run_rounds writes "$size" || return
+  rows_of_rounds writes "$size"
   for c in 1 2; do
-    f=() u=()
+    f= u=
     for ((r = 0; r < repeats; r++)); do
-      f+=("$(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4]}" 'BEGIN {printf "%.1f", 100 * a / b}')")
-      u+=("$(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4]}" -v e="${cpu[r * 4 + 3]}" \
-        'BEGIN {printf "%+.1f", 100 * (a / (b + e) - 1)}')")
+      f+=" $(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4]}" 'BEGIN {printf "%.1f", 100 * a / b}')"
+      u+=" $(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4]}" -v e="${cpu[r * 4 + 3]}" \
+        'BEGIN {printf "%+.1f", 100 * (a / (b + e) - 1)}')"
     done
-    printf "%-8s %-10s %-50s %s\n" writes "$size" "  ${names[c]#*! }" \
-      "$(median "${f[@]}")% of alone's frames/s ($(IFS=/; echo "${f[*]}")), CPU $(median "${u[@]}")% over alone + element ($(IFS=/; echo "${u[*]}"))"
+    against writes "$size" "${names[c]}" alone "${f# }" "${u# }" "% over alone + element"
   done
 }
 
 # measure_decode SIZE FILE BYTES: nvh264dec alone and with cudaoverlap
 # kernel=blur after it, in GStreamer's CUDA memory and in system memory,
-# one pipeline of each in every round (as measure_writes); then each
-# cudaoverlap case's frames/s against its decoder alone's, and its CPU a
-# frame over the decoder's. BYTES: a decoded frame's, for the columns of
-# what crosses PCIe (the decoder's own download in system memory).
+# in interleaved rounds (run_rounds); then each cudaoverlap case's
+# frames/s against its decoder alone's, and its CPU a frame over the
+# decoder's. BYTES: a decoded frame's, for the columns of what crosses
+# PCIe (the decoder's own download in system memory).
 measure_decode() {
   local size=$1 file=$2 bytes=$3 sink="fakesink sync=false" cuda="video/x-raw(memory:CUDAMemory)"
   local dec="filesrc location=$file ! h264parse ! identity eos-after=@N@ ! nvh264dec"
@@ -302,33 +329,16 @@ measure_decode() {
   local pipes=("$dec ! $cuda ! $sink" "$dec ! $cuda ! cudaoverlap kernel=blur ! $cuda ! $sink"
     "$dec ! video/x-raw ! $sink" "$dec ! video/x-raw ! cudaoverlap kernel=blur ! video/x-raw ! $sink")
   local ins=(0 0 0 "$bytes") outs=(0 0 "$bytes" $((2 * bytes)))
-  local fps=() cpu=() r c result
-  for ((r = 0; r < repeats; r++)); do
-    for c in 0 1 2 3; do
-      result=$(pair "${pipes[c]}")
-      [ "$result" = fail ] && { failed decode "$size" "${names[c]}"; return; }
-      fps[r * 4 + c]=${result% *}
-      cpu[r * 4 + c]=${result#* }
-    done
-  done
-  local f=() u=()
-  for c in 0 1 2 3; do
-    f=() u=()
-    for ((r = 0; r < repeats; r++)); do
-      f+=("${fps[r * 4 + c]}")
-      u+=("${cpu[r * 4 + c]}")
-    done
-    row decode "$size" "${names[c]}" "${ins[c]}" "${outs[c]}" "$(median "${f[@]}")" \
-      "$(median "${u[@]}")"
-  done
+  local fps=() cpu=() r c f u
+  run_rounds decode "$size" || return
+  rows_of_rounds decode "$size"
   for c in 1 3; do
-    f=() u=()
+    f= u=
     for ((r = 0; r < repeats; r++)); do
-      f+=("$(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4 + c - 1]}" 'BEGIN {printf "%.1f", 100 * a / b}')")
-      u+=("$(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4 + c - 1]}" 'BEGIN {printf "%+.0f", a - b}')")
+      f+=" $(awk -v a="${fps[r * 4 + c]}" -v b="${fps[r * 4 + c - 1]}" 'BEGIN {printf "%.1f", 100 * a / b}')"
+      u+=" $(awk -v a="${cpu[r * 4 + c]}" -v b="${cpu[r * 4 + c - 1]}" 'BEGIN {printf "%+.0f", a - b}')"
     done
-    printf "%-8s %-10s %-50s %s\n" decode "$size" "  ${names[c]#*! }" \
-      "$(median "${f[@]}")% of the decoder alone's frames/s ($(IFS=/; echo "${f[*]}")), CPU $(median "${u[@]}") us/frame over it ($(IFS=/; echo "${u[*]}"))"
+    against decode "$size" "${names[c]}" "the decoder alone" "${f# }" "${u# }" " us/frame over it"
   done
 }
 
