@@ -169,6 +169,11 @@ struct ImageRef;
 using ApplicationProcess =
     std::function<bool(const ImageRef& in, const ImageRef& out, ::CUstream_st* stream)>;
 
+struct ChainSpec;
+// Both null, or chains of the same text (kernels/chain/chain.cpp).
+bool same_chain(const std::shared_ptr<const ChainSpec>& a,
+                const std::shared_ptr<const ChainSpec>& b);
+
 // What the built-in operations are made from; each takes the fields it
 // needs and ignores the others.
 struct KernelParams {
@@ -180,6 +185,8 @@ struct KernelParams {
   CustomKernelParams custom;
   // kernel=application; the same callback compares equal only to itself.
   std::shared_ptr<const ApplicationProcess> application;
+  // kernel=chain: the steps (kernels/chain/chain.h), equal when their text is.
+  std::shared_ptr<const ChainSpec> chain;
 
   // Sets one declared parameter: params.set("sigma", 3.0), or an
   // enumeration's value: params.set("video-direction", FlipDirection::k90R).
@@ -190,7 +197,7 @@ struct KernelParams {
   }
   bool operator==(const KernelParams& o) const {
     return values == o.values && convert == o.convert && sizes == o.sizes && custom == o.custom &&
-           application == o.application;
+           application == o.application && same_chain(chain, o.chain);
   }
   bool operator!=(const KernelParams& o) const { return !(*this == o); }
 };

@@ -1,0 +1,421 @@
+// The chain operation (see chain.h): its parser, and the steps run one after
+// another through frames in its workspace.
+#include "kernels/chain/chain.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "kernels/error.h"
+#include "kernels/operation_registry.h"
+
+namespace cudaoverlap {
+namespace {
+
+// Rows of the frames between steps start on this, as the engine's slots'
+// do, so the kernels' wide loads and stores apply.
+constexpr size_t kAlign = 256;
+
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// A frame of `format` and size, its planes one after another from `base`
+// (null: only its geometry), rows on kAlign; its bytes in *bytes.
+ImageRef frame_at(uint8_t* base, PixelFormat format, int width, int height, size_t* bytes) {
+  ImageRef image;
+  image.format = format;
+  image.width = width;
+  image.height = height;
+  size_t at = 0;
+  for (int p = 0; p < format_info(format).n_planes; ++p) {
+    const size_t stride = align_up(plane_row_bytes(format, p, width));
+    image.planes[p].data = base != nullptr ? base + at : nullptr;
+    image.planes[p].stride = stride;
+    at += stride * plane_rows(format, p, height);
+  }
+  if (bytes) *bytes = at;
+  return image;
+}
+
+std::string trim(const std::string& text) {
+  size_t a = 0, b = text.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(text[b - 1]))) --b;
+  return text.substr(a, b - a);
+}
+
+// `text` cut where `is_cut` holds outside double quotes; the quotes go.
+template <typename IsCut>
+std::vector<std::string> cut(const std::string& text, IsCut is_cut) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (char c : text) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && is_cut(c)) {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  if (quoted) throw Error("a quote is not closed");
+  return parts;
+}
+
+// `text` as a value of `spec`, as gst-launch-1.0 reads a property's.
+bool parse_value(const ParamSpec& spec, const std::string& text, double* value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  switch (spec.type) {
+    case ParamSpec::Type::kBool:
+      for (const char* yes : {"true", "yes", "1", "TRUE"})
+        if (text == yes) return *value = 1, true;
+      for (const char* no : {"false", "no", "0", "FALSE"})
+        if (text == no) return *value = 0, true;
+      return false;
+    case ParamSpec::Type::kEnum:
+      for (const ParamChoice& choice : spec.choices)
+        if (text == choice.nick) return *value = choice.value, true;
+      *value = static_cast<double>(std::strtol(text.c_str(), &end, 10));
+      if (*end != '\0') return false;
+      return std::any_of(spec.choices.begin(), spec.choices.end(),
+                         [&](const ParamChoice& c) { return c.value == *value; });
+    case ParamSpec::Type::kInt:
+    case ParamSpec::Type::kUInt:
+      *value = static_cast<double>(std::strtoll(text.c_str(), &end, 10));
+      return *end == '\0';
+    case ParamSpec::Type::kDouble:
+      *value = std::strtod(text.c_str(), &end);
+      return *end == '\0';
+  }
+  return false;
+}
+
+std::string names_of(const std::vector<ParamSpec>& specs) {
+  std::string names;
+  for (const ParamSpec& s : specs) names += std::string(names.empty() ? "" : ", ") + s.name;
+  return names.empty() ? "none" : names;
+}
+
+// A flip or rotation as the 2x2 matrix that takes a pixel's offset from
+// the centre in the input to its offset in the output (y down).
+struct Turn {
+  int a, b, c, d;  // (x, y) -> (a x + b y, c x + d y)
+};
+
+Turn turn_of(FlipDirection f) {
+  switch (f) {
+    case FlipDirection::k90R:
+      return {0, -1, 1, 0};
+    case FlipDirection::k180:
+      return {-1, 0, 0, -1};
+    case FlipDirection::k90L:
+      return {0, 1, -1, 0};
+    case FlipDirection::kHoriz:
+      return {-1, 0, 0, 1};
+    case FlipDirection::kVert:
+      return {1, 0, 0, -1};
+    case FlipDirection::kUlLr:
+      return {0, 1, 1, 0};
+    case FlipDirection::kUrLl:
+      return {0, -1, -1, 0};
+    case FlipDirection::kIdentity:
+      break;
+  }
+  return {1, 0, 0, 1};
+}
+
+}  // namespace
+
+std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
+  auto spec = std::make_shared<ChainSpec>();
+  spec->text = text;
+  std::vector<std::string> parts;
+  try {
+    parts = cut(text, [](char c) { return c == '!'; });
+  } catch (const Error& e) {
+    throw Error(std::string("chain \"") + text + "\": " + e.what());
+  }
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const std::string where = "chain step " + std::to_string(k + 1);
+    std::vector<std::string> words;
+    for (const std::string& w : cut(parts[k], [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }))
+      if (!trim(w).empty()) words.push_back(trim(w));
+    if (words.empty()) throw Error(where + " is empty: write steps as \"blur sigma=2 ! invert\"");
+    ChainStep step;
+    step.name = words[0];
+    const OperationEntry* entry = nullptr;
+    try {
+      entry = &operation_entry(step.name);
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
+    if (!entry->offered || step.name == "custom" || step.name == "application")
+      throw Error(where + " (" + step.name + "): a chain's steps are the built-in kernels; " +
+                  step.name + " runs in an element of its own (kernel=" + step.name + ")");
+    for (size_t i = 1; i < words.size(); ++i) {
+      const size_t eq = words[i].find('=');
+      const std::string name = words[i].substr(0, eq);
+      const ParamSpec* spec_of = nullptr;
+      for (const ParamSpec& s : entry->params)
+        if (name == s.name) spec_of = &s;
+      if (spec_of == nullptr)
+        throw Error(where + " (" + step.name + "): " + step.name + " has no parameter '" + name +
+                    "'; it takes " + names_of(entry->params));
+      double value = 0;
+      if (eq == std::string::npos || !parse_value(*spec_of, words[i].substr(eq + 1), &value))
+        throw Error(where + " (" + step.name + "): " + name + "=" +
+                    (eq == std::string::npos ? std::string() : words[i].substr(eq + 1)) +
+                    " is not a value it takes");
+      step.values.set(name, value);
+    }
+    try {
+      (void)step.values.resolve(entry->params);  // ranges, named in the error
+    } catch (const Error& e) {
+      throw Error(where + " (" + step.name + "): " + e.what());
+    }
+    spec->steps.push_back(std::move(step));
+  }
+  return spec;
+}
+
+bool same_chain(const std::shared_ptr<const ChainSpec>& a,
+                const std::shared_ptr<const ChainSpec>& b) {
+  if (!a || !b) return a == b;
+  return a->text == b->text;
+}
+
+ChainOperation::ChainOperation(std::shared_ptr<const ChainSpec> spec, const KernelParams& params)
+    : spec_(std::move(spec)) {
+  if (!spec_ || spec_->steps.empty()) throw Error("a chain needs at least one step");
+  bool swapped = false;
+  for (size_t k = 0; k < spec_->steps.size(); ++k) {
+    KernelParams own = params;
+    own.values = spec_->steps[k].values;
+    own.chain = nullptr;
+    // The last step's input is the frame the others made: turned where
+    // they turned it.
+    if (swapped) {
+      std::swap(own.sizes.in_width, own.sizes.in_height);
+    }
+    try {
+      steps_.push_back(make_operation(spec_->steps[k].name, own));
+    } catch (const Error& e) {
+      throw Error("chain " + std::string("step ") + std::to_string(k + 1) + " (" +
+                  spec_->steps[k].name + "): " + e.what());
+    }
+    swapped = swapped != steps_.back()->swaps_axes();
+  }
+  in_width_ = params.sizes.in_width;
+  in_height_ = params.sizes.in_height;
+  if (in_width_ > 0 && in_height_ > 0 && steps_.size() > 1) {
+    // Whatever format a step makes, either way round.
+    for (PixelFormat f : all_pixel_formats()) {
+      if (is_bayer(f)) continue;
+      size_t bytes = 0;
+      frame_at(nullptr, f, in_width_, in_height_, &bytes);
+      frame_bytes_ = std::max(frame_bytes_, bytes);
+      frame_at(nullptr, f, in_height_, in_width_, &bytes);
+      frame_bytes_ = std::max(frame_bytes_, bytes);
+    }
+  }
+  size_t at = align_up(frame_bytes_) * std::min<size_t>(steps_.size() - 1, 2);
+  for (const auto& step : steps_) {
+    step_offsets_.push_back(at);
+    at += align_up(step->workspace_bytes());
+  }
+  step_offsets_.push_back(at);
+}
+
+std::string ChainOperation::step_name(size_t k) const {
+  return "chain step " + std::to_string(k + 1) + " (" + spec_->steps[k].name + ")";
+}
+
+std::vector<ImageRef> ChainOperation::between(const ImageRef& in, const Workspace* workspace,
+                                              std::string* problem) const {
+  std::vector<ImageRef> frames;
+  PixelFormat format = in.format;
+  int width = in.width, height = in.height;
+  for (size_t k = 0; k + 1 < steps_.size(); ++k) {
+    const Operation& step = *steps_[k];
+    const std::vector<PixelFormat> made = step.output_formats(format);
+    if (made.empty()) {
+      *problem = step_name(k) + " does not take " + format_info(format).name +
+                 (k == 0 ? std::string() : ", which " + step_name(k - 1) + " makes") +
+                 "; it takes " + format_list(step.input_formats());
+      return {};
+    }
+    if (step.format_from_downstream() || step.size_from_downstream()) {
+      *problem = step_name(k) +
+                 " takes its output's format or size from downstream's caps, so it can only be "
+                 "the chain's last step";
+      return {};
+    }
+    if (step.swaps_axes()) std::swap(width, height);
+    uint8_t* base = workspace != nullptr ? workspace->data + (k % 2) * align_up(frame_bytes_)
+                                         : nullptr;
+    format = made.front();
+    frames.push_back(frame_at(base, format, width, height, nullptr));
+  }
+  return frames;
+}
+
+std::vector<PixelFormat> ChainOperation::output_formats(PixelFormat in) const {
+  std::string problem;
+  ImageRef image;
+  image.format = in;
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  if (!problem.empty()) return {};
+  return steps_.back()->output_formats(frames.empty() ? in : frames.back().format);
+}
+
+bool ChainOperation::swaps_axes() const {
+  bool swapped = false;
+  for (const auto& step : steps_) swapped = swapped != step->swaps_axes();
+  return swapped;
+}
+
+Crop ChainOperation::crop() const { return steps_.back()->crop(); }
+
+FlipDirection ChainOperation::orientation() const {
+  Turn t{1, 0, 0, 1};
+  for (const auto& step : steps_) {
+    const Turn s = turn_of(step->orientation());
+    t = Turn{s.a * t.a + s.b * t.c, s.a * t.b + s.b * t.d, s.c * t.a + s.d * t.c,
+             s.c * t.b + s.d * t.d};
+  }
+  for (FlipDirection f :
+       {FlipDirection::kIdentity, FlipDirection::k90R, FlipDirection::k180, FlipDirection::k90L,
+        FlipDirection::kHoriz, FlipDirection::kVert, FlipDirection::kUlLr, FlipDirection::kUrLl}) {
+    const Turn u = turn_of(f);
+    if (u.a == t.a && u.b == t.b && u.c == t.c && u.d == t.d) return f;
+  }
+  return FlipDirection::kIdentity;  // not reached: the eight form a group
+}
+
+bool ChainOperation::passes_through_same_caps() const {
+  return std::all_of(steps_.begin(), steps_.end(),
+                     [](const auto& step) { return step->passes_through_same_caps(); });
+}
+
+bool ChainOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
+  ImageRef image;
+  image.format = in;
+  std::string problem;
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  if (!problem.empty()) return true;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
+    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
+    if (steps_[k]->mixes_rows(a, b)) return true;
+  }
+  return false;
+}
+
+bool ChainOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
+  ImageRef image;
+  image.format = in;
+  std::string problem;
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  if (!problem.empty()) return false;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
+    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
+    if (steps_[k]->uses_matrix(a, b)) return true;
+  }
+  return false;
+}
+
+std::string ChainOperation::check(const ImageRef& in, const ImageRef& out) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, nullptr, &problem);
+  if (!problem.empty()) return problem;
+  bool swapped = false;
+  for (size_t k = 0; k + 1 < steps_.size(); ++k) swapped = swapped != steps_[k]->swaps_axes();
+  if (swapped && steps_.back()->crop().any())
+    return step_name(steps_.size() - 1) +
+           " crops a frame an earlier step turned; crop in a step before the turn, or in an "
+           "element of its own";
+  if (steps_.size() > 1 && (in.width > std::max(in_width_, in_height_) ||
+                            in.height > std::max(in_width_, in_height_) ||
+                            static_cast<int64_t>(in.width) * in.height >
+                                static_cast<int64_t>(in_width_) * in_height_))
+    return "the chain was made for frames of " + std::to_string(in_width_) + "x" +
+           std::to_string(in_height_) + ", not " + std::to_string(in.width) + "x" +
+           std::to_string(in.height);
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const ImageRef& a = k == 0 ? in : frames[k - 1];
+    const ImageRef& b = k + 1 == steps_.size() ? out : frames[k];
+    const std::string refused = steps_[k]->check(a, b);
+    if (!refused.empty()) return step_name(k) + ": " + refused;
+  }
+  return {};
+}
+
+bool ChainOperation::same_as(const Operation& other) const {
+  const auto* chain = dynamic_cast<const ChainOperation*>(&other);
+  if (chain == nullptr || chain->steps_.size() != steps_.size() ||
+      chain->in_width_ != in_width_ || chain->in_height_ != in_height_)
+    return false;
+  for (size_t k = 0; k < steps_.size(); ++k)
+    if (!steps_[k]->same_as(*chain->steps_[k])) return false;
+  return true;
+}
+
+bool ChainOperation::capturable() const {
+  return std::all_of(steps_.begin(), steps_.end(),
+                     [](const auto& step) { return step->capturable(); });
+}
+
+size_t ChainOperation::workspace_bytes() const { return step_offsets_.back(); }
+
+Workspace ChainOperation::step_workspace(const Workspace& workspace, size_t k) const {
+  const size_t bytes = steps_[k]->workspace_bytes();
+  return Workspace{bytes > 0 ? workspace.data + step_offsets_[k] : nullptr, bytes};
+}
+
+void ChainOperation::prepare_cuda(const Workspace& workspace, CUstream_st* stream) const {
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->prepare_cuda(step_workspace(workspace, k), stream);
+}
+
+void ChainOperation::prepare_reference(const Workspace& workspace) const {
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->prepare_reference(step_workspace(workspace, k));
+}
+
+void ChainOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, CUstream_st* stream) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->enqueue_cuda(k == 0 ? in : frames[k - 1], k + 1 == steps_.size() ? out : frames[k],
+                            step_workspace(workspace, k), stream);
+}
+
+void ChainOperation::run_reference(const ImageRef& in, const ImageRef& out,
+                                   const Workspace& workspace) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->run_reference(k == 0 ? in : frames[k - 1],
+                             k + 1 == steps_.size() ? out : frames[k],
+                             step_workspace(workspace, k));
+}
+
+const OperationEntry& chain_entry() {
+  static const OperationEntry entry{
+      "chain",
+      "Several kernels run back to back on the device, one PCIe round trip a frame (the chain "
+      "property)",
+      false,
+      {},
+      [](const KernelParams& params) -> std::shared_ptr<const Operation> {
+        if (!params.chain) throw Error("kernel 'chain' runs the steps of the chain property");
+        return std::make_shared<ChainOperation>(params.chain, params);
+      }};
+  return entry;
+}
+
+}  // namespace cudaoverlap

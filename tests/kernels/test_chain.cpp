@@ -1,0 +1,188 @@
+// Chains (kernels/chain/chain.h): the text parsed into steps with their
+// values, refused with a sentence naming the step where it is wrong; a
+// chain's frame equal, byte for byte, to its steps run one after another
+// as operations of their own, on the CPU reference and on the GPU; its
+// orientation the composition of its steps'.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/chain/chain.h"
+
+namespace cudaoverlap::test {
+namespace {
+
+KernelParams chain_params(const std::string& text, int in_w, int in_h, int out_w, int out_h) {
+  KernelParams params;
+  params.chain = parse_chain(text);
+  params.sizes = FrameSizes{in_w, in_h, out_w, out_h};
+  return params;
+}
+
+// `in` through each step of `text` as an operation of its own, into
+// `out`: what the chain must make.
+void steps_one_by_one(const std::string& text, const ImageRef& in, OwnedImage& out) {
+  const auto spec = parse_chain(text);
+  std::vector<std::unique_ptr<OwnedImage>> frames;
+  ImageRef from = in;
+  for (size_t k = 0; k < spec->steps.size(); ++k) {
+    KernelParams params;
+    params.values = spec->steps[k].values;
+    const bool last = k + 1 == spec->steps.size();
+    if (last) params.sizes = FrameSizes{from.width, from.height, out.image.width, out.image.height};
+    const auto op = make_operation(spec->steps[k].name, params);
+    if (last) {
+      ASSERT_EQ(op->check(from, out.image), "") << spec->steps[k].name;
+      run_reference(*op, from, out.image);
+      return;
+    }
+    const bool swap = op->swaps_axes();
+    frames.push_back(std::make_unique<OwnedImage>(op->output_formats(from.format).front(),
+                                                  swap ? from.height : from.width,
+                                                  swap ? from.width : from.height, 5));
+    ASSERT_EQ(op->check(from, frames.back()->image), "") << spec->steps[k].name;
+    run_reference(*op, from, frames.back()->image);
+    from = frames.back()->image;
+  }
+}
+
+TEST(ChainParse, StepsAndTheirValues) {
+  const auto spec =
+      parse_chain(" balance contrast=1.2 saturation=0.8 ! blur sigma=2 !flip video-direction=90r! "
+                  "convert");
+  ASSERT_EQ(spec->steps.size(), 4u);
+  EXPECT_EQ(spec->steps[0].name, "balance");
+  EXPECT_DOUBLE_EQ(spec->steps[0].values.number("contrast"), 1.2);
+  EXPECT_DOUBLE_EQ(spec->steps[0].values.number("saturation"), 0.8);
+  EXPECT_EQ(spec->steps[1].name, "blur");
+  EXPECT_DOUBLE_EQ(spec->steps[1].values.number("sigma"), 2);
+  EXPECT_EQ(spec->steps[2].values.choice<FlipDirection>("video-direction"), FlipDirection::k90R);
+  EXPECT_EQ(spec->steps[3].name, "convert");
+  EXPECT_TRUE(spec->steps[3].values.values().empty());
+}
+
+TEST(ChainParse, MistakesAreNamedWithTheirStep) {
+  const struct {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {"invert ! blr", "chain step 2: there is no kernel 'blr'"},
+      {"blur sigmaa=2", "chain step 1 (blur): blur has no parameter 'sigmaa'; it takes sigma"},
+      {"invert ! blur sigma=500", "chain step 2 (blur): sigma takes"},
+      {"flip video-direction=sideways", "chain step 1 (flip): video-direction=sideways is not"},
+      {"invert ! ! blur", "chain step 2 is empty"},
+      {"invert ! custom", "chain step 2 (custom): a chain's steps are the built-in kernels"},
+      {"blur sigma=\"2", "a quote is not closed"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    try {
+      parse_chain(c.text);
+      ADD_FAILURE() << "taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ChainCheck, ImpossibleChainsAreRefusedNamingTheStep) {
+  OwnedImage in(PixelFormat::kNV12, 64, 48);
+  OwnedImage out(PixelFormat::kNV12, 64, 48);
+  const auto convert_first = make_operation("chain", chain_params("convert ! invert", 64, 48, 64, 48));
+  EXPECT_NE(convert_first->check(in.image, out.image)
+                .find("chain step 1 (convert) takes its output's format or size from downstream"),
+            std::string::npos);
+  const auto crop_after_turn = make_operation(
+      "chain", chain_params("flip video-direction=90r ! scale crop-left=2", 64, 48, 20, 30));
+  OwnedImage small(PixelFormat::kNV12, 20, 30);
+  EXPECT_NE(crop_after_turn->check(in.image, small.image).find("crops a frame an earlier step turned"),
+            std::string::npos);
+  // A step that does not take what the one before makes: edge takes no
+  // NV16 ... every kernel here keeps the format, so convert makes it last.
+  const auto fine = make_operation("chain", chain_params("invert ! blur sigma=1", 64, 48, 64, 48));
+  EXPECT_EQ(fine->check(in.image, out.image), "");
+}
+
+struct ChainCase {
+  const char* text;
+  PixelFormat in;
+  PixelFormat out;
+  int in_w, in_h, out_w, out_h;
+};
+
+const ChainCase kChainCases[] = {
+    {"invert ! blur sigma=2", PixelFormat::kRGBA, PixelFormat::kRGBA, 67, 41, 67, 41},
+    {"invert ! blur sigma=2", PixelFormat::kNV12, PixelFormat::kNV12, 66, 42, 66, 42},
+    {"balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! invert", PixelFormat::kI420,
+     PixelFormat::kI420, 64, 48, 64, 48},
+    {"flip video-direction=90r ! invert ! convert", PixelFormat::kNV12, PixelFormat::kRGBA, 64,
+     36, 36, 64},
+    {"blur sigma=1 ! scale method=lanczos", PixelFormat::kRGBA, PixelFormat::kRGBA, 96, 54, 40, 30},
+    {"balance brightness=0.1 ! flip video-direction=horiz ! convert", PixelFormat::kYUY2,
+     PixelFormat::kBGRx, 50, 20, 50, 20},
+};
+
+TEST(ChainReference, EqualsItsStepsOneByOne) {
+  for (const ChainCase& c : kChainCases) {
+    SCOPED_TRACE(std::string(c.text) + " " + format_info(c.in).name);
+    OwnedImage in(c.in, c.in_w, c.in_h);
+    in.fill_random(static_cast<uint32_t>(c.in_w * 7 + c.in_h));
+    OwnedImage want(c.out, c.out_w, c.out_h);
+    steps_one_by_one(c.text, in.image, want);
+    OwnedImage got(c.out, c.out_w, c.out_h, 7);
+    const KernelParams params = chain_params(c.text, c.in_w, c.in_h, c.out_w, c.out_h);
+    ASSERT_EQ(check("chain", params, in.image, got.image), "");
+    reference("chain", params, in.image, got.image);
+    EXPECT_EQ(compare_images(got.image, want.image), "");
+  }
+}
+
+TEST(GpuChain, EqualsItsStepsOneByOne) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  for (const ChainCase& c : kChainCases) {
+    SCOPED_TRACE(std::string(c.text) + " " + format_info(c.in).name);
+    OwnedImage in(c.in, c.in_w, c.in_h);
+    in.fill_random(static_cast<uint32_t>(c.in_w * 7 + c.in_h));
+    OwnedImage want(c.out, c.out_w, c.out_h);
+    steps_one_by_one(c.text, in.image, want);
+    for (size_t align : {size_t{256}, size_t{4}}) {
+      OwnedImage got(c.out, c.out_w, c.out_h, 9);
+      run_on_device(*device, "chain", chain_params(c.text, c.in_w, c.in_h, c.out_w, c.out_h), in,
+                    got, align);
+      EXPECT_EQ(compare_images(got.image, want.image), "") << "align " << align;
+    }
+  }
+}
+
+// Two flips in a chain turn the picture as the one flip whose frame is the
+// same: what metas and navigation events are mapped by.
+TEST(ChainOrientation, IsTheCompositionOfItsSteps) {
+  OwnedImage in(PixelFormat::kGRAY8, 6, 4);
+  in.fill_random(3);
+  for (FlipDirection a : kAllDirections)
+    for (FlipDirection b : kAllDirections) {
+      const std::string text = std::string("flip video-direction=") + direction_name(a) +
+                               " ! flip video-direction=" + direction_name(b);
+      std::string spelled = text;
+      for (char& ch : spelled)
+        if (ch == '_') ch = '-';
+      SCOPED_TRACE(spelled);
+      const auto chain = make_operation("chain", chain_params(spelled, 6, 4, 0, 0));
+      const bool swap = chain->swaps_axes();
+      OwnedImage two(PixelFormat::kGRAY8, swap ? 4 : 6, swap ? 6 : 4);
+      steps_one_by_one(spelled, in.image, two);
+      KernelParams one_params;
+      one_params.set("video-direction", chain->orientation());
+      OwnedImage one(PixelFormat::kGRAY8, swap ? 4 : 6, swap ? 6 : 4);
+      reference("flip", one_params, in.image, one.image);
+      EXPECT_EQ(compare_images(one.image, two.image), "")
+          << "orientation " << direction_name(chain->orientation());
+    }
+}
+
+}  // namespace
+}  // namespace cudaoverlap::test
