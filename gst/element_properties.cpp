@@ -251,6 +251,15 @@ void install_element_properties(GObjectClass* gobject_class) {
                            "Drop frames that downstream reports as too late before they are "
                            "uploaded, and post QoS messages",
                            DEFAULT_QOS, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CHAIN,
+      g_param_spec_string(
+          "chain", "Chain",
+          "Several kernels in this one element, one PCIe round trip a frame, written as in "
+          "gst-launch-1.0: \"balance contrast=1.2 ! blur sigma=2 ! flip video-direction=90r ! "
+          "convert\", each step a kernel with its own parameters; convert and scale only as the "
+          "last step. Set: kernel and its parameter properties are not used. Empty: kernel",
+          "", static_cast<GParamFlags>(flags | GST_PARAM_MUTABLE_READY)));
 }
 
 }  // namespace cudaoverlap

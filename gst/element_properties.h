@@ -47,6 +47,7 @@ enum {
   PROP_STATS_INTERVAL,
   PROP_TRACE_FILE,
   PROP_QOS,
+  PROP_CHAIN,
   // The operations' declared parameters (declared_parameters()), in order.
   PROP_PARAMETER_FIRST,
 };

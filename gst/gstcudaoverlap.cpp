@@ -50,6 +50,7 @@
 #include "custom_settings.h"
 #include "element_properties.h"
 #include "gstcudaoverlapenums.h"
+#include "kernels/chain/chain.h"
 #include "kernels/custom/custom.h"
 #include "negotiation.h"
 #include "session.h"
@@ -100,6 +101,11 @@ struct GstCudaOverlapPrivate {
   // kernel=application: emits `process` (made in _init, for the element's
   // whole life; engines are stopped before it goes).
   std::shared_ptr<const ApplicationProcess> application;
+  // chain: its text, the steps parsed from it, or why they could not be
+  // (an error when the element starts).
+  std::string chain_text;
+  std::shared_ptr<const ChainSpec> chain;
+  std::string chain_problem;
   // The operation the properties above make, for the caps queries; made
   // when first asked for after any of them changed (null until then).
   std::shared_ptr<const Operation> operation;
@@ -140,7 +146,8 @@ GST_ELEMENT_REGISTER_DEFINE(cudaoverlap, "cudaoverlap", GST_RANK_NONE, GST_TYPE_
 static SessionSettings gst_cuda_overlap_settings_unlocked(GstCudaOverlap* self) {
   SessionSettings settings;
   const GstCudaOverlapPrivate* priv = self->priv;
-  settings.kernel = kernel_name_from_gst(priv->kernel);
+  settings.kernel = priv->chain ? "chain" : kernel_name_from_gst(priv->kernel);
+  settings.params.chain = priv->chain;
   settings.ring_size = priv->ring_size;
   settings.bands = priv->bands;
   settings.graphs = priv->cuda_graphs;
@@ -200,8 +207,15 @@ static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
 }
 
 // READY->PAUSED: false after posting an error, when kernel=custom cannot
-// start with its properties.
+// start with its properties, or the chain property cannot be read.
 static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  const std::string chain_problem = self->priv->chain_problem;
+  GST_OBJECT_UNLOCK(self);
+  if (!chain_problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", chain_problem.c_str()), (nullptr));
+    return false;
+  }
   CustomKernelParams params;
   const std::string problem = gst_cuda_overlap_make_custom(self, &params, true);
   if (gst_cuda_overlap_kernel_is_custom(self) && !problem.empty()) {
@@ -610,6 +624,21 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
     case PROP_QOS:
       session.instruments().set_qos(g_value_get_boolean(value));
       break;
+    case PROP_CHAIN: {
+      const gchar* text = g_value_get_string(value);
+      priv->chain_text = text ? text : "";
+      priv->chain.reset();
+      priv->chain_problem.clear();
+      priv->operation.reset();
+      if (!priv->chain_text.empty()) {
+        try {
+          priv->chain = parse_chain(priv->chain_text);
+        } catch (const Error& e) {
+          priv->chain_problem = std::string("cudaoverlap cannot run its chain: ") + e.what();
+        }
+      }
+      break;
+    }
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -687,6 +716,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
     }
     case PROP_QOS:
       g_value_set_boolean(value, session.instruments().qos());
+      break;
+    case PROP_CHAIN:
+      g_value_set_string(value, priv->chain_text.empty() ? nullptr : priv->chain_text.c_str());
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);

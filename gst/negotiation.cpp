@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fixate_size.h"
+#include "kernels/chain/chain.h"
 #include "kernels/error.h"
 
 namespace cudaoverlap {
@@ -404,7 +405,10 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   b.width = GST_VIDEO_INFO_WIDTH(&out);
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
   params.sizes = FrameSizes{a.width, a.height, b.width, b.height};
-  place_picture(params.values, in, out, b.format, &params.sizes);
+  // A chain's borders are its last step's (chain.h: the only one sized
+  // by downstream).
+  place_picture(params.chain ? params.chain->steps.back().values : params.values, in, out,
+                b.format, &params.sizes);
   params.convert.cosited_x = (out.chroma_site & GST_VIDEO_CHROMA_SITE_H_COSITED) != 0;
   params.convert.cosited_y = (out.chroma_site & GST_VIDEO_CHROMA_SITE_V_COSITED) != 0;
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters

@@ -144,14 +144,19 @@ std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
     ChainStep step;
     step.name = words[0];
     const OperationEntry* entry = nullptr;
-    try {
-      entry = &operation_entry(step.name);
-    } catch (const Error& e) {
-      throw Error(where + ": " + e.what());
+    bool taken = false;
+    std::string built_in;
+    for (const OperationEntry& e : operation_registry()) {
+      const bool takes = e.offered && !e.user_code && std::string(e.name) != "application";
+      if (takes) built_in += std::string(built_in.empty() ? "" : ", ") + e.name;
+      if (step.name == e.name) entry = &e, taken = takes;
     }
-    if (!entry->offered || step.name == "custom" || step.name == "application")
-      throw Error(where + " (" + step.name + "): a chain's steps are the built-in kernels; " +
-                  step.name + " runs in an element of its own (kernel=" + step.name + ")");
+    if (entry == nullptr)
+      throw Error(where + ": there is no kernel '" + step.name + "': a step is one of " + built_in);
+    if (!taken)
+      throw Error(where + " (" + step.name + "): a chain's steps are the built-in kernels (" +
+                  built_in + "); " + step.name + " runs in an element of its own (kernel=" +
+                  step.name + ")");
     for (size_t i = 1; i < words.size(); ++i) {
       const size_t eq = words[i].find('=');
       const std::string name = words[i].substr(0, eq);
@@ -231,7 +236,7 @@ std::string ChainOperation::step_name(size_t k) const {
 }
 
 std::vector<ImageRef> ChainOperation::between(const ImageRef& in, const Workspace* workspace,
-                                              std::string* problem) const {
+                                              std::string* problem, bool problem_only_last) const {
   std::vector<ImageRef> frames;
   PixelFormat format = in.format;
   int width = in.width, height = in.height;
@@ -244,7 +249,7 @@ std::vector<ImageRef> ChainOperation::between(const ImageRef& in, const Workspac
                  "; it takes " + format_list(step.input_formats());
       return {};
     }
-    if (step.format_from_downstream() || step.size_from_downstream()) {
+    if (problem_only_last && (step.format_from_downstream() || step.size_from_downstream())) {
       *problem = step_name(k) +
                  " takes its output's format or size from downstream's caps, so it can only be "
                  "the chain's last step";
@@ -263,7 +268,7 @@ std::vector<PixelFormat> ChainOperation::output_formats(PixelFormat in) const {
   std::string problem;
   ImageRef image;
   image.format = in;
-  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
   if (!problem.empty()) return {};
   return steps_.back()->output_formats(frames.empty() ? in : frames.back().format);
 }
@@ -301,7 +306,7 @@ bool ChainOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
   ImageRef image;
   image.format = in;
   std::string problem;
-  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
   if (!problem.empty()) return true;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const PixelFormat a = k == 0 ? in : frames[k - 1].format;
@@ -315,7 +320,7 @@ bool ChainOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
   ImageRef image;
   image.format = in;
   std::string problem;
-  const std::vector<ImageRef> frames = between(image, nullptr, &problem);
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
   if (!problem.empty()) return false;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const PixelFormat a = k == 0 ? in : frames[k - 1].format;

@@ -71,9 +71,12 @@ class ChainOperation final : public Operation {
   // The image each step makes from `in` but the last (whose is `out`),
   // planes in the workspace's frames, or null planes where `workspace`
   // has none (for check()). Empty, with why in *problem, where a step
-  // cannot take what the one before makes.
+  // cannot take what the one before makes, or (`problem_only_last`) a step
+  // but the last takes its output from downstream; otherwise such a step
+  // makes its input's format (the caps then link, and check() says why
+  // the chain cannot run).
   std::vector<ImageRef> between(const ImageRef& in, const Workspace* workspace,
-                                std::string* problem) const;
+                                std::string* problem, bool problem_only_last = true) const;
   // Step k's own part of the workspace.
   Workspace step_workspace(const Workspace& workspace, size_t k) const;
   // "step 2 (blur)": for messages.

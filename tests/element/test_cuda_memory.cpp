@@ -17,6 +17,7 @@
 
 #include "cuda_device.h"
 #include "element_test_util.h"
+#include "pipeline_outcome.h"
 
 namespace cudaoverlap_test {
 namespace {
@@ -31,97 +32,6 @@ namespace {
     if (!upload) GTEST_SKIP() << "no cudaupload (nvcodec) here";                    \
     gst_object_unref(upload);                                                       \
   } while (0)
-
-// What a pipeline ending in `appsink name=out` made: each frame's pixels
-// (rows without padding, plane after plane), the caps the element named
-// `o` took on its sink pad and sent from its src pad, and the bytes its
-// stats say went to the device and back.
-struct Outcome {
-  std::vector<std::vector<uint8_t>> frames;
-  std::string sink_caps;
-  std::string src_caps;
-  guint64 uploaded = 0;
-  guint64 downloaded = 0;
-  std::string error;
-};
-
-std::string current_caps(GstElement* element, const char* pad_name) {
-  GstPad* pad = gst_element_get_static_pad(element, pad_name);
-  GstCaps* caps = gst_pad_get_current_caps(pad);
-  std::string text;
-  if (caps) {
-    gchar* s = gst_caps_to_string(caps);
-    text = s;
-    g_free(s);
-    gst_caps_unref(caps);
-  }
-  gst_object_unref(pad);
-  return text;
-}
-
-Outcome run(const std::string& description) {
-  Outcome result;
-  GError* error = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  // A link that fails leaves a pipeline and an error (gst-launch links in
-  // NULL, so the caps offered then count).
-  if (!pipeline || error) {
-    result.error = error ? error->message : "no pipeline";
-    if (error) g_error_free(error);
-    if (pipeline) gst_object_unref(pipeline);
-    return result;
-  }
-  GstElement* out = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  GstElement* o = gst_bin_get_by_name(GST_BIN(pipeline), "o");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  while (GstSample* sample = gst_app_sink_try_pull_sample(GST_APP_SINK(out), 20 * GST_SECOND)) {
-    GstVideoInfo info;
-    GstVideoFrame frame;
-    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) &&
-        gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ)) {
-      std::vector<uint8_t> bytes;
-      for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
-        const auto* data = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
-        const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
-        const int row = GST_VIDEO_FRAME_COMP_WIDTH(&frame, p) *
-                        GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, p);
-        for (int y = 0; y < GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p); ++y)
-          bytes.insert(bytes.end(), data + y * stride, data + y * stride + row);
-      }
-      result.frames.push_back(std::move(bytes));
-      gst_video_frame_unmap(&frame);
-    }
-    if (result.sink_caps.empty()) {
-      result.sink_caps = current_caps(o, "sink");
-      result.src_caps = current_caps(o, "src");
-    }
-    gst_sample_unref(sample);
-  }
-  GstStructure* stats = nullptr;
-  g_object_get(o, "stats", &stats, nullptr);
-  if (stats) {
-    gst_structure_get_uint64(stats, "bytes-uploaded", &result.uploaded);
-    gst_structure_get_uint64(stats, "bytes-downloaded", &result.downloaded);
-    gst_structure_free(stats);
-  }
-  GstBus* bus = gst_element_get_bus(pipeline);
-  if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
-    GError* e = nullptr;
-    gchar* debug = nullptr;
-    gst_message_parse_error(m, &e, &debug);
-    result.error = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(m))) + ": " + e->message +
-                   (debug ? std::string(" (") + debug + ")" : std::string());
-    g_error_free(e);
-    g_free(debug);
-    gst_message_unref(m);
-  }
-  gst_object_unref(bus);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(o);
-  gst_object_unref(out);
-  gst_object_unref(pipeline);
-  return result;
-}
 
 struct Case {
   const char* format;
@@ -179,7 +89,7 @@ TEST_P(CudaMemory, EveryPathEqualsTheSystemMemoryPath) {
   const Case& c = GetParam();
   if (!cuda_elements_carry(c.format))
     GTEST_SKIP() << "GStreamer's CUDA elements carry no " << c.format << " here";
-  const Outcome system = run(pipeline(c, false, false));
+  const PipelineOutcome system = run_to_frames(pipeline(c, false, false));
   ASSERT_EQ(system.error, "");
   ASSERT_EQ(system.frames.size(), 6u);
   EXPECT_EQ(system.sink_caps.find("memory:CUDAMemory"), std::string::npos) << system.sink_caps;
@@ -191,7 +101,7 @@ TEST_P(CudaMemory, EveryPathEqualsTheSystemMemoryPath) {
       if (!cuda_in && !cuda_out) continue;
       const std::string description = pipeline(c, cuda_in, cuda_out);
       SCOPED_TRACE(description);
-      const Outcome cuda = run(description);
+      const PipelineOutcome cuda = run_to_frames(description);
       ASSERT_EQ(cuda.error, "");
       EXPECT_EQ(cuda.sink_caps.find("memory:CUDAMemory") != std::string::npos, cuda_in)
           << cuda.sink_caps;
@@ -249,10 +159,10 @@ TEST(CudaMemoryDecoder, DecodedFramesStayOnTheDevice) {
     const std::string element =
         std::string("cudaoverlap name=o backend=cuda ") + c.properties + " ! ";
     const std::string sink = "appsink name=out sync=false";
-    const Outcome system = run(source + "video/x-raw ! " + element + "video/x-raw" +
+    const PipelineOutcome system = run_to_frames(source + "video/x-raw ! " + element + "video/x-raw" +
                                c.out_fields + " ! " + sink);
-    const Outcome cuda =
-        run(source + element + kCuda + c.out_fields + " ! cudadownload ! " + sink);
+    const PipelineOutcome cuda =
+        run_to_frames(source + element + kCuda + c.out_fields + " ! cudadownload ! " + sink);
     ASSERT_EQ(system.error, "");
     ASSERT_EQ(cuda.error, "");
     EXPECT_NE(cuda.sink_caps.find("memory:CUDAMemory"), std::string::npos) << cuda.sink_caps;
