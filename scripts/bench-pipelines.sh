@@ -7,7 +7,7 @@
 #
 #   scripts/bench-pipelines.sh [--frames 600] [--repeats 3] [--sizes 1920x1080,3840x2160]
 #                              [--pcie-gbps 55] [--csv FILE]
-#                              [--only copy|writes|convert|yuy2|blur|scale|decode|devices]
+#                              [--only copy|writes|convert|yuy2|blur|scale|decode|chain|devices]
 #                              [--media DIR]
 #
 # Needs gst-launch-1.0 with the cudaoverlap plugin on its path (source
@@ -51,6 +51,9 @@
 #           GStreamer's CUDA memory and in system memory, rounds
 #           interleaved; then each cudaoverlap case against its decoder
 #           alone's frames/s, and its CPU a frame over the decoder's
+#   chain   (only when asked) RGBA, balance ! blur sigma=2 ! invert: one
+#           element with chain=, the three as elements in series, and
+#           blur alone
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -447,6 +450,17 @@ for size in "${size_list[@]}"; do
     measure scale "$size" "videoconvertscale n-threads=$cores -> RGBA" $nv12 \
       $((to_w * to_h * 4)) \
       "$src ! $freeze ! videoconvertscale n-threads=$cores dither=none ! $out,format=RGBA ! $sink"
+  fi
+
+  if [ "$only" = chain ]; then
+    src=$(still RGBA)
+    steps="balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! invert"
+    measure chain "$size" "cudaoverlap chain=\"$steps\"" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap chain=\"$steps\" ! $sink"
+    measure chain "$size" "three cudaoverlap elements in series" $((3 * rgba)) $((3 * rgba)) \
+      "$src ! $freeze ! cudaoverlap kernel=balance contrast=1.2 saturation=0.8 ! cudaoverlap kernel=blur sigma=2 ! cudaoverlap kernel=invert ! $sink"
+    measure chain "$size" "cudaoverlap kernel=blur sigma=2 alone" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap kernel=blur sigma=2 ! $sink"
   fi
 
   if [ "$only" = decode ]; then
