@@ -52,8 +52,9 @@
 #           interleaved; then each cudaoverlap case against its decoder
 #           alone's frames/s, and its CPU a frame over the decoder's
 #   chain   (only when asked) RGBA, balance ! blur sigma=2 ! invert: one
-#           element with chain=, the three as elements in series, and
-#           blur alone
+#           element with chain=; the three as elements in series, which
+#           pass frames in GStreamer's CUDA memory, and with system memory
+#           between them (a round trip each); blur alone
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -455,10 +456,12 @@ for size in "${size_list[@]}"; do
   if [ "$only" = chain ]; then
     src=$(still RGBA)
     steps="balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! invert"
-    measure chain "$size" "cudaoverlap chain=\"$steps\"" $rgba $rgba \
+    measure chain "$size" "one element, chain of the three" $rgba $rgba \
       "$src ! $freeze ! cudaoverlap chain=\"$steps\" ! $sink"
-    measure chain "$size" "three cudaoverlap elements in series" $((3 * rgba)) $((3 * rgba)) \
+    measure chain "$size" "three elements, CUDA memory between them" $rgba $rgba \
       "$src ! $freeze ! cudaoverlap kernel=balance contrast=1.2 saturation=0.8 ! cudaoverlap kernel=blur sigma=2 ! cudaoverlap kernel=invert ! $sink"
+    measure chain "$size" "three elements, system memory between them" $((3 * rgba)) $((3 * rgba)) \
+      "$src ! $freeze ! cudaoverlap kernel=balance contrast=1.2 saturation=0.8 ! video/x-raw ! cudaoverlap kernel=blur sigma=2 ! video/x-raw ! cudaoverlap kernel=invert ! $sink"
     measure chain "$size" "cudaoverlap kernel=blur sigma=2 alone" $rgba $rgba \
       "$src ! $freeze ! cudaoverlap kernel=blur sigma=2 ! $sink"
   fi
