@@ -371,6 +371,45 @@ bool ChainOperation::capturable() const {
                      [](const auto& step) { return step->capturable(); });
 }
 
+int ChainOperation::band_halo(PixelFormat in, PixelFormat out) const {
+  if (steps_.back()->size_from_downstream() || steps_.back()->crop().any()) return -1;
+  ImageRef image;
+  image.format = in;
+  std::string problem;
+  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
+  if (!problem.empty()) return -1;
+  int halo = 0;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
+    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
+    const int own = steps_[k]->band_halo(a, b);
+    if (own < 0 || steps_[k]->swaps_axes() || steps_[k]->bands_by_view(a, b)) return -1;
+    // band_rows rounds what each earlier step makes out to its row step.
+    halo += own + (k > 0 ? band_row_step(k >= 2 ? frames[k - 2].format : in, a) - 1 : 0);
+  }
+  return halo;
+}
+
+std::vector<RowRange> ChainOperation::band_rows(const ImageRef& in,
+                                                const std::vector<ImageRef>& frames,
+                                                const ImageRef& out, int y0, int y1) const {
+  const size_t n = steps_.size();
+  std::vector<RowRange> rows(n);
+  rows[n - 1] = RowRange{y0, y1};
+  for (size_t k = n - 1; k > 0; --k) {
+    // Step k reads what step k - 1 makes: its rows and its halo.
+    const PixelFormat a = frames[k - 1].format;
+    const PixelFormat b = k + 1 == n ? out.format : frames[k].format;
+    const int halo = steps_[k]->band_halo(a, b);
+    const int step = band_row_step(k >= 2 ? frames[k - 2].format : in.format, a);
+    const int first = std::max(rows[k].first - halo, 0) / step * step;
+    int last = std::min(rows[k].last + halo, in.height);
+    if (last < in.height) last = std::min((last + step - 1) / step * step, in.height);
+    rows[k - 1] = RowRange{first, last};
+  }
+  return rows;
+}
+
 size_t ChainOperation::workspace_bytes() const { return step_offsets_.back(); }
 
 Workspace ChainOperation::step_workspace(const Workspace& workspace, size_t k) const {
@@ -407,6 +446,31 @@ void ChainOperation::run_reference(const ImageRef& in, const ImageRef& out,
     steps_[k]->run_reference(k == 0 ? in : frames[k - 1],
                              k + 1 == steps_.size() ? out : frames[k],
                              step_workspace(workspace, k));
+}
+
+void ChainOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
+                                       const Workspace& workspace, int y0, int y1,
+                                       CUstream_st* stream) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  const std::vector<RowRange> rows = band_rows(in, frames, out, y0, y1);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->enqueue_cuda_rows(k == 0 ? in : frames[k - 1],
+                                 k + 1 == steps_.size() ? out : frames[k],
+                                 step_workspace(workspace, k), rows[k].first, rows[k].last, stream);
+}
+
+void ChainOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,
+                                        const Workspace& workspace, int y0, int y1) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  const std::vector<RowRange> rows = band_rows(in, frames, out, y0, y1);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    steps_[k]->run_reference_rows(k == 0 ? in : frames[k - 1],
+                                  k + 1 == steps_.size() ? out : frames[k],
+                                  step_workspace(workspace, k), rows[k].first, rows[k].last);
 }
 
 const OperationEntry& chain_entry() {

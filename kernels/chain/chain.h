@@ -9,8 +9,10 @@
 // Each step is a built-in operation with its own parameters, as its
 // registry entry declares them. A step whose output format or size is
 // downstream's choice (convert, scale) can only be the last: its output is
-// the element's, negotiated with downstream. The steps run whole frames
-// (no bands), each as its own launch.
+// the element's, negotiated with downstream. Each step is its own launch.
+// A frame is cut into bands (EngineConfig::bands) where every step allows
+// bands by rows and keeps the picture's size: each band runs every step on
+// the rows the steps after it read, so its halo is the sum of theirs.
 #pragma once
 
 #include <memory>
@@ -56,6 +58,11 @@ class ChainOperation final : public Operation {
   std::string check(const ImageRef& in, const ImageRef& out) const override;
   bool same_as(const Operation& other) const override;
   bool capturable() const override;
+  int band_halo(PixelFormat in, PixelFormat out) const override;
+  void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                         int y0, int y1, CUstream_st* stream) const override;
+  void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                          int y0, int y1) const override;
 
   size_t workspace_bytes() const override;
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
@@ -77,6 +84,12 @@ class ChainOperation final : public Operation {
   // the chain cannot run).
   std::vector<ImageRef> between(const ImageRef& in, const Workspace* workspace,
                                 std::string* problem, bool problem_only_last = true) const;
+  // The output rows each step makes for the chain's rows [y0, y1) of a
+  // picture `height` rows high: the last step's are those, each earlier
+  // step's what the next one reads (its halo either way, on the row step
+  // of its formats).
+  std::vector<RowRange> band_rows(const ImageRef& in, const std::vector<ImageRef>& frames,
+                                  const ImageRef& out, int y0, int y1) const;
   // Step k's own part of the workspace.
   Workspace step_workspace(const Workspace& workspace, size_t k) const;
   // "step 2 (blur)": for messages.

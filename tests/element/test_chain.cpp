@@ -62,6 +62,14 @@ TEST_P(Chain, EqualsItsStepsAsElementsOfTheirOwn) {
   // One upload a frame, as the first of the separate elements makes.
   EXPECT_EQ(chain.uploaded, steps.uploaded);
   EXPECT_GT(chain.downloaded, 0u);
+  // Cut into bands where every step allows it: the same frames.
+  const PipelineOutcome banded =
+      run_to_frames(source(c.format, 5) + "cudaoverlap name=o bands=4 " + backend_properties() +
+                    " chain=\"" + c.chain + "\"" + after);
+  ASSERT_EQ(banded.error, "");
+  ASSERT_EQ(banded.frames.size(), 5u);
+  for (size_t i = 0; i < banded.frames.size(); ++i)
+    EXPECT_TRUE(banded.frames[i] == chain.frames[i]) << "frame " << i << " differs in bands";
 }
 
 INSTANTIATE_TEST_SUITE_P(

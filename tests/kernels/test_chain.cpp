@@ -158,6 +158,58 @@ TEST(GpuChain, EqualsItsStepsOneByOne) {
   }
 }
 
+// Bands: a chain of steps that allow them reads its steps' halos in all,
+// and band by band makes the whole frame's bytes, writing only its rows;
+// a chain with a turn is not cut.
+TEST(ChainBands, EveryBandEqualsTheWholeFrameAndWritesOnlyItsRows) {
+  const int w = 97, h = kSanitized ? 61 : 143;
+  for (PixelFormat f : {PixelFormat::kRGBA, PixelFormat::kNV12, PixelFormat::kI420}) {
+    SCOPED_TRACE(format_info(f).name);
+    const std::string text = "invert ! blur sigma=2 ! balance contrast=1.3 ! blur sigma=1";
+    const auto chain = make_operation("chain", chain_params(text, w, h, w, h));
+    KernelParams blur2, blur1;
+    blur2.set("sigma", 2.0);
+    blur1.set("sigma", 1.0);
+    const int halos =
+        make_operation("blur", blur2)->band_halo(f, f) + make_operation("blur", blur1)->band_halo(f, f);
+    ASSERT_GE(chain->band_halo(f, f), halos);
+    ASSERT_LE(chain->band_halo(f, f), halos + 3);  // each step's rows rounded to its row step
+    OwnedImage in(f, w, h);
+    in.fill_random(11);
+    OwnedImage whole(f, w, h, 5);
+    std::vector<uint8_t> space(chain->workspace_bytes());
+    const Workspace workspace{space.data(), space.size()};
+    chain->prepare_reference(workspace);
+    chain->run_reference(in.image, whole.image, workspace);
+    OwnedImage banded(f, w, h, 5);
+    std::fill(banded.bytes.begin(), banded.bytes.end(), 0x5C);
+    const std::vector<int> rows = band_cuts(h, 5, band_row_step(f, f));
+    const int halo = chain->band_halo(f, f);
+    for (size_t k = 0; k + 1 < rows.size(); ++k) {
+      const std::vector<uint8_t> before = banded.bytes;
+      chain->run_reference_rows(in.image, banded.image, workspace, rows[k], rows[k + 1]);
+      EXPECT_EQ(compare_outside_rows(banded.layout, banded.bytes.data(), before.data(), rows[k],
+                                     rows[k + 1]),
+                "")
+          << "band " << k << " wrote outside its rows";
+      // Rows beyond the halo changed: the band's own rows do not.
+      OwnedImage poisoned(f, w, h);
+      poisoned.bytes = in.bytes;
+      poison_outside(poisoned, rows[k] - halo, rows[k + 1] + halo);
+      OwnedImage alone(f, w, h, 5);
+      chain->run_reference_rows(poisoned.image, alone.image, workspace, rows[k], rows[k + 1]);
+      EXPECT_EQ(compare_images(image_rows(alone.image, rows[k], rows[k + 1]),
+                               image_rows(whole.image, rows[k], rows[k + 1])),
+                "")
+          << "band " << k << " read beyond its halo of " << halo;
+    }
+    EXPECT_EQ(compare_images(banded.image, whole.image), "");
+  }
+  EXPECT_LT(make_operation("chain", chain_params("invert ! flip video-direction=90r", 8, 4, 4, 8))
+                ->band_halo(PixelFormat::kRGBA, PixelFormat::kRGBA),
+            0);
+}
+
 // Two flips in a chain turn the picture as the one flip whose frame is the
 // same: what metas and navigation events are mapped by.
 TEST(ChainOrientation, IsTheCompositionOfItsSteps) {
