@@ -302,31 +302,30 @@ bool ChainOperation::passes_through_same_caps() const {
                      [](const auto& step) { return step->passes_through_same_caps(); });
 }
 
-bool ChainOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
+std::vector<PixelFormat> ChainOperation::formats(PixelFormat in, PixelFormat out) const {
   ImageRef image;
   image.format = in;
   std::string problem;
   const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
-  if (!problem.empty()) return true;
-  for (size_t k = 0; k < steps_.size(); ++k) {
-    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
-    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
-    if (steps_[k]->mixes_rows(a, b)) return true;
-  }
+  if (!problem.empty()) return {};
+  std::vector<PixelFormat> all{in};
+  for (const ImageRef& frame : frames) all.push_back(frame.format);
+  all.push_back(out);
+  return all;
+}
+
+bool ChainOperation::mixes_rows(PixelFormat in, PixelFormat out) const {
+  const std::vector<PixelFormat> f = formats(in, out);
+  if (f.empty()) return true;
+  for (size_t k = 0; k < steps_.size(); ++k)
+    if (steps_[k]->mixes_rows(f[k], f[k + 1])) return true;
   return false;
 }
 
 bool ChainOperation::uses_matrix(PixelFormat in, PixelFormat out) const {
-  ImageRef image;
-  image.format = in;
-  std::string problem;
-  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
-  if (!problem.empty()) return false;
-  for (size_t k = 0; k < steps_.size(); ++k) {
-    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
-    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
-    if (steps_[k]->uses_matrix(a, b)) return true;
-  }
+  const std::vector<PixelFormat> f = formats(in, out);
+  for (size_t k = 0; k + 1 < f.size(); ++k)
+    if (steps_[k]->uses_matrix(f[k], f[k + 1])) return true;
   return false;
 }
 
@@ -373,19 +372,14 @@ bool ChainOperation::capturable() const {
 
 int ChainOperation::band_halo(PixelFormat in, PixelFormat out) const {
   if (steps_.back()->size_from_downstream() || steps_.back()->crop().any()) return -1;
-  ImageRef image;
-  image.format = in;
-  std::string problem;
-  const std::vector<ImageRef> frames = between(image, nullptr, &problem, false);
-  if (!problem.empty()) return -1;
+  const std::vector<PixelFormat> f = formats(in, out);
+  if (f.empty()) return -1;
   int halo = 0;
   for (size_t k = 0; k < steps_.size(); ++k) {
-    const PixelFormat a = k == 0 ? in : frames[k - 1].format;
-    const PixelFormat b = k + 1 == steps_.size() ? out : frames[k].format;
-    const int own = steps_[k]->band_halo(a, b);
-    if (own < 0 || steps_[k]->swaps_axes() || steps_[k]->bands_by_view(a, b)) return -1;
+    const int own = steps_[k]->band_halo(f[k], f[k + 1]);
+    if (own < 0 || steps_[k]->swaps_axes() || steps_[k]->bands_by_view(f[k], f[k + 1])) return -1;
     // band_rows rounds what each earlier step makes out to its row step.
-    halo += own + (k > 0 ? band_row_step(k >= 2 ? frames[k - 2].format : in, a) - 1 : 0);
+    halo += own + (k > 0 ? band_row_step(f[k - 1], f[k]) - 1 : 0);
   }
   return halo;
 }

@@ -84,6 +84,9 @@ class ChainOperation final : public Operation {
   // the chain cannot run).
   std::vector<ImageRef> between(const ImageRef& in, const Workspace* workspace,
                                 std::string* problem, bool problem_only_last = true) const;
+  // The formats from `in` through every step to `out`: in, what each step
+  // but the last makes, out. Empty where a step cannot take its input.
+  std::vector<PixelFormat> formats(PixelFormat in, PixelFormat out) const;
   // The output rows each step makes for the chain's rows [y0, y1) of a
   // picture `height` rows high: the last step's are those, each earlier
   // step's what the next one reads (its halo either way, on the row step

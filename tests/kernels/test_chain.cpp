@@ -123,13 +123,22 @@ const ChainCase kChainCases[] = {
      PixelFormat::kBGRx, 50, 20, 50, 20},
 };
 
+// A case's input, and what its steps make of it one by one.
+struct Expected {
+  explicit Expected(const ChainCase& c) : in(c.in, c.in_w, c.in_h), want(c.out, c.out_w, c.out_h) {
+    in.fill_random(static_cast<uint32_t>(c.in_w * 7 + c.in_h));
+    steps_one_by_one(c.text, in.image, want);
+  }
+  OwnedImage in;
+  OwnedImage want;
+};
+
 TEST(ChainReference, EqualsItsStepsOneByOne) {
   for (const ChainCase& c : kChainCases) {
     SCOPED_TRACE(std::string(c.text) + " " + format_info(c.in).name);
-    OwnedImage in(c.in, c.in_w, c.in_h);
-    in.fill_random(static_cast<uint32_t>(c.in_w * 7 + c.in_h));
-    OwnedImage want(c.out, c.out_w, c.out_h);
-    steps_one_by_one(c.text, in.image, want);
+    Expected e(c);
+    const OwnedImage& in = e.in;
+    const OwnedImage& want = e.want;
     OwnedImage got(c.out, c.out_w, c.out_h, 7);
     const KernelParams params = chain_params(c.text, c.in_w, c.in_h, c.out_w, c.out_h);
     ASSERT_EQ(check("chain", params, in.image, got.image), "");
@@ -145,10 +154,9 @@ TEST(GpuChain, EqualsItsStepsOneByOne) {
   device->make_current();
   for (const ChainCase& c : kChainCases) {
     SCOPED_TRACE(std::string(c.text) + " " + format_info(c.in).name);
-    OwnedImage in(c.in, c.in_w, c.in_h);
-    in.fill_random(static_cast<uint32_t>(c.in_w * 7 + c.in_h));
-    OwnedImage want(c.out, c.out_w, c.out_h);
-    steps_one_by_one(c.text, in.image, want);
+    Expected e(c);
+    const OwnedImage& in = e.in;
+    const OwnedImage& want = e.want;
     for (size_t align : {size_t{256}, size_t{4}}) {
       OwnedImage got(c.out, c.out_w, c.out_h, 9);
       run_on_device(*device, "chain", chain_params(c.text, c.in_w, c.in_h, c.out_w, c.out_h), in,
