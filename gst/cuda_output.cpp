@@ -1,6 +1,8 @@
 // See cuda_output.h.
 #include "cuda_output.h"
 
+#include <utility>
+
 #include "video_mapping.h"
 
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
@@ -74,44 +76,95 @@ GstBufferPool* downstream_cuda_pool(GstQuery* query, GstCudaContext* context, gu
 
 }  // namespace
 
-std::string CudaOutputPool::configure(GstPad* srcpad, GstCaps* caps, void* context,
-                                      guint min_buffers) {
+std::string CudaOutputPool::configure(GstCaps* caps, void* context, guint min_buffers) {
   reset();
   auto* cuda_context = static_cast<GstCudaContext*>(context);
   if (cuda_context == nullptr) return "no CUDA context is shared with the pipeline";
-  if (!gst_video_info_from_caps(&info_, caps)) return "the output caps describe no video frame";
-  const guint size = static_cast<guint>(GST_VIDEO_INFO_SIZE(&info_));
-  // Downstream's pool where it offers one of our context, as
-  // GstBaseTransform's decide_allocation takes it; it may be bounded, so
-  // our own stands behind it.
-  GstQuery* query = gst_query_new_allocation(caps, TRUE);
-  if (gst_pad_peer_query(srcpad, query)) {
-    guint min = 0, max = 0;
-    if (GstBufferPool* pool = downstream_cuda_pool(query, cuda_context, &min, &max))
-      downstream_ = activate(pool, caps, size, min, max);
-  }
-  gst_query_unref(query);
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, caps)) return "the output caps describe no video frame";
+  const guint size = static_cast<guint>(GST_VIDEO_INFO_SIZE(&info));
   // Unbounded: a downstream that holds many buffers gets more, rather than
   // the streaming thread waiting for one.
-  own_ = activate(gst_cuda_buffer_pool_new(cuda_context), caps, size, min_buffers, 0);
-  if (own_ == nullptr) {
-    reset();
+  GstBufferPool* own = activate(gst_cuda_buffer_pool_new(cuda_context), caps, size, min_buffers, 0);
+  if (own == nullptr)
     return "no pool of GStreamer's CUDA memory could be made for " + std::to_string(size) +
            "-byte frames";
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  own_ = own;
+  caps_ = gst_caps_ref(caps);
+  context_ = gst_object_ref(cuda_context);
+  info_ = info;
   return {};
 }
 
+bool CudaOutputPool::configured() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return own_ != nullptr;
+}
+
+bool CudaOutputPool::downstream_pool() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return downstream_ != nullptr;
+}
+
+void CudaOutputPool::ask_downstream(GstPad* srcpad, GstCaps* caps) {
+  GstCaps* configured = nullptr;
+  GstCudaContext* context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (caps_ == nullptr || downstream_ != nullptr || !gst_caps_is_equal(caps, caps_)) return;
+    configured = gst_caps_ref(caps_);
+    context = static_cast<GstCudaContext*>(gst_object_ref(context_));
+  }
+  // Downstream's pool where it offers one of our context, as
+  // GstBaseTransform's decide_allocation takes it; it may be bounded, so
+  // our own stands behind it.
+  GstBufferPool* pool = nullptr;
+  GstQuery* query = gst_query_new_allocation(configured, TRUE);
+  if (gst_pad_peer_query(srcpad, query)) {
+    guint min = 0, max = 0;
+    if (GstBufferPool* offered = downstream_cuda_pool(query, context, &min, &max))
+      pool = activate(offered, configured,
+                      static_cast<guint>(GST_VIDEO_INFO_SIZE(&info_)), min, max);
+  }
+  gst_query_unref(query);
+  bool taken = false;
+  if (pool != nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Unless the caps changed meanwhile.
+    taken = caps_ != nullptr && gst_caps_is_equal(caps_, configured) && downstream_ == nullptr;
+    if (taken) downstream_ = pool;
+  }
+  if (pool != nullptr && !taken) {
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+  }
+  gst_caps_unref(configured);
+  gst_object_unref(context);
+}
+
 std::unique_ptr<DeviceDestination> CudaOutputPool::acquire() {
-  if (own_ == nullptr) return nullptr;
+  GstBufferPool* downstream = nullptr;
+  GstBufferPool* own = nullptr;
+  GstVideoInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (own_ == nullptr) return nullptr;
+    own = GST_BUFFER_POOL(gst_object_ref(own_));
+    if (downstream_) downstream = GST_BUFFER_POOL(gst_object_ref(downstream_));
+    info = info_;
+  }
   GstBuffer* buffer = nullptr;
   GstBufferPoolAcquireParams params{};
   params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
-  if (downstream_ == nullptr ||
-      gst_buffer_pool_acquire_buffer(downstream_, &buffer, &params) != GST_FLOW_OK)
-    if (gst_buffer_pool_acquire_buffer(own_, &buffer, nullptr) != GST_FLOW_OK) return nullptr;
+  if (downstream == nullptr ||
+      gst_buffer_pool_acquire_buffer(downstream, &buffer, &params) != GST_FLOW_OK)
+    if (gst_buffer_pool_acquire_buffer(own, &buffer, nullptr) != GST_FLOW_OK) buffer = nullptr;
+  if (downstream) gst_object_unref(downstream);
+  gst_object_unref(own);
+  if (buffer == nullptr) return nullptr;
   GstVideoFrame frame;
-  if (!gst_video_frame_map(&frame, &info_, buffer,
+  if (!gst_video_frame_map(&frame, &info, buffer,
                            static_cast<GstMapFlags>(GST_MAP_WRITE | GST_MAP_CUDA))) {
     gst_buffer_unref(buffer);
     return nullptr;
@@ -123,21 +176,35 @@ std::unique_ptr<DeviceDestination> CudaOutputPool::acquire() {
 
 bool downstream_takes_cuda_memory(GstPad*, GstCaps*) { return false; }
 
-std::string CudaOutputPool::configure(GstPad*, GstCaps*, void*, guint) {
+std::string CudaOutputPool::configure(GstCaps*, void*, guint) {
   return "this build has no GStreamer CUDA memory";
 }
 
+bool CudaOutputPool::configured() const { return false; }
+bool CudaOutputPool::downstream_pool() const { return false; }
+void CudaOutputPool::ask_downstream(GstPad*, GstCaps*) {}
 std::unique_ptr<DeviceDestination> CudaOutputPool::acquire() { return nullptr; }
 
 #endif
 
 void CudaOutputPool::reset() {
-  for (GstBufferPool** pool : {&downstream_, &own_}) {
-    if (*pool == nullptr) continue;
-    gst_buffer_pool_set_active(*pool, FALSE);
-    gst_object_unref(*pool);
-    *pool = nullptr;
+  GstBufferPool* pools[2] = {};
+  GstCaps* caps = nullptr;
+  void* context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pools[0] = std::exchange(downstream_, nullptr);
+    pools[1] = std::exchange(own_, nullptr);
+    caps = std::exchange(caps_, nullptr);
+    context = std::exchange(context_, nullptr);
   }
+  for (GstBufferPool* pool : pools) {
+    if (pool == nullptr) continue;
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+  }
+  if (caps) gst_caps_unref(caps);
+  if (context) gst_object_unref(context);
 }
 
 CudaOutputPool::~CudaOutputPool() { reset(); }

@@ -10,6 +10,7 @@
 #include <gst/video/video.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "output_buffer.h"
@@ -25,6 +26,12 @@ bool downstream_takes_cuda_memory(GstPad* srcpad, GstCaps* caps);
 // `caps` with every structure in GStreamer's CUDA memory. Transfer full.
 GstCaps* caps_with_cuda_memory(GstCaps* caps);
 
+// The pools frames going out in CUDA memory are written into. Its own
+// pool is made with the caps, on the streaming thread; downstream's is
+// asked for on the src pad task once the CAPS event went out (downstream
+// answers ALLOCATION for caps it has been sent, in data order, as
+// GstBaseTransform's neighbours expect), and used for the frames
+// submitted from then on.
 class CudaOutputPool {
  public:
   CudaOutputPool() = default;
@@ -33,17 +40,23 @@ class CudaOutputPool {
   CudaOutputPool& operator=(const CudaOutputPool&) = delete;
 
   // Streaming thread, when the output caps (fixed, in CUDA memory) change:
-  // asks downstream's ALLOCATION for `caps` and keeps its pool where it is
-  // a CUDA pool in `context` (a GstCudaContext), and makes one of its own
-  // with `min_buffers` ready. Empty on success, else why not.
-  std::string configure(GstPad* srcpad, GstCaps* caps, void* context, guint min_buffers);
-  bool configured() const { return own_ != nullptr; }
+  // lets the pools of the old caps go and makes one of its own in
+  // `context` (a GstCudaContext) with `min_buffers` ready, unbounded.
+  // Empty on success, else why not.
+  std::string configure(GstCaps* caps, void* context, guint min_buffers);
+  bool configured() const;
+
+  // Src pad task, right after pushing a CAPS event of `caps`: where they
+  // are the caps configured, asks downstream's ALLOCATION for them and
+  // keeps its pool where it is a CUDA pool of the same context.
+  void ask_downstream(GstPad* srcpad, GstCaps* caps);
   // Whether frames go into downstream's pool (for tests and logs).
-  bool downstream_pool() const { return downstream_ != nullptr; }
+  bool downstream_pool() const;
 
   // Streaming thread: a buffer for one frame of the caps configured,
-  // mapped for writing on the device (the planes are device addresses);
-  // null when no memory could be had.
+  // mapped for writing on the device (the planes are device addresses):
+  // downstream's pool first where it has one free, else our own; null
+  // when no memory could be had.
   std::unique_ptr<DeviceDestination> acquire();
 
   // Lets both pools go (buffers downstream still holds are freed as they
@@ -51,8 +64,11 @@ class CudaOutputPool {
   void reset();
 
  private:
+  mutable std::mutex mutex_;  // guards the fields below; no call out under it
   GstBufferPool* downstream_ = nullptr;
   GstBufferPool* own_ = nullptr;
+  GstCaps* caps_ = nullptr;
+  void* context_ = nullptr;  // GstCudaContext, referenced while configured
   GstVideoInfo info_;
 };
 

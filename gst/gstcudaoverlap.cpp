@@ -201,7 +201,8 @@ static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKern
 
 static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
   GST_OBJECT_LOCK(self);
-  const bool custom = std::string(kernel_name_from_gst(self->priv->kernel)) == "custom";
+  const bool custom = self->priv->chain_text.empty() &&
+                      std::string(kernel_name_from_gst(self->priv->kernel)) == "custom";
   GST_OBJECT_UNLOCK(self);
   return custom;
 }

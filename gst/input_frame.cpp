@@ -6,12 +6,28 @@
 #include "video_mapping.h"
 
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
+#include <dlfcn.h>
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudamemory.h>
 #endif
 
 namespace cudaoverlap {
 namespace {
+
+#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+// GStreamer 1.24 and later let a producer push CUDA memory its own stream
+// is still writing, and have the consumer wait with gst_cuda_memory_sync();
+// 1.22, which this is built against, has neither (its producers wait
+// before they push). Found in the running library where it is there.
+void sync_cuda_memory(GstMemory* memory) {
+  using Sync = void (*)(GstMemory*);
+  static const Sync sync = [] {
+    void* library = dlopen("libgstcuda-1.0.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    return library ? reinterpret_cast<Sync>(dlsym(library, "gst_cuda_memory_sync")) : nullptr;
+  }();
+  if (sync) sync(memory);
+}
+#endif
 
 // Why `buffer` is not GStreamer's CUDA memory of `context`; empty when it is.
 std::string cuda_memory_problem(GstBuffer* buffer, void* context) {
@@ -87,6 +103,8 @@ std::string MappedInput::map(GstBuffer* buffer, const GstVideoInfo& info,
     if (!problem.empty()) return problem;
 #ifdef CUDAOVERLAP_HAVE_GST_CUDA
     flags = static_cast<GstMapFlags>(flags | GST_MAP_CUDA);  // device addresses
+    for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i)
+      sync_cuda_memory(gst_buffer_peek_memory(buffer, i));
 #endif
   }
   mapped_ = gst_video_frame_map(&frame_, &info, buffer, flags);

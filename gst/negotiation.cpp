@@ -406,9 +406,24 @@ std::shared_ptr<const Operation> operation_for(const std::string& kernel, Kernel
   b.height = GST_VIDEO_INFO_HEIGHT(&out);
   params.sizes = FrameSizes{a.width, a.height, b.width, b.height};
   // A chain's borders are its last step's (chain.h: the only one sized
-  // by downstream).
-  place_picture(params.chain ? params.chain->steps.back().values : params.values, in, out,
-                b.format, &params.sizes);
+  // by downstream), placed in what the steps before it made: the input
+  // turned where they turn it.
+  GstVideoInfo placed_from = in;
+  ParamValues placing = params.values;
+  if (params.chain) {
+    try {
+      const ChainStep& last = params.chain->steps.back();
+      placing = last.values.resolve(operation_entry(last.name).params);  // its defaults too
+      if (ChainOperation(params.chain, params).turns_before_last()) {
+        std::swap(GST_VIDEO_INFO_WIDTH(&placed_from), GST_VIDEO_INFO_HEIGHT(&placed_from));
+        std::swap(GST_VIDEO_INFO_PAR_N(&placed_from), GST_VIDEO_INFO_PAR_D(&placed_from));
+      }
+    } catch (const Error& e) {
+      *problem = e.what();
+      return nullptr;
+    }
+  }
+  place_picture(placing, placed_from, out, b.format, &params.sizes);
   params.convert.cosited_x = (out.chroma_site & GST_VIDEO_CHROMA_SITE_H_COSITED) != 0;
   params.convert.cosited_y = (out.chroma_site & GST_VIDEO_CHROMA_SITE_V_COSITED) != 0;
   // A matrix the kernels do not know (BT.2020's, SMPTE 240M's) matters

@@ -657,7 +657,16 @@ void Session::push_next() {
     GST_LOG_OBJECT(element_, "pushing %" GST_PTR_FORMAT, item.event);
     // A refused event is not a flow error; refused caps show up as
     // not-negotiated on the next buffer.
-    gst_pad_push_event(srcpad_, item.event);
+    GstCaps* caps = nullptr;
+    if (GST_EVENT_TYPE(item.event) == GST_EVENT_CAPS) {
+      gst_event_parse_caps(item.event, &caps);
+      gst_caps_ref(caps);
+    }
+    const gboolean pushed = gst_pad_push_event(srcpad_, item.event);
+    // Downstream has its caps now: its ALLOCATION answer for frames in
+    // CUDA memory, in data order (cuda_output.h).
+    if (caps && pushed && caps_in_cuda_memory(caps)) cuda_output_.ask_downstream(srcpad_, caps);
+    if (caps) gst_caps_unref(caps);
   } else {
     try {
       const FrameTiming timing = item.frame.timing();

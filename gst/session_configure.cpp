@@ -97,6 +97,18 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   // the pipeline's CUDA context is shared with one device; in system
   // memory otherwise, whatever memory the input is in.
   const bool in_cuda = caps_in_cuda_memory(caps);
+  if (in_cuda && cuda_context_.shared == nullptr) {
+    // Offered from the properties (gst-launch links in NULL), but the
+    // element started without the context (another backend, device-id
+    // changed since the context was taken).
+    if (chosen_caps) gst_caps_unref(chosen_caps);
+    SESSION_ERROR(CORE, NEGOTIATION,
+                  "cudaoverlap cannot take GStreamer's CUDA memory: it runs on " +
+                      describe_devices() +
+                      " without the CUDA context it shares with the pipeline; put cudadownload "
+                      "before it, or run it on one CUDA device");
+    return false;
+  }
   GstCaps* through = transform_caps(*config.operation, GST_PAD_SINK, caps);
   GstCaps* out_caps = in_memories(through, false);
   gst_caps_unref(through);
@@ -202,7 +214,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   // Frames out in CUDA memory go into buffers of a pool for these caps,
   // downstream's where it offers one in our context (cuda_output.h).
   if (out_cuda && !passthrough && (!same_caps || !cuda_output_.configured())) {
-    const std::string problem = cuda_output_.configure(srcpad_, out_caps, cuda_context_.shared,
+    const std::string problem = cuda_output_.configure(out_caps, cuda_context_.shared,
                                                        static_cast<guint>(config.ring_size) + 1);
     if (!problem.empty()) {
       gst_caps_unref(out_caps);
@@ -211,8 +223,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
                         " in GStreamer's CUDA memory: " + problem);
       return false;
     }
-    GST_INFO_OBJECT(element_, "output in CUDA memory, from %s pool",
-                    cuda_output_.downstream_pool() ? "downstream's" : "its own");
+    GST_INFO_OBJECT(element_, "output in CUDA memory");
   } else if (!out_cuda || passthrough) {
     cuda_output_.reset();
   }

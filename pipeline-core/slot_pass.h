@@ -36,13 +36,13 @@ struct SlotEvents {
   std::unique_ptr<Event> download_started;
 };
 
-// Where one frame's pass reads and writes. `source` is the host input the
-// upload reads (DMA-able memory), `destination` the host output the
-// download writes; `device_in` and `device_out` the slot's device frames,
-// laid out as SlotPass's device layouts. The upload and the download are
-// named apart from the device frames so that a pass without either (a
-// frame already in device memory, a result left there) can be told by
-// these alone.
+// Where one frame's pass reads and writes. `source` is the input the
+// upload reads (DMA-able host memory, or device memory where
+// source_on_device), `destination` the output the download writes (host,
+// or device memory where destination_on_device); `device_in` and
+// `device_out` the frames the kernel reads and writes: the slot's, laid
+// out as SlotPass's device layouts, or `source` and `destination`
+// themselves where read_in_place and write_in_place.
 struct PassImages {
   ImageRef source;
   bool source_on_device = false;  // `source` in device memory (InputFrame::on_device)

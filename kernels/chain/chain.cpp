@@ -273,6 +273,12 @@ std::vector<PixelFormat> ChainOperation::output_formats(PixelFormat in) const {
   return steps_.back()->output_formats(frames.empty() ? in : frames.back().format);
 }
 
+bool ChainOperation::turns_before_last() const {
+  bool swapped = false;
+  for (size_t k = 0; k + 1 < steps_.size(); ++k) swapped = swapped != steps_[k]->swaps_axes();
+  return swapped;
+}
+
 bool ChainOperation::swaps_axes() const {
   bool swapped = false;
   for (const auto& step : steps_) swapped = swapped != step->swaps_axes();
@@ -333,12 +339,13 @@ std::string ChainOperation::check(const ImageRef& in, const ImageRef& out) const
   std::string problem;
   const std::vector<ImageRef> frames = between(in, nullptr, &problem);
   if (!problem.empty()) return problem;
-  bool swapped = false;
-  for (size_t k = 0; k + 1 < steps_.size(); ++k) swapped = swapped != steps_[k]->swaps_axes();
-  if (swapped && steps_.back()->crop().any())
+  bool moved = false;
+  for (size_t k = 0; k + 1 < steps_.size(); ++k)
+    moved = moved || steps_[k]->orientation() != FlipDirection::kIdentity;
+  if (moved && steps_.back()->crop().any())
     return step_name(steps_.size() - 1) +
-           " crops a frame an earlier step turned; crop in a step before the turn, or in an "
-           "element of its own";
+           " crops a frame an earlier step flipped or turned; crop in an element before the "
+           "chain";
   if (steps_.size() > 1 && (in.width > std::max(in_width_, in_height_) ||
                             in.height > std::max(in_width_, in_height_) ||
                             static_cast<int64_t>(in.width) * in.height >

@@ -73,6 +73,9 @@ class ChainOperation final : public Operation {
                      const Workspace& workspace) const override;
 
   const std::vector<std::shared_ptr<const Operation>>& steps() const { return steps_; }
+  // Whether the steps before the last swap width and height: the last
+  // step's input is then the element's turned.
+  bool turns_before_last() const;
 
  private:
   // The image each step makes from `in` but the last (whose is `out`),

@@ -44,6 +44,31 @@ std::string as_elements(const std::string& chain) {
 
 class Chain : public ::testing::TestWithParam<ChainCase> {};
 
+// A quarter turn before scale: the picture is placed in what the turn
+// made (pillarboxed here), as with the two as elements of their own.
+TEST(ChainBorders, ATurnBeforeScaleLetterboxesAsElementsDo) {
+  SKIP_WITHOUT_BACKEND();
+  const std::string src =
+      "videotestsrc num-buffers=2 pattern=smpte ! "
+      "video/x-raw,format=RGBA,width=160,height=90,pixel-aspect-ratio=1/1 ! ";
+  const std::string after =
+      " ! video/x-raw,width=160,height=90,pixel-aspect-ratio=1/1 ! appsink name=out sync=false";
+  for (const char* chain :
+       {"flip video-direction=90r ! scale add-borders=true", "flip video-direction=90l ! scale"}) {
+    SCOPED_TRACE(chain);
+    const PipelineOutcome one = run_to_frames(src + "cudaoverlap name=o " + backend_properties() +
+                                              " chain=\"" + chain + "\"" + after);
+    const PipelineOutcome two = run_to_frames(src + as_elements(chain) + after);
+    ASSERT_EQ(one.error, "");
+    ASSERT_EQ(two.error, "");
+    ASSERT_EQ(one.frames.size(), 2u);
+    ASSERT_EQ(two.frames.size(), 2u);
+    EXPECT_TRUE(one.frames[0] == two.frames[0]);
+    // Borders: the first pixel is border-color's black, not the picture.
+    EXPECT_EQ(one.frames[0][0], 0);
+  }
+}
+
 TEST_P(Chain, EqualsItsStepsAsElementsOfTheirOwn) {
   SKIP_WITHOUT_BACKEND();
   const ChainCase& c = GetParam();

@@ -93,11 +93,18 @@ TEST(ChainCheck, ImpossibleChainsAreRefusedNamingTheStep) {
   EXPECT_NE(convert_first->check(in.image, out.image)
                 .find("chain step 1 (convert) takes its output's format or size from downstream"),
             std::string::npos);
-  const auto crop_after_turn = make_operation(
-      "chain", chain_params("flip video-direction=90r ! scale crop-left=2", 64, 48, 20, 30));
-  OwnedImage small(PixelFormat::kNV12, 20, 30);
-  EXPECT_NE(crop_after_turn->check(in.image, small.image).find("crops a frame an earlier step turned"),
-            std::string::npos);
+  // A crop after a flip would be placed on the wrong edge by the metas'
+  // mapping (crop, then flip): refused.
+  for (const char* flip : {"90r", "horiz"}) {
+    SCOPED_TRACE(flip);
+    const auto crop_after_flip = make_operation(
+        "chain", chain_params(std::string("flip video-direction=") + flip + " ! scale crop-left=2",
+                              64, 48, 20, 30));
+    OwnedImage small(PixelFormat::kNV12, 20, 30);
+    EXPECT_NE(crop_after_flip->check(in.image, small.image)
+                  .find("crops a frame an earlier step flipped or turned"),
+              std::string::npos);
+  }
   // A step that does not take what the one before makes: edge takes no
   // NV16 ... every kernel here keeps the format, so convert makes it last.
   const auto fine = make_operation("chain", chain_params("invert ! blur sigma=1", 64, 48, 64, 48));
