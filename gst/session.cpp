@@ -665,7 +665,11 @@ void Session::push_next() {
     const gboolean pushed = gst_pad_push_event(srcpad_, item.event);
     // Downstream has its caps now: its ALLOCATION answer for frames in
     // CUDA memory, in data order (cuda_output.h).
-    if (caps && pushed && caps_in_cuda_memory(caps)) cuda_output_.ask_downstream(srcpad_, caps);
+    if (caps && pushed && caps_in_cuda_memory(caps)) {
+      cuda_output_.ask_downstream(srcpad_, caps);
+      GST_INFO_OBJECT(element_, "frames in CUDA memory go into %s pool",
+                      cuda_output_.downstream_pool() ? "downstream's" : "the element's own");
+    }
     if (caps) gst_caps_unref(caps);
   } else {
     try {
