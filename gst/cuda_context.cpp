@@ -131,6 +131,28 @@ std::string SharedCudaContext::ensure(GstElement* element, int device_id) {
   return {};
 }
 
+void SharedCudaContext::share(GstElement* element, int device_id) {
+  if (device_id < 0 || cuda_device_count() == 0) return;
+  const std::string problem = ensure(element, device_id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed_ = !problem.empty();
+  }
+  if (!problem.empty())
+    GST_ELEMENT_WARNING(element, RESOURCE, FAILED,
+                        ("no CUDA context shared with the pipeline, so no CUDA memory is taken: %s",
+                         problem.c_str()),
+                        (nullptr));
+}
+
+bool SharedCudaContext::offers_memory(int device_id) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_) return false;
+  }
+  return device_id >= 0 && cuda_device_count() > 0;
+}
+
 void SharedCudaContext::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (context_) gst_object_unref(context_);

@@ -2,8 +2,9 @@
 // they share theirs (a GstContext of type "gst.cuda.context"): the one a
 // neighbour or the application gives, else this element's device's primary
 // context (the one the CUDA runtime, and so the engine and applications'
-// own CUDA code, use), wrapped and announced to the pipeline. Builds with
-// gstreamer-cuda-1.0 only (CUDAOVERLAP_HAVE_GST_CUDA).
+// own CUDA code, use), wrapped and announced to the pipeline. Without
+// gstreamer-cuda-1.0 (cuda_context_none.cpp) none is ever held and no CUDA
+// memory is offered.
 #pragma once
 
 #include <gst/gst.h>
@@ -34,6 +35,16 @@ class SharedCudaContext {
   // and the application, else made from the device's primary context and
   // posted (have-context). Empty on success, else why not.
   std::string ensure(GstElement* element, int device_id);
+  // NULL -> READY: where the element runs on one CUDA device
+  // (`device_id`; -1: it does not), holds its context (ensure()); one that
+  // cannot be had is an element warning, and no CUDA memory is offered
+  // until the next try.
+  void share(GstElement* element, int device_id);
+  // Whether the pads offer GStreamer's CUDA memory for `device_id` (-1: not
+  // one CUDA device): known before the context is taken, since gst-launch
+  // links elements in NULL, as GStreamer's CUDA elements offer theirs; a
+  // buffer of another context is refused when it comes (input_frame.h).
+  bool offers_memory(int device_id) const;
   // Lets go of the context (READY -> NULL).
   void reset();
 
@@ -48,6 +59,7 @@ class SharedCudaContext {
 
   mutable std::mutex mutex_;
   GstCudaContext* context_ = nullptr;
+  bool failed_ = false;  // the last share() took none
 };
 
 }  // namespace cudaoverlap

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_context.h"
 #include "cuda_device.h"
 #include "cudaoverlap/cudaoverlap.h"
 #include "custom_settings.h"
@@ -55,9 +56,6 @@
 #include "negotiation.h"
 #include "session.h"
 #include "video_mapping.h"
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
-#include "cuda_context.h"
-#endif
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_overlap_debug);
 #define GST_CAT_DEFAULT gst_cuda_overlap_debug
@@ -114,13 +112,10 @@ struct GstCudaOverlapPrivate {
     if (kernel_params) gst_structure_free(kernel_params);
   }
 
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
   // The pipeline's CUDA context, held from NULL->READY to READY->NULL on the
   // cuda backend with one device (the engine's device and its memory hold
   // their own references).
   SharedCudaContext cuda_context;
-  bool cuda_context_failed = false;  // the last NULL->READY took none (object lock)
-#endif
   // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
   // session, which reads them.
   std::unique_ptr<Session> session;
@@ -289,24 +284,17 @@ static std::shared_ptr<const Operation> gst_cuda_overlap_operation(GstCudaOverla
   return op;
 }
 
-// Whether GStreamer's CUDA memory can come in and go out: on one CUDA
-// device. Known from the properties, before the context is taken at
-// NULL->READY, since gst-launch links elements (and so asks their caps) in
-// NULL, as GStreamer's own CUDA elements offer theirs; a buffer of another
-// context than the one taken is refused when it comes (input_frame.h).
-// Where no context could be taken (a warning said why), no longer.
-static bool gst_cuda_overlap_takes_cuda_memory(GstCudaOverlap* self) {
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
+// The CUDA device the properties name where the element runs on one (its
+// CUDA context and memory are shared with the pipeline: cuda_context.h);
+// -1 where it does not (the cpu backend, `devices`).
+static int gst_cuda_overlap_one_cuda_device(GstCudaOverlap* self) {
   GST_OBJECT_LOCK(self);
-  const bool one_device = self->priv->devices.empty() && self->priv->device_id >= 0 &&
-                          self->priv->backend != GST_CUDA_OVERLAP_BACKEND_CPU;
-  const bool failed = self->priv->cuda_context_failed;
+  const GstCudaOverlapPrivate* priv = self->priv;
+  const int device = priv->devices.empty() && priv->backend != GST_CUDA_OVERLAP_BACKEND_CPU
+                         ? priv->device_id
+                         : -1;
   GST_OBJECT_UNLOCK(self);
-  return one_device && !failed && cuda_device_count() > 0;
-#else
-  (void)self;
-  return false;
-#endif
+  return device;
 }
 
 // The caps either pad can take: the other side's peer through the kernel.
@@ -318,7 +306,8 @@ static GstCaps* gst_cuda_overlap_query_caps(GstCudaOverlap* self, GstPad* pad, G
     return gst_caps_new_empty();
   }
   return query_caps_through(*op, pad, pad == self->sinkpad ? self->srcpad : self->sinkpad, filter,
-                            gst_cuda_overlap_takes_cuda_memory(self));
+                            self->priv->cuda_context.offers_memory(
+                                gst_cuda_overlap_one_cuda_device(self)));
 }
 
 // CAPS and ACCEPT_CAPS, the same on both pads. False when `query` is another.
@@ -366,22 +355,10 @@ static GstPadProbeReturn gst_cuda_overlap_caps_probe(GstPad*, GstPadProbeInfo* i
   return GST_PAD_PROBE_OK;
 }
 
-// A neighbour asking for the pipeline's CUDA context: answered with the
-// one held.
-static bool gst_cuda_overlap_context_query(GstCudaOverlap* self, GstQuery* query) {
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  return self->priv->cuda_context.answer(GST_ELEMENT(self), query);
-#else
-  (void)self;
-  (void)query;
-  return false;
-#endif
-}
-
 static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
   try {
-    if (gst_cuda_overlap_context_query(self, query)) return TRUE;
+    if (self->priv->cuda_context.answer(GST_ELEMENT(self), query)) return TRUE;
     if (gst_cuda_overlap_caps_query(self, pad, query)) return TRUE;
     if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION)
       return self->priv->session->propose_allocation(query);
@@ -395,7 +372,7 @@ static gboolean gst_cuda_overlap_sink_query(GstPad* pad, GstObject* parent, GstQ
 
 static gboolean gst_cuda_overlap_src_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(parent);
-  if (gst_cuda_overlap_context_query(self, query)) return TRUE;
+  if (self->priv->cuda_context.answer(GST_ELEMENT(self), query)) return TRUE;
   if (gst_cuda_overlap_caps_query(self, pad, query)) return TRUE;
   if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return gst_pad_query_default(pad, parent, query);
   if (!gst_pad_peer_query(self->sinkpad, query)) return FALSE;
@@ -419,49 +396,14 @@ static gboolean gst_cuda_overlap_sink_activate_mode(GstPad*, GstObject* parent, 
 // ---------------------------------------------------------------------------
 // GObject and GstElement
 
-// The element's CUDA context, GStreamer's way (cuda_context.h), where it
-// will run on one CUDA device: at NULL->READY, as GStreamer's CUDA elements
-// do, so that those started after it find it. A failure leaves the element
-// on the device's own context, with a warning in the log.
-static void gst_cuda_overlap_share_context(GstCudaOverlap* self) {
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  GST_OBJECT_LOCK(self);
-  const GstCudaOverlapBackend backend = self->priv->backend;
-  const int device_id = self->priv->device_id;
-  const bool one_device = self->priv->devices.empty() && device_id >= 0;
-  GST_OBJECT_UNLOCK(self);
-  if (backend == GST_CUDA_OVERLAP_BACKEND_CPU || !one_device || cuda_device_count() == 0) return;
-  const std::string problem = self->priv->cuda_context.ensure(GST_ELEMENT(self), device_id);
-  GST_OBJECT_LOCK(self);
-  self->priv->cuda_context_failed = !problem.empty();
-  GST_OBJECT_UNLOCK(self);
-  if (!problem.empty())
-    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
-                        ("no CUDA context shared with the pipeline, so no CUDA memory is taken: %s",
-                         problem.c_str()),
-                        (nullptr));
-#else
-  (void)self;
-#endif
-}
-
-// The context the cuda backend works in: the pipeline's, where it is of
-// `device_id`; else none (the device's primary context).
-static CudaContextChoice gst_cuda_overlap_context_choice(GstCudaOverlap* self, int device_id) {
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
-  return self->priv->cuda_context.choice(device_id);
-#else
-  (void)self;
-  (void)device_id;
-  return {};
-#endif
-}
-
 static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
                                                           GstStateChange transition) {
   GstCudaOverlap* self = GST_CUDA_OVERLAP(element);
   Session& session = *self->priv->session;
-  if (transition == GST_STATE_CHANGE_NULL_TO_READY) gst_cuda_overlap_share_context(self);
+  // The pipeline's CUDA context at NULL->READY, as GStreamer's CUDA
+  // elements take theirs, so that those started after find it.
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY)
+    self->priv->cuda_context.share(element, gst_cuda_overlap_one_cuda_device(self));
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK(self);
     const GstCudaOverlapBackend backend = self->priv->backend;
@@ -470,7 +412,7 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     GST_OBJECT_UNLOCK(self);
     if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
     const CudaContextChoice context =
-        devices.empty() ? gst_cuda_overlap_context_choice(self, device_id) : CudaContextChoice{};
+        devices.empty() ? self->priv->cuda_context.choice(device_id) : CudaContextChoice{};
     if (!session.start(backend, device_id, devices, context)) return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =
@@ -478,22 +420,18 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
       (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
     session.stop();
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) self->priv->cuda_context.reset();
-#endif
   return ret;
 }
 
 // A CUDA context from the application or the bin (other types are the
 // parent's).
 static void gst_cuda_overlap_set_context(GstElement* element, GstContext* context) {
-#ifdef CUDAOVERLAP_HAVE_GST_CUDA
   GstCudaOverlap* self = GST_CUDA_OVERLAP(element);
   GST_OBJECT_LOCK(self);
   const int device_id = self->priv->device_id;
   GST_OBJECT_UNLOCK(self);
   self->priv->cuda_context.set(element, context, device_id);
-#endif
   GST_ELEMENT_CLASS(gst_cuda_overlap_parent_class)->set_context(element, context);
 }
 

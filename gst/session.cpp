@@ -371,7 +371,7 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
     input.pinned = pin_upstream_memory(buffer, input.image, in_layout, device_, &input.memory_id) ==
                    UpstreamPin::kPinned;
   GST_LOG_OBJECT(element_, "%" GST_PTR_FORMAT " is %s", buffer,
-                 input.on_device ? "CUDA memory: copied on the device"
+                 input.on_device ? "CUDA memory: read on the device"
                  : input.pinned  ? "pinned: uploaded without staging"
                                  : "staged");
   if (input.pinned || input.on_device) input.keep_alive = mapped;
