@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "kernels/custom/custom.h"
+
 namespace cudaoverlap {
 namespace {
 
@@ -114,6 +116,54 @@ std::string custom_source_from_file(const std::string& path, CustomKernelParams*
   params->source_name = base;
   g_free(base);
   return {};
+}
+
+std::shared_ptr<const ChainSpec> load_chain_kernels(const std::shared_ptr<const ChainSpec>& spec,
+                                                    std::string* problem) {
+  problem->clear();
+  if (!spec || !chain_has_custom(*spec)) return spec;
+  auto loaded = std::make_shared<ChainSpec>(*spec);
+  for (size_t k = 0; k < loaded->steps.size(); ++k) {
+    ChainStep& step = loaded->steps[k];
+    if (step.name != "custom") continue;
+    CustomKernelParams params;
+    std::string file;
+    for (const auto& [word, value] : step.texts) {
+      if (!problem->empty()) break;
+      if (word == "kernel-file") {
+        file = value;
+      } else if (word == "kernel-source") {
+        params.source = value;
+      } else if (word == "kernel-entry") {
+        params.entry = value;
+      } else if (word == "kernel-launch") {
+        *problem = custom_launch_from_string(value, &params);
+      } else if (word == "kernel-params") {
+        GstStructure* structure = gst_structure_from_string(value.c_str(), nullptr);
+        if (structure == nullptr)
+          *problem = "kernel-params \"" + value +
+                     "\" is not a GstStructure (\"params, amount=(float)0.8\")";
+        else
+          *problem = custom_params_from_structure(structure, &params.params);
+        if (structure != nullptr) gst_structure_free(structure);
+      }
+    }
+    if (problem->empty() && !file.empty()) {
+      if (!params.source.empty())
+        *problem = "kernel-file and kernel-source are both set: give the kernel's source once";
+      else
+        *problem = custom_source_from_file(file, &params);
+    }
+    if (problem->empty() && params.source.empty())
+      *problem = "give the kernel as kernel-file=PATH or kernel-source=\"...\"";
+    if (problem->empty()) *problem = check_custom_params(params);
+    if (!problem->empty()) {
+      *problem = "chain step " + std::to_string(k + 1) + " (custom): " + *problem;
+      return nullptr;
+    }
+    step.custom = std::make_shared<const CustomKernelParams>(std::move(params));
+  }
+  return loaded;
 }
 
 }  // namespace cudaoverlap

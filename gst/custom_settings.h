@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/chain/chain.h"
 #include "kernels/kernel_params.h"
 
 namespace cudaoverlap {
@@ -24,5 +25,12 @@ std::string custom_launch_from_string(const std::string& text, CustomKernelParam
 
 // The source file's text, and its base name for NVRTC's messages.
 std::string custom_source_from_file(const std::string& path, CustomKernelParams* params);
+
+// `spec` with each custom step's kernel made from its words as kernel=custom's
+// is from the properties of those names (files read now), checked; `spec`
+// itself where it has none. Null, with a sentence naming the step in
+// *problem, where a step's words cannot make a kernel.
+std::shared_ptr<const ChainSpec> load_chain_kernels(const std::shared_ptr<const ChainSpec>& spec,
+                                                    std::string* problem);
 
 }  // namespace cudaoverlap

@@ -202,9 +202,34 @@ static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
   return custom;
 }
 
+// The kernels of the chain's custom steps, loaded from their words (files
+// read now); false, with the chain's problem set, where one cannot be.
+static bool gst_cuda_overlap_load_chain(GstCudaOverlap* self) {
+  GST_OBJECT_LOCK(self);
+  const std::shared_ptr<const ChainSpec> chain = self->priv->chain;
+  GST_OBJECT_UNLOCK(self);
+  std::string problem;
+  const std::shared_ptr<const ChainSpec> loaded = load_chain_kernels(chain, &problem);
+  GST_OBJECT_LOCK(self);
+  GstCudaOverlapPrivate* priv = self->priv;
+  if (priv->chain == chain) {  // not set again meanwhile
+    if (!problem.empty()) {
+      priv->chain_problem = "cudaoverlap cannot run its chain: " + problem;
+    } else if (loaded != chain) {  // custom steps loaded (an earlier failure is gone)
+      priv->chain = loaded;
+      priv->chain_problem.clear();
+      priv->operation.reset();
+    }
+  }
+  GST_OBJECT_UNLOCK(self);
+  return problem.empty();
+}
+
 // READY->PAUSED: false after posting an error, when kernel=custom cannot
-// start with its properties, or the chain property cannot be read.
+// start with its properties, or the chain property cannot be read or its
+// custom steps cannot be loaded.
 static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
+  gst_cuda_overlap_load_chain(self);
   GST_OBJECT_LOCK(self);
   const std::string chain_problem = self->priv->chain_problem;
   GST_OBJECT_UNLOCK(self);
@@ -564,18 +589,28 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
       session.instruments().set_qos(g_value_get_boolean(value));
       break;
     case PROP_CHAIN: {
+      // Parsed, and its custom steps' files read, without the lock; then
+      // published at once, so no caps query meets a chain half made.
       const gchar* text = g_value_get_string(value);
-      priv->chain_text = text ? text : "";
-      priv->chain.reset();
-      priv->chain_problem.clear();
-      priv->operation.reset();
-      if (!priv->chain_text.empty()) {
+      const std::string chain_text = text ? text : "";
+      GST_OBJECT_UNLOCK(self);
+      std::shared_ptr<const ChainSpec> chain;
+      std::string problem;
+      if (!chain_text.empty()) {
         try {
-          priv->chain = parse_chain(priv->chain_text);
+          chain = parse_chain(chain_text);
+          const std::shared_ptr<const ChainSpec> loaded = load_chain_kernels(chain, &problem);
+          if (loaded) chain = loaded;
         } catch (const Error& e) {
-          priv->chain_problem = std::string("cudaoverlap cannot run its chain: ") + e.what();
+          problem = e.what();
         }
       }
+      GST_OBJECT_LOCK(self);
+      priv->chain_text = chain_text;
+      priv->chain = chain;
+      priv->chain_problem =
+          problem.empty() ? std::string() : "cudaoverlap cannot run its chain: " + problem;
+      priv->operation.reset();
       break;
     }
     default:

@@ -1,6 +1,8 @@
 // See session.h.
 #include "session.h"
 
+#include "kernels/chain/chain.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -93,11 +95,13 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
     SESSION_ERROR(RESOURCE, NOT_FOUND, e.what());
     return false;
   }
-  if (settings_().kernel == "custom" && device_->cuda_device() < 0) {
+  const bool chain_custom = settings_().params.chain && chain_has_custom(*settings_().params.chain);
+  if ((settings_().kernel == "custom" || chain_custom) && device_->cuda_device() < 0) {
     SESSION_ERROR(
         RESOURCE, SETTINGS,
-        "kernel=custom runs CUDA source, which needs the cuda backend; "
-        "cudaoverlap is on " +
+        std::string(chain_custom ? "the chain's custom step" : "kernel=custom") +
+            " runs CUDA source, which needs the cuda backend; "
+            "cudaoverlap is on " +
             device_->describe() +
             (backend == GST_CUDA_OVERLAP_BACKEND_AUTO ? " because no CUDA device was found" : ""));
     device_.reset();

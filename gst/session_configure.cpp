@@ -1,6 +1,7 @@
 // Session::configure: an engine for new caps (see session.h).
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "session.h"
 #include "session_private.h"
@@ -15,6 +16,20 @@ using session_text::takes;
 // for a mean and a maximum that move with the stream, without the event
 // records and clock reads of every frame (host time on every thread).
 constexpr int kStatsTimingInterval = 8;
+
+namespace {
+
+// The parts of `op` the engine times (FrameTiming::parts): all of them
+// where frames run whole and there are at most FrameTiming::kMaxParts;
+// none otherwise, so that stats and trace list only what they measure.
+std::vector<std::string> measured_parts(const Operation& op, const EngineConfig& config,
+                                        int bands) {
+  std::vector<std::string> parts = op.parts(config.input.format, config.output.format);
+  if (bands != 1 || parts.size() > static_cast<size_t>(FrameTiming::kMaxParts)) parts.clear();
+  return parts;
+}
+
+}  // namespace
 
 bool Session::upstream_is_live() {
   GstQuery* query = gst_query_new_latency();
@@ -155,6 +170,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
       try {
         engine_->replace_operation(config.operation);
         same_engine = true;
+        instruments_.set_steps(measured_parts(*config.operation, config, engine_->bands()));
         GST_DEBUG_OBJECT(element_, "kernel %s: new parameters from the next frame",
                          config.operation->name());
       } catch (const Error& e) {
@@ -204,6 +220,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
         describe(in, format).c_str(), config.ring_size, config.operation->name(), engine->bands(),
         engine->bands() == 1 ? "" : "s", engine->live_devices(), engine->devices());
     instruments_.engine_started(engine->bands());
+    instruments_.set_steps(measured_parts(*config.operation, config, engine->bands()));
     install_engine(std::move(engine));
     // Per device: with at most ring-size - 1 wrapped buffers out in all,
     // every device keeps a slot downstream does not hold, and a frame dealt

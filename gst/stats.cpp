@@ -98,6 +98,8 @@ void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, in
   add(StatsStage::kDownload, timing.download);
   add(StatsStage::kPush, push);
   add(StatsStage::kLatency, TimeSpan{timing.arrived_ns, push.start_ns});
+  if (timing.parts > 0 && static_cast<size_t>(timing.parts) == steps_.size())
+    for (int k = 0; k < timing.parts; ++k) steps_[static_cast<size_t>(k)].add(timing.part(k).ms());
   if (first_out_ns_ < 0) first_out_ns_ = push.end_ns;
   last_out_ns_ = push.end_ns;
 }
@@ -105,6 +107,13 @@ void ElementStats::frame_out(const FrameTiming& timing, const TimeSpan& push, in
 void ElementStats::set_bands(int bands) {
   std::lock_guard<std::mutex> lock(mutex_);
   bands_ = bands;
+}
+
+void ElementStats::set_steps(const std::vector<std::string>& names) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (names == step_names_) return;
+  step_names_ = names;
+  steps_.assign(names.size(), Stage{});
 }
 
 void ElementStats::flushed() {
@@ -119,6 +128,8 @@ void ElementStats::reset() {
   stages_ = {};
   bands_ = 0;
   devices_.clear();
+  step_names_.clear();
+  steps_.clear();
   first_out_ns_ = last_out_ns_ = -1;
 }
 
@@ -185,6 +196,22 @@ GstStructure* ElementStats::to_structure() const {
     gst_value_array_append_and_take_value(&devices, &value);
   }
   gst_structure_take_value(s, "devices", &devices);
+  GValue steps = G_VALUE_INIT;
+  g_value_init(&steps, GST_TYPE_ARRAY);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Stage& st = steps_[i];
+    GstStructure* entry =
+        gst_structure_new("cudaoverlap-step-stats", "index", G_TYPE_UINT, static_cast<guint>(i),
+                          "name", G_TYPE_STRING, step_names_[i].c_str(), "frames", G_TYPE_UINT64,
+                          static_cast<guint64>(st.count), "compute-mean-ms", G_TYPE_DOUBLE,
+                          st.count > 0 ? st.sum_ms / static_cast<double>(st.count) : 0.0,
+                          "compute-max-ms", G_TYPE_DOUBLE, st.max_ms, nullptr);
+    GValue value = G_VALUE_INIT;
+    g_value_init(&value, GST_TYPE_STRUCTURE);
+    g_value_take_boxed(&value, entry);
+    gst_value_array_append_and_take_value(&steps, &value);
+  }
+  gst_structure_take_value(s, "steps", &steps);
   return s;
 }
 

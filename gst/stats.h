@@ -61,6 +61,10 @@ class ElementStats {
   void flushed();
   // Streaming thread, an engine started: the bands each frame is split into.
   void set_bands(int bands);
+  // Streaming thread, an engine started: the names of the operation's parts
+  // (Operation::parts: a chain's launches), whose compute times frames
+  // then carry; empty: one part.
+  void set_steps(const std::vector<std::string>& names);
   // Owner thread.
   void reset();
   // Any thread. A new "cudaoverlap-stats" structure (transfer full):
@@ -82,7 +86,12 @@ class ElementStats {
   // (gboolean: false once it failed and was left out), frames-out
   // (guint64), frames-per-second (gdouble: its share of the element's),
   // upload/compute/download-mean-ms and -max-ms (gdouble). The fields
-  // above are the totals over all devices.
+  // above are the totals over all devices. steps (GST_TYPE_ARRAY of
+  // "cudaoverlap-step-stats" structures, one per launch of a chain whose
+  // frames run whole, not in bands; empty otherwise): index (guint), name
+  // (string: "step 2 (blur)", "steps 3-5 (balance, invert, convert)" for a
+  // fused launch), frames (guint64: those measured), compute-mean-ms and
+  // -max-ms (gdouble).
   GstStructure* to_structure() const;
 
  private:
@@ -112,6 +121,8 @@ class ElementStats {
     Stage upload, compute, download;
   };
   std::vector<DeviceStats> devices_;
+  std::vector<std::string> step_names_;
+  std::vector<Stage> steps_;
   int64_t first_out_ns_ = -1;
   int64_t last_out_ns_ = -1;
 };
@@ -226,6 +237,12 @@ class Instruments {
   void submitted(uint64_t uploaded = 0) { stats_.frame_submitted(uploaded); }
   // Streaming thread, an engine started.
   void engine_started(int bands) { stats_.set_bands(bands); }
+  // Streaming thread, an engine started or took a new operation: its parts
+  // (Operation::parts), whose times stats and trace show one by one.
+  void set_steps(const std::vector<std::string>& names) {
+    stats_.set_steps(names);
+    trace_.set_steps(names);
+  }
   // Streaming thread, every sink event before the element handles it
   // (SEGMENT for QoS, FLUSH_STOP for the counters).
   void sink_event(GstEvent* event);

@@ -122,17 +122,25 @@ std::string TraceWriter::open(const std::string& path, const std::string& elemen
   return {};
 }
 
-void TraceWriter::slice(int lane, int device, uint64_t frame, const TimeSpan& span) {
+void TraceWriter::set_steps(const std::vector<std::string>& names) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  steps_ = names;
+}
+
+void TraceWriter::slice(int lane, int device, uint64_t frame, const TimeSpan& span,
+                        const char* part) {
   if (!span.valid()) return;
   const int tid = lane_tid(lane, device_lane(lane) && device < devices_ ? device : 0);
   // Integer microseconds with three decimals: nanosecond resolution, and no
   // rounding of large doubles.
   const int64_t ts = span.start_ns - origin_ns_;
   const int64_t dur = span.end_ns - span.start_ns;
+  const std::string step = part != nullptr ? " " + json_escape(part) : std::string();
   std::fprintf(file_,
-               ",\n{\"name\":\"frame %llu\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+               ",\n{\"name\":\"frame %llu%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
                "\"ts\":%s%lld.%03lld,\"dur\":%lld.%03lld,\"args\":{\"frame\":%llu}}",
-               static_cast<unsigned long long>(frame), kLanes[lane], kPid, tid, ts < 0 ? "-" : "",
+               static_cast<unsigned long long>(frame), step.c_str(),
+               part != nullptr ? "compute step" : kLanes[lane], kPid, tid, ts < 0 ? "-" : "",
                static_cast<long long>((ts < 0 ? -ts : ts) / 1000),
                static_cast<long long>((ts < 0 ? -ts : ts) % 1000),
                static_cast<long long>(dur / 1000), static_cast<long long>(dur % 1000),
@@ -166,6 +174,9 @@ void TraceWriter::write_frame(uint64_t frame, const FrameTiming& timing, const T
   slice(1, device, frame, timing.staging);
   slice(2, device, frame, timing.upload);
   slice(3, device, frame, timing.compute);
+  if (timing.parts > 0 && static_cast<size_t>(timing.parts) == steps_.size())
+    for (int k = 0; k < timing.parts; ++k)
+      slice(3, device, frame, timing.part(k), steps_[static_cast<size_t>(k)].c_str());
   slice(4, device, frame, timing.download);
   slice(5, device, frame, timing.worker_wait);
   slice(6, device, frame, push);

@@ -170,7 +170,8 @@ using ApplicationProcess =
     std::function<bool(const ImageRef& in, const ImageRef& out, ::CUstream_st* stream)>;
 
 struct ChainSpec;
-// Both null, or chains of the same text (kernels/chain/chain.cpp).
+// Both null, or chains of the same text whose custom steps loaded the same
+// kernels (kernels/chain/chain.cpp).
 bool same_chain(const std::shared_ptr<const ChainSpec>& a,
                 const std::shared_ptr<const ChainSpec>& b);
 
@@ -185,7 +186,7 @@ struct KernelParams {
   CustomKernelParams custom;
   // kernel=application; the same callback compares equal only to itself.
   std::shared_ptr<const ApplicationProcess> application;
-  // kernel=chain: the steps (kernels/chain/chain.h), equal when their text is.
+  // kernel=chain: the steps (kernels/chain/chain.h), compared by same_chain.
   std::shared_ptr<const ChainSpec> chain;
 
   // Sets one declared parameter: params.set("sigma", 3.0), or an

@@ -65,6 +65,22 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
 
 int Operation::band_halo(PixelFormat, PixelFormat) const { return -1; }
 
+std::vector<std::string> Operation::parts(PixelFormat, PixelFormat) const { return {}; }
+
+void Operation::enqueue_cuda_part(size_t, const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, CUstream_st* stream) const {
+  enqueue_cuda(in, out, workspace, stream);
+}
+
+void Operation::run_reference_part(size_t, const ImageRef& in, const ImageRef& out,
+                                   const Workspace& workspace) const {
+  run_reference(in, out, workspace);
+}
+
+bool Operation::pixel_stage(PixelFormat, PixelFormat, const Workspace&, PixelStage*) const {
+  return false;
+}
+
 RowRange Operation::band_reads(PixelFormat in, PixelFormat out, int y0, int y1,
                                int in_height) const {
   const int halo = band_halo(in, out);

@@ -34,6 +34,8 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace cudaoverlap {
 
+struct PixelStage;  // kernels/pixel_stage.h
+
 // Memory an operation asked for (workspace_bytes()), allocated by whoever
 // runs it: device memory on CUDA, host memory on the cpu backend. Shared by
 // every frame, which the engine runs one after another on one stream:
@@ -178,6 +180,30 @@ class Operation {
   // the images and this (immutable) object alone. False for work whose host
   // code must run every frame (an application's own).
   virtual bool capturable() const { return true; }
+
+  // --- Parts (timing) -------------------------------------------------------
+
+  // The launches one frame of `in` to `out` takes that are timed apart
+  // (EngineConfig::timing), by name: a chain's steps, a fused run of them
+  // as one. Empty, the default: the operation is one part.
+  virtual std::vector<std::string> parts(PixelFormat in, PixelFormat out) const;
+  // Part `part` of enqueue_cuda / run_reference alone: the parts in order
+  // make the frame. The defaults run the whole frame (an operation of one
+  // part).
+  virtual void enqueue_cuda_part(size_t part, const ImageRef& in, const ImageRef& out,
+                                 const Workspace& workspace, CUstream_st* stream) const;
+  virtual void run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace) const;
+
+  // --- Fusion (chains) -------------------------------------------------------
+
+  // Where each pixel of `out` depends on the pixel at the same place of
+  // `in` alone and both are pixel-stage formats (is_pixel_stage_format):
+  // fills *stage with that map, its tables in `workspace` as prepare_cuda
+  // left them, and returns true, so that a chain runs it with its
+  // neighbours' in one launch. False, the default: it runs its own launch.
+  virtual bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                           PixelStage* stage) const;
 
   // --- Derived from the above ---------------------------------------------
 

@@ -149,6 +149,11 @@ class CpuStream final : public Stream {
     enqueue(
         [&op, in, out, workspace, y0, y1] { op.run_reference_rows(in, out, workspace, y0, y1); });
   }
+  void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
+                   const Workspace& workspace) override {
+    if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
+    enqueue([&op, part, in, out, workspace] { op.run_reference_part(part, in, out, workspace); });
+  }
   void prepare(const Operation& op, const Workspace& workspace) override {
     enqueue([&op, workspace] { op.prepare_reference(workspace); });
   }

@@ -193,6 +193,10 @@ class CudaStreamImpl final : public Stream {
                    const Workspace& workspace, int y0, int y1) override {
     op.enqueue_cuda_rows(in, out, workspace, y0, y1, stream_.get());
   }
+  void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
+                   const Workspace& workspace) override {
+    op.enqueue_cuda_part(part, in, out, workspace, stream_.get());
+  }
   void prepare(const Operation& op, const Workspace& workspace) override {
     op.prepare_cuda(workspace, stream_.get());
   }

@@ -112,6 +112,10 @@ class Stream {
   // one band of a frame split into bands (EngineConfig::bands).
   virtual void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                            const Workspace& workspace, int y0, int y1) = 0;
+  // Enqueues part `part` of `op` alone (Operation::parts): the parts in
+  // order make a frame, and an event recorded between them times each.
+  virtual void launch_part(const Operation& op, size_t part, const ImageRef& in,
+                           const ImageRef& out, const Workspace& workspace) = 0;
   // Enqueues `op`'s preparation of `workspace` (start-up only).
   virtual void prepare(const Operation& op, const Workspace& workspace) = 0;
   virtual void record(Event& event) = 0;

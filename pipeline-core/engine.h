@@ -73,6 +73,16 @@ struct FrameTiming {
   TimeSpan upload;
   TimeSpan compute;
   TimeSpan download;
+  // The compute stage's parts (Operation::parts: a chain's launches) where
+  // it has 1 to kMaxParts and the frame was computed whole (one band): when
+  // each ended; each begins where the one before ended, the first at
+  // compute.start_ns. parts 0: not measured.
+  static constexpr int kMaxParts = 16;
+  int parts = 0;
+  int64_t part_end_ns[kMaxParts] = {};
+  TimeSpan part(int k) const {
+    return TimeSpan{k == 0 ? compute.start_ns : part_end_ns[k - 1], part_end_ns[k]};
+  }
   int64_t enqueued_ns = -1;  // submit() had enqueued the frame's device work
   bool graph = false;        // enqueued as one graph launch (EngineConfig::graphs)
   // The worker waiting for the download to complete (its end is the wake-up:

@@ -127,7 +127,15 @@ void SlotPass::enqueue(const SlotEvents& events, const PassImages& images, const
     // stream runs bands in order).
     compute.wait(*events.uploaded[needed]);
     if (timed && k == 0) compute.record(*events.compute_started);
-    if (bands == 1) {
+    // Part by part where the events are for this operation's parts (one
+    // that replaced the engine's first may have others).
+    if (bands == 1 && timed && !events.parts_done.empty() &&
+        op.parts(in.format, out.format).size() == events.parts_done.size()) {
+      for (size_t part = 0; part < events.parts_done.size(); ++part) {
+        compute.launch_part(op, part, device_in, device_out, workspace_);
+        compute.record(*events.parts_done[part]);
+      }
+    } else if (bands == 1) {
       compute.launch(op, device_in, device_out, workspace_);
     } else if (!by_view) {
       compute.launch_rows(op, device_in, device_out, workspace_, rows[k], rows[k + 1]);

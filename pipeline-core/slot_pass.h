@@ -34,6 +34,9 @@ struct SlotEvents {
   std::unique_ptr<Event> upload_started;
   std::unique_ptr<Event> compute_started;
   std::unique_ptr<Event> download_started;
+  // Timed frames of an operation of parts (Operation::parts), computed
+  // whole: one timing event after each part (FrameTiming::part_end_ns).
+  std::vector<std::unique_ptr<Event>> parts_done;
 };
 
 // Where one frame's pass reads and writes. `source` is the input the

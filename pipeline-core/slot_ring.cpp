@@ -74,6 +74,11 @@ std::vector<Slot> allocate_slots(Device& device, const EngineConfig& config,
       events.upload_started = device.create_timing_event();
       events.compute_started = device.create_timing_event();
       events.download_started = device.create_timing_event();
+      const size_t parts =
+          config.operation->parts(config.input.format, config.output.format).size();
+      if (bands == 1 && parts >= 1 && parts <= static_cast<size_t>(FrameTiming::kMaxParts))
+        for (size_t k = 0; k < parts; ++k)
+          events.parts_done.push_back(device.create_timing_event());
     } else {
       events.downloaded = device.create_host_event(config.host_wait, false);
     }
@@ -95,6 +100,22 @@ void read_device_times(const SlotEvents& events, FrameTiming* timing) {
   timing->upload = span(*events.upload_started, *events.uploaded.back());
   timing->compute = span(*events.compute_started, *events.computed.back());
   timing->download = span(*events.download_started, *events.downloaded);
+  timing->parts = 0;
+  if (!timing->compute.valid() || events.parts_done.empty()) return;
+  // Each part's end after the one before, within the compute stage: else
+  // the events are an earlier frame's (this one ran whole: an operation
+  // that replaced the first has other parts).
+  try {
+    int64_t last = timing->compute.start_ns;
+    for (size_t k = 0; k < events.parts_done.size(); ++k) {
+      const int64_t end = events.parts_done[k]->completed_at_ns();
+      if (end < last || end > timing->compute.end_ns) return;
+      timing->part_end_ns[k] = last = end;
+    }
+    timing->parts = static_cast<int>(events.parts_done.size());
+  } catch (const Error&) {
+    timing->parts = 0;
+  }
 }
 
 SlotImages slot_images(const Slot& slot, const SlotLayouts& layouts) {

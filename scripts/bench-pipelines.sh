@@ -54,7 +54,9 @@
 #   chain   (only when asked) RGBA, balance ! blur sigma=2 ! invert: one
 #           element with chain=; the three as elements in series, which
 #           pass frames in GStreamer's CUDA memory, and with system memory
-#           between them (a round trip each); blur alone
+#           between them (a round trip each); blur alone; a chain of
+#           three per-pixel steps (fused into one launch) and its three
+#           elements
 #   devices RGBA copy on each GPU alone (device-id=N) and on all of them in
 #           one element (devices=all, ring 4 and 8); with several GPUs only
 set -u
@@ -464,6 +466,12 @@ for size in "${size_list[@]}"; do
       "$src ! $freeze ! cudaoverlap kernel=balance contrast=1.2 saturation=0.8 ! video/x-raw ! cudaoverlap kernel=blur sigma=2 ! video/x-raw ! cudaoverlap kernel=invert ! $sink"
     measure chain "$size" "cudaoverlap kernel=blur sigma=2 alone" $rgba $rgba \
       "$src ! $freeze ! cudaoverlap kernel=blur sigma=2 ! $sink"
+    fused="balance contrast=1.2 saturation=0.8 ! invert ! convert"
+    measure chain "$size" "one element, fused chain $fused -> BGRx" $rgba $rgba \
+      "$src ! $freeze ! cudaoverlap chain=\"$fused\" ! video/x-raw,format=BGRx ! $sink"
+    measure chain "$size" "its three as elements, system memory between them" $((3 * rgba)) \
+      $((3 * rgba)) \
+      "$src ! $freeze ! cudaoverlap kernel=balance contrast=1.2 saturation=0.8 ! video/x-raw ! cudaoverlap kernel=invert ! video/x-raw ! cudaoverlap kernel=convert ! video/x-raw,format=BGRx ! $sink"
   fi
 
   if [ "$only" = decode ]; then

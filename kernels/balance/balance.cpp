@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "kernels/balance/balance_math.h"
@@ -56,6 +57,28 @@ BalanceConstants balance_constants(const BalanceParams& params) {
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
   const FormatInfo& info = format_info(format);
   *r = info.comp[0].offset, *g = info.comp[1].offset, *b = info.comp[2].offset;
+}
+
+void rgb_balance_words(PixelFormat format, RgbBalanceWords* words) {
+  int r, g, b;
+  rgb_byte_offsets(format, &r, &g, &b);
+  const int alpha = 6 - r - g - b;  // the offsets are three of 0..3
+  const auto coefs = [&](int cr, int cg, int cb) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(cr)) << (8 * r) |
+           static_cast<uint32_t>(static_cast<uint8_t>(cg)) << (8 * g) |
+           static_cast<uint32_t>(static_cast<uint8_t>(cb)) << (8 * b);
+  };
+  words->coef_y = coefs(66, 129, 25);
+  words->coef_u = coefs(-38, -74, 112);
+  words->coef_v = coefs(112, -94, -18);
+  // Nibble k of a selector names the source of the result's byte k: 1 and 5
+  // are byte 1 of the first and second operands (a clamped result), 3 is
+  // byte 3 of the first (zero), and 4 + k is byte k of the pixel itself.
+  words->sel_rg = words->sel_ba = 0;
+  for (int k = 0; k < 4; ++k) {
+    words->sel_rg |= (k == r ? 1u : k == g ? 5u : 3u) << (4 * k);
+    words->sel_ba |= (k == b ? 1u : k == alpha ? 4u + k : 3u) << (4 * k);
+  }
 }
 
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params) {
@@ -111,6 +134,19 @@ std::vector<PixelFormat> BalanceOperation::output_formats(PixelFormat in) const 
   taken.insert(taken.end(),
                {F::kRGB, F::kBGR, F::kNV21, F::kNV16, F::kY42B, F::kY444, F::kYUY2, F::kUYVY});
   return keep_format_of(in, taken);
+}
+
+bool BalanceOperation::pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                                   PixelStage* stage) const {
+  if (in != out || !is_pixel_stage_format(in)) return false;
+  *stage = PixelStage{};
+  if (params_.is_identity()) return true;  // a copy, as balance_cuda makes
+  stage->kind = PixelStage::Kind::kBalance;
+  const BalanceConstants k = balance_constants(params_);
+  std::copy(std::begin(k.table_y), std::end(k.table_y), stage->table_y);
+  rgb_balance_words(in, &stage->balance);
+  stage->balance.chroma = reinterpret_cast<const uint16_t*>(workspace.data);
+  return true;
 }
 
 size_t BalanceOperation::workspace_bytes() const { return kBalanceChromaTableBytes; }

@@ -25,6 +25,7 @@
 
 #include "kernels/balance/balance.h"
 #include "kernels/balance/balance_math.h"
+#include "kernels/balance/balance_pixel.cuh"
 #include "kernels/copy/copy.h"
 #include "kernels/cuda_check.h"
 #include "kernels/operation.h"
@@ -36,15 +37,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr unsigned kMaxGridY = 65535;
 
-struct BalanceArgs {
+// A launch's arguments: the luma table and chroma constants, and for packed
+// RGB the words balance_pixel reads (the chroma table is every format's).
+struct BalanceArgs : RgbBalanceWords {
   BalanceConstants k;
-  const uint16_t* chroma;  // the chroma table of these parameters, on the device
-  // Packed RGB only, laid out by the format's byte offsets of R, G and B
-  // (see rgb_words): the forward matrix's rows as dp4a coefficient bytes
-  // (0 for alpha or padding), and the byte_perm selectors that place the
-  // results and keep the fourth byte.
-  uint32_t coef_y, coef_u, coef_v;
-  uint32_t sel_rg, sel_ba;
 };
 
 // Entries of the chroma table: u' in the low byte, v' in the high one,
@@ -69,12 +65,6 @@ __global__ void chroma_table_kernel(double hue_cos, double hue_sin, double satur
   const uint32_t uo = round_clamp(__dadd_rn(128.0, __dmul_rn(su, saturation)));
   const uint32_t vo = round_clamp(__dadd_rn(128.0, __dmul_rn(sv, saturation)));
   table[u * 256 + v] = static_cast<uint16_t>(uo | vo << 8);
-}
-
-// The table's (u', v') for index u * 256 + v, as the bytes of a 16-bit value.
-__device__ __forceinline__ uint32_t balance_chroma(const uint16_t* __restrict__ table,
-                                                   uint32_t index) {
-  return __ldg(table + index);
 }
 
 // Two NV12 (u, v) pairs in a word. A pair read as a 16-bit value is its
@@ -286,60 +276,6 @@ __global__ void __launch_bounds__(kThreads, kChroma ? 4 : 5)
   }
 }
 
-// dp4a of unsigned bytes in `a` and signed bytes in `b`: c plus the sum of
-// the four byte products, exact in 32 bits. No intrinsic mixes the two.
-__device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {
-  int d;
-  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// c + lo * b0 + hi * b1, for the signed 16-bit halves lo and hi of `a` and
-// the unsigned bytes 0 and 1 of `b`, exact in 32 bits.
-__device__ __forceinline__ int dp2a_lo_su(uint32_t a, uint32_t b, int c) {
-  int d;
-  asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// A backward matrix row's coefficients of u' and v' as dp2a halves.
-__host__ __device__ constexpr uint32_t coef_pair(int cu, int cv) {
-  return static_cast<uint16_t>(cu) | static_cast<uint32_t>(static_cast<uint16_t>(cv)) << 16;
-}
-
-// One packed pixel as 4 bytes in a word (byte c of the pixel in bits 8c),
-// with videobalance's matrices: yuv = (m * rgb + offset) >> 8, then
-// rgb' = clamp((m' * yuv' + offset') >> 8).
-//
-// Forward: each row is one dp4a over the pixel word against that row's
-// coefficients laid out by the format's byte offsets (alpha's 0). For 8-bit
-// inputs the sums lie in [4096, 60196] for Y and [4208, 61328] for U and V
-// (the negative coefficients of U and V add up to -112, the positive one is
-// 112), so after >> 8 they are within [16, 239] and the reference's clamps
-// never act. Being in [0, 65535], each sum holds its result in byte 1 and
-// zeros above, so one byte_perm forms the chroma index u0 * 256 + v0.
-//
-// Backward: the chroma entry holds u' and v' in bytes 0 and 1, which dp2a
-// multiplies by a row's two 16-bit coefficients, added to 298 * y' plus the
-// row's offset. clamp(x >> 8, 0, 255) equals byte 1 of clamp(x, 0, 65535)
-// (x < 0 gives 0 either way, x > 65535 gives 255, and otherwise x >> 8 is
-// byte 1 of x), so the results are clamped unshifted and byte_perm takes byte
-// 1 of each straight to its place: sel_rg puts R and G there, sel_ba B and
-// the pixel's own fourth byte, zeros elsewhere (byte 3 of a clamped value).
-__device__ __forceinline__ uint32_t balance_pixel(const BalanceArgs& a, const uint8_t* table,
-                                                  uint32_t w) {
-  const uint32_t yf = __dp4a(w, a.coef_y, 4096u);
-  const int uf = dp4a_us(w, a.coef_u, 32768);
-  const int vf = dp4a_us(w, a.coef_v, 32768);
-  const int y1 = table[yf >> 8];
-  const uint32_t t = balance_chroma(a.chroma, __byte_perm(vf, uf, 0x3351));
-  const int y298 = 298 * y1;
-  const int r = __vimin_s32_relu(dp2a_lo_su(coef_pair(0, 409), t, y298 - 57068), 65535);
-  const int g = __vimin_s32_relu(dp2a_lo_su(coef_pair(-100, -208), t, y298 + 34707), 65535);
-  const int b = __vimin_s32_relu(dp2a_lo_su(coef_pair(516, 0), t, y298 - 70870), 65535);
-  return __byte_perm(r, g, a.sel_rg) | __byte_perm(b, w, a.sel_ba);
-}
-
 // Rows per thread in the packed RGB kernel. The words of both are loaded
 // before either is processed, so each thread keeps 32 bytes in flight: with
 // the arithmetic now light, one 16-byte word per thread would leave the
@@ -412,8 +348,9 @@ __global__ void balance_rgb_kernel(const uint8_t* __restrict__ src, size_t src_s
 
 // 3-byte RGB (RGB, BGR): each thread balances 4 pixels of a row, its 12
 // bytes loaded and stored as three words where both planes are 4-byte
-// aligned, through balance_pixel on a word per pixel (rgb_words' layout of
-// the format, whose fourth byte has no coefficient and is dropped again).
+// aligned, through balance_pixel on a word per pixel (rgb_balance_words'
+// layout of the format, whose fourth byte has no coefficient and is dropped
+// again).
 template <bool kWords>
 __global__ void __launch_bounds__(kThreads)
     balance_rgb24_kernel(const uint8_t* __restrict__ src, size_t src_stride,
@@ -456,30 +393,6 @@ dim3 grid_for(size_t items, size_t rows) {
 
 bool aligned_to(const PlaneRef& p, size_t n) {
   return reinterpret_cast<uintptr_t>(p.data) % n == 0 && p.stride % n == 0;
-}
-
-// The dp4a coefficient words and byte_perm selectors of a packed RGB format
-// (see BalanceArgs and balance_pixel).
-void rgb_words(PixelFormat format, BalanceArgs* a) {
-  int r, g, b;
-  rgb_byte_offsets(format, &r, &g, &b);
-  const int alpha = 6 - r - g - b;  // the offsets are three of 0..3
-  const auto coefs = [&](int cr, int cg, int cb) {
-    return static_cast<uint32_t>(static_cast<uint8_t>(cr)) << (8 * r) |
-           static_cast<uint32_t>(static_cast<uint8_t>(cg)) << (8 * g) |
-           static_cast<uint32_t>(static_cast<uint8_t>(cb)) << (8 * b);
-  };
-  a->coef_y = coefs(66, 129, 25);
-  a->coef_u = coefs(-38, -74, 112);
-  a->coef_v = coefs(112, -94, -18);
-  // Nibble k of a selector names the source of the result's byte k: 1 and 5
-  // are byte 1 of the first and second operands (a clamped result), 3 is
-  // byte 3 of the first (zero), and 4 + k is byte k of the pixel itself.
-  a->sel_rg = a->sel_ba = 0;
-  for (int k = 0; k < 4; ++k) {
-    a->sel_rg |= (k == r ? 1u : k == g ? 5u : 3u) << (4 * k);
-    a->sel_ba |= (k == b ? 1u : k == alpha ? 4u + k : 3u) << (4 * k);
-  }
 }
 
 }  // namespace
@@ -653,7 +566,7 @@ void balance_cuda(const ImageRef& in, const ImageRef& out, const BalanceParams& 
   BalanceArgs a{};
   a.k = balance_constants(params);
   const FormatInfo& info = format_info(in.format);
-  if (!info.is_yuv && colour_components(in.format) == 3) rgb_words(in.format, &a);
+  if (!info.is_yuv && colour_components(in.format) == 3) rgb_balance_words(in.format, &a);
   if (in.width == 0 || in.height == 0) return;
   a.chroma =
       in.format == PixelFormat::kGRAY8 ? nullptr : reinterpret_cast<const uint16_t*>(chroma_table);

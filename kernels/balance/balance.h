@@ -17,6 +17,7 @@
 #include "kernels/kernel_params.h"
 #include "kernels/operation.h"
 #include "kernels/operation_entry.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
 
@@ -45,6 +46,10 @@ BalanceConstants balance_constants(const BalanceParams& params);
 // bytes); `format` must be packed RGB.
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b);
 
+// The dp4a coefficient words and byte_perm selectors of packed RGB
+// `format` (RgbBalanceWords); the chroma table is left as it was.
+void rgb_balance_words(PixelFormat format, RgbBalanceWords* words);
+
 // The workspace holds the chroma table (256 x 256 entries of 2 bytes: the
 // (u', v') pair for each (u, v)), built on the device by prepare_cuda.
 class BalanceOperation final : public Operation {
@@ -60,6 +65,9 @@ class BalanceOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   // Each output row from its own input row.
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
+  // Packed 8-bit RGB: the luma table, the matrices and the chroma table.
+  bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                   PixelStage* stage) const override;
   size_t workspace_bytes() const override;
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

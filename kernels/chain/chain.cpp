@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "kernels/chain/fused_pixels.h"
 #include "kernels/error.h"
 #include "kernels/operation_registry.h"
 
@@ -43,14 +44,16 @@ std::string trim(const std::string& text) {
   return text.substr(a, b - a);
 }
 
-// `text` cut where `is_cut` holds outside double quotes; the quotes go.
+// `text` cut where `is_cut` holds outside double quotes; the quotes go,
+// or stay where `keep_quotes` (for a second cut of each part).
 template <typename IsCut>
-std::vector<std::string> cut(const std::string& text, IsCut is_cut) {
+std::vector<std::string> cut(const std::string& text, IsCut is_cut, bool keep_quotes = false) {
   std::vector<std::string> parts(1);
   bool quoted = false;
   for (char c : text) {
     if (c == '"') {
       quoted = !quoted;
+      if (keep_quotes) parts.back() += c;
     } else if (!quoted && is_cut(c)) {
       parts.emplace_back();
     } else {
@@ -131,14 +134,15 @@ std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
   spec->text = text;
   std::vector<std::string> parts;
   try {
-    parts = cut(text, [](char c) { return c == '!'; });
+    parts = cut(text, [](char c) { return c == '!'; }, true);
   } catch (const Error& e) {
     throw Error(std::string("chain \"") + text + "\": " + e.what());
   }
   for (size_t k = 0; k < parts.size(); ++k) {
     const std::string where = "chain step " + std::to_string(k + 1);
     std::vector<std::string> words;
-    for (const std::string& w : cut(parts[k], [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }))
+    const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    for (const std::string& w : cut(parts[k], space))
       if (!trim(w).empty()) words.push_back(trim(w));
     if (words.empty()) throw Error(where + " is empty: write steps as \"blur sigma=2 ! invert\"");
     ChainStep step;
@@ -147,19 +151,30 @@ std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
     bool taken = false;
     std::string built_in;
     for (const OperationEntry& e : operation_registry()) {
-      const bool takes = e.offered && !e.user_code && std::string(e.name) != "application";
+      const bool takes = e.offered && std::string(e.name) != "application";
       if (takes) built_in += std::string(built_in.empty() ? "" : ", ") + e.name;
       if (step.name == e.name) entry = &e, taken = takes;
     }
     if (entry == nullptr)
       throw Error(where + ": there is no kernel '" + step.name + "': a step is one of " + built_in);
     if (!taken)
-      throw Error(where + " (" + step.name + "): a chain's steps are the built-in kernels (" +
-                  built_in + "); " + step.name + " runs in an element of its own (kernel=" +
-                  step.name + ")");
+      throw Error(where + " (" + step.name + "): a chain's steps are " + built_in + "; " +
+                  step.name + " runs in an element of its own (kernel=" + step.name + ")");
     for (size_t i = 1; i < words.size(); ++i) {
       const size_t eq = words[i].find('=');
       const std::string name = words[i].substr(0, eq);
+      if (step.name == "custom") {
+        const std::vector<std::string>& allowed = custom_step_words();
+        if (std::find(allowed.begin(), allowed.end(), name) == allowed.end() ||
+            eq == std::string::npos) {
+          std::string list;
+          for (const std::string& w : allowed) list += (list.empty() ? "" : ", ") + w;
+          throw Error(where + " (custom): " + words[i] + " is not one of its words; it takes " +
+                      list + "=VALUE, as the element's properties of those names");
+        }
+        step.texts.emplace_back(name, words[i].substr(eq + 1));
+        continue;
+      }
       const ParamSpec* spec_of = nullptr;
       for (const ParamSpec& s : entry->params)
         if (name == s.name) spec_of = &s;
@@ -183,20 +198,47 @@ std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
   return spec;
 }
 
+const std::vector<std::string>& custom_step_words() {
+  static const std::vector<std::string> words{"kernel-file", "kernel-source", "kernel-params",
+                                              "kernel-entry", "kernel-launch"};
+  return words;
+}
+
+bool chain_has_custom(const ChainSpec& spec) {
+  return std::any_of(spec.steps.begin(), spec.steps.end(),
+                     [](const ChainStep& step) { return step.name == "custom"; });
+}
+
 bool same_chain(const std::shared_ptr<const ChainSpec>& a,
                 const std::shared_ptr<const ChainSpec>& b) {
   if (!a || !b) return a == b;
-  return a->text == b->text;
+  if (a->text != b->text || a->steps.size() != b->steps.size()) return false;
+  // Custom steps: the kernels loaded from their words (a file may change).
+  for (size_t k = 0; k < a->steps.size(); ++k) {
+    const auto& x = a->steps[k].custom;
+    const auto& y = b->steps[k].custom;
+    if (x != y && (!x || !y || !(*x == *y))) return false;
+  }
+  return true;
 }
 
-ChainOperation::ChainOperation(std::shared_ptr<const ChainSpec> spec, const KernelParams& params)
-    : spec_(std::move(spec)) {
+ChainOperation::ChainOperation(std::shared_ptr<const ChainSpec> spec, const KernelParams& params,
+                               bool fuse)
+    : spec_(std::move(spec)), fuse_(fuse) {
   if (!spec_ || spec_->steps.empty()) throw Error("a chain needs at least one step");
   bool swapped = false;
   for (size_t k = 0; k < spec_->steps.size(); ++k) {
     KernelParams own = params;
     own.values = spec_->steps[k].values;
     own.chain = nullptr;
+    if (spec_->steps[k].name == "custom") {
+      if (!spec_->steps[k].custom)
+        throw Error(step_name(k) +
+                    ": its kernel was not loaded (give kernel-file or kernel-source)");
+      const int device = own.custom.device;
+      own.custom = *spec_->steps[k].custom;
+      own.custom.device = device;
+    }
     // The last step's input is the frame the others made: turned where
     // they turned it.
     if (swapped) {
@@ -364,7 +406,7 @@ std::string ChainOperation::check(const ImageRef& in, const ImageRef& out) const
 
 bool ChainOperation::same_as(const Operation& other) const {
   const auto* chain = dynamic_cast<const ChainOperation*>(&other);
-  if (chain == nullptr || chain->steps_.size() != steps_.size() ||
+  if (chain == nullptr || chain->steps_.size() != steps_.size() || chain->fuse_ != fuse_ ||
       chain->in_width_ != in_width_ || chain->in_height_ != in_height_)
     return false;
   for (size_t k = 0; k < steps_.size(); ++k)
@@ -428,14 +470,119 @@ void ChainOperation::prepare_reference(const Workspace& workspace) const {
     steps_[k]->prepare_reference(step_workspace(workspace, k));
 }
 
+std::vector<ChainOperation::Launch> ChainOperation::plan(
+    const ImageRef& in, const std::vector<ImageRef>& frames, const ImageRef& out,
+    const Workspace* workspace, std::vector<std::vector<PixelStage>>* stages) const {
+  const size_t n = steps_.size();
+  const auto format = [&](size_t k) { return k == 0 ? in.format : frames[k - 1].format; };
+  const auto made = [&](size_t k) { return k + 1 == n ? out.format : frames[k].format; };
+  std::vector<Launch> launches;
+  stages->clear();
+  for (size_t k = 0; k < n;) {
+    // The longest run of steps from k that each give a stage.
+    std::vector<PixelStage> run;
+    for (size_t m = k; fuse_ && n > 1 && m < n && run.size() < kMaxFusedStages; ++m) {
+      PixelStage stage;
+      const Workspace own = workspace != nullptr ? step_workspace(*workspace, m) : Workspace{};
+      if (!steps_[m]->pixel_stage(format(m), made(m), own, &stage)) break;
+      run.push_back(stage);
+    }
+    const size_t last = run.size() >= 2 ? k + run.size() - 1 : k;
+    launches.push_back(Launch{k, last});
+    stages->push_back(last > k ? std::move(run) : std::vector<PixelStage>{});
+    k = last + 1;
+  }
+  return launches;
+}
+
+std::vector<ChainOperation::Launch> ChainOperation::launches(PixelFormat in,
+                                                             PixelFormat out) const {
+  ImageRef first, last;
+  first.format = in;
+  last.format = out;
+  std::string problem;
+  const std::vector<ImageRef> frames = between(first, nullptr, &problem);
+  if (!problem.empty()) return {};
+  std::vector<std::vector<PixelStage>> stages;
+  return plan(first, frames, last, nullptr, &stages);
+}
+
+void ChainOperation::enqueue_launch(const Launch& launch, const std::vector<PixelStage>& stages,
+                                    const ImageRef& in, const ImageRef& out,
+                                    const Workspace& workspace, int y0, int y1, bool rows,
+                                    CUstream_st* stream) const {
+  if (launch.first == launch.last) {
+    const Workspace own = step_workspace(workspace, launch.first);
+    if (rows)
+      steps_[launch.first]->enqueue_cuda_rows(in, out, own, y0, y1, stream);
+    else
+      steps_[launch.first]->enqueue_cuda(in, out, own, stream);
+    return;
+  }
+  // Per pixel, every output row from its own input row.
+  CO_CUDA_ONLY(fused_pixels_cuda(rows ? image_rows(in, y0, y1) : in,
+                                 rows ? image_rows(out, y0, y1) : out, stages.data(),
+                                 static_cast<int>(stages.size()), stream));
+}
+
+std::vector<std::string> ChainOperation::parts(PixelFormat in, PixelFormat out) const {
+  std::vector<std::string> names;
+  if (steps_.size() < 2) return names;
+  for (const Launch& l : launches(in, out)) {
+    std::string name = l.first == l.last ? "step " + std::to_string(l.first + 1)
+                                         : "steps " + std::to_string(l.first + 1) + "-" +
+                                               std::to_string(l.last + 1);
+    for (size_t k = l.first; k <= l.last; ++k)
+      name += (k == l.first ? " (" : ", ") + spec_->steps[k].name;
+    names.push_back(name + ")");
+  }
+  return names;
+}
+
+void ChainOperation::enqueue_cuda_part(size_t part, const ImageRef& in, const ImageRef& out,
+                                       const Workspace& workspace, CUstream_st* stream) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  std::vector<std::vector<PixelStage>> stages;
+  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
+  if (part >= launches.size())
+    throw OperationError("the chain has no part " + std::to_string(part));
+  const Launch& l = launches[part];
+  const size_t n = steps_.size();
+  enqueue_launch(l, stages[part], l.first == 0 ? in : frames[l.first - 1],
+                 l.last + 1 == n ? out : frames[l.last], workspace, 0, out.height, false, stream);
+}
+
+void ChainOperation::run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
+                                        const Workspace& workspace) const {
+  std::string problem;
+  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  std::vector<std::vector<PixelStage>> stages;
+  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
+  if (part >= launches.size())
+    throw OperationError("the chain has no part " + std::to_string(part));
+  const size_t n = steps_.size();
+  for (size_t k = launches[part].first; k <= launches[part].last; ++k)
+    steps_[k]->run_reference(k == 0 ? in : frames[k - 1], k + 1 == n ? out : frames[k],
+                             step_workspace(workspace, k));
+}
+
 void ChainOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, CUstream_st* stream) const {
   std::string problem;
   const std::vector<ImageRef> frames = between(in, &workspace, &problem);
   if (!problem.empty()) throw OperationError(problem);
-  for (size_t k = 0; k < steps_.size(); ++k)
-    steps_[k]->enqueue_cuda(k == 0 ? in : frames[k - 1], k + 1 == steps_.size() ? out : frames[k],
-                            step_workspace(workspace, k), stream);
+  std::vector<std::vector<PixelStage>> stages;
+  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
+  const size_t n = steps_.size();
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    enqueue_launch(l, stages[i], l.first == 0 ? in : frames[l.first - 1],
+                   l.last + 1 == n ? out : frames[l.last], workspace, 0, out.height, false,
+                   stream);
+  }
 }
 
 void ChainOperation::run_reference(const ImageRef& in, const ImageRef& out,
@@ -456,10 +603,16 @@ void ChainOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
   const std::vector<ImageRef> frames = between(in, &workspace, &problem);
   if (!problem.empty()) throw OperationError(problem);
   const std::vector<RowRange> rows = band_rows(in, frames, out, y0, y1);
-  for (size_t k = 0; k < steps_.size(); ++k)
-    steps_[k]->enqueue_cuda_rows(k == 0 ? in : frames[k - 1],
-                                 k + 1 == steps_.size() ? out : frames[k],
-                                 step_workspace(workspace, k), rows[k].first, rows[k].last, stream);
+  std::vector<std::vector<PixelStage>> stages;
+  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
+  const size_t n = steps_.size();
+  for (size_t i = 0; i < launches.size(); ++i) {
+    // A fused launch makes the rows its last step would.
+    const Launch& l = launches[i];
+    enqueue_launch(l, stages[i], l.first == 0 ? in : frames[l.first - 1],
+                   l.last + 1 == n ? out : frames[l.last], workspace, rows[l.last].first,
+                   rows[l.last].last, true, stream);
+  }
 }
 
 void ChainOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,

@@ -7,9 +7,13 @@
 //   balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! flip video-direction=90r ! convert
 //
 // Each step is a built-in operation with its own parameters, as its
-// registry entry declares them. A step whose output format or size is
+// registry entry declares them, or a user's kernel (custom, with the
+// element's kernel-* properties as its words). A step whose output format or size is
 // downstream's choice (convert, scale) can only be the last: its output is
-// the element's, negotiated with downstream. Each step is its own launch.
+// the element's, negotiated with downstream. Consecutive steps that map
+// each pixel of packed 8-bit RGB alone (Operation::pixel_stage: invert,
+// balance, convert between RGB orders) run fused, in one launch
+// (fused_pixels.h); every other step is its own launch.
 // A frame is cut into bands (EngineConfig::bands) where every step allows
 // bands by rows and keeps the picture's size: each band runs every step on
 // the rows the steps after it read, so its halo is the sum of theirs.
@@ -20,12 +24,19 @@
 #include <vector>
 
 #include "kernels/operation.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
 
 struct ChainStep {
   std::string name;  // a registry entry's
   ParamValues values;
+  // A custom step's text values as written (kernel-file, kernel-source,
+  // kernel-params, kernel-entry, kernel-launch), and its kernel made from
+  // them by the element (which reads files and GStreamer structures)
+  // before the chain is made.
+  std::vector<std::pair<std::string, std::string>> texts;
+  std::shared_ptr<const CustomKernelParams> custom;
 };
 
 struct ChainSpec {
@@ -38,11 +49,19 @@ struct ChainSpec {
 // number from 1 and its kernel) and what is wrong with it.
 std::shared_ptr<const ChainSpec> parse_chain(const std::string& text);
 
+// The words a custom step takes: the element's properties of the same names.
+const std::vector<std::string>& custom_step_words();
+
+// Whether a step of `spec` is a user's kernel (custom).
+bool chain_has_custom(const ChainSpec& spec);
+
 class ChainOperation final : public Operation {
  public:
   // Each step made with `params` but for its own values. Throws Error
-  // naming the step whose parameters its operation refuses.
-  ChainOperation(std::shared_ptr<const ChainSpec> spec, const KernelParams& params);
+  // naming the step whose parameters its operation refuses. `fuse` false:
+  // every step its own launch (for measuring what fusion saves).
+  ChainOperation(std::shared_ptr<const ChainSpec> spec, const KernelParams& params,
+                 bool fuse = true);
 
   const char* name() const override { return "chain"; }
   std::vector<PixelFormat> output_formats(PixelFormat in) const override;
@@ -64,6 +83,15 @@ class ChainOperation final : public Operation {
   void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                           int y0, int y1) const override;
 
+  // Its launches (launches()), named by their steps: "step 2 (blur)",
+  // "steps 3-5 (balance, invert, convert)". Empty for one step.
+  std::vector<std::string> parts(PixelFormat in, PixelFormat out) const override;
+  void enqueue_cuda_part(size_t part, const ImageRef& in, const ImageRef& out,
+                         const Workspace& workspace, CUstream_st* stream) const override;
+  // The steps of launch `part`, one by one.
+  void run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
+                          const Workspace& workspace) const override;
+
   size_t workspace_bytes() const override;
   void prepare_cuda(const Workspace& workspace, CUstream_st* stream) const override;
   void prepare_reference(const Workspace& workspace) const override;
@@ -76,6 +104,14 @@ class ChainOperation final : public Operation {
   // Whether the steps before the last swap width and height: the last
   // step's input is then the element's turned.
   bool turns_before_last() const;
+
+  // The launches a frame of `in` to `out` takes on CUDA, in order: each
+  // the steps [first, last] it runs, fused where first < last.
+  struct Launch {
+    size_t first = 0;
+    size_t last = 0;
+  };
+  std::vector<Launch> launches(PixelFormat in, PixelFormat out) const;
 
  private:
   // The image each step makes from `in` but the last (whose is `out`),
@@ -96,6 +132,16 @@ class ChainOperation final : public Operation {
   // of its formats).
   std::vector<RowRange> band_rows(const ImageRef& in, const std::vector<ImageRef>& frames,
                                   const ImageRef& out, int y0, int y1) const;
+  // launches() for the images `in`, `frames` (between()'s), `out`, with
+  // each fused launch's stages (their tables in `workspace`, when given).
+  std::vector<Launch> plan(const ImageRef& in, const std::vector<ImageRef>& frames,
+                           const ImageRef& out, const Workspace* workspace,
+                           std::vector<std::vector<PixelStage>>* stages) const;
+  // Runs launch `launch` of the plan from `in` into `out`, rows [y0, y1) of
+  // its last step's output (whole images: 0 and out.height).
+  void enqueue_launch(const Launch& launch, const std::vector<PixelStage>& stages,
+                      const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                      int y0, int y1, bool rows, CUstream_st* stream) const;
   // Step k's own part of the workspace.
   Workspace step_workspace(const Workspace& workspace, size_t k) const;
   // "step 2 (blur)": for messages.
@@ -103,6 +149,7 @@ class ChainOperation final : public Operation {
 
   std::shared_ptr<const ChainSpec> spec_;
   std::vector<std::shared_ptr<const Operation>> steps_;
+  bool fuse_ = true;
   // The input's size where the caps fixed it (KernelParams::sizes): the
   // frames between steps are sized for it. 0: unknown (caps queries).
   int in_width_ = 0;

@@ -8,6 +8,7 @@
 
 #include "kernels/convert/convert_math.h"
 #include "kernels/convert/debayer_math.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
 namespace {
@@ -364,6 +365,13 @@ bool ConvertOperation::same_as(const Operation& other) const {
   const auto* o = dynamic_cast<const ConvertOperation*>(&other);
   return o != nullptr && o->params_ == params_ && o->declared() == declared() &&
          o->resize_ == resize_;
+}
+
+bool ConvertOperation::pixel_stage(PixelFormat in, PixelFormat out, const Workspace&,
+                                   PixelStage* stage) const {
+  if (resize_.active() || !is_pixel_stage_format(in) || !is_pixel_stage_format(out)) return false;
+  *stage = rgb_shuffle_stage(in, out);
+  return true;
 }
 
 void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& whole_out,

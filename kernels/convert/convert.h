@@ -97,6 +97,9 @@ class ConvertOperation final : public ResizingOperation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // Between packed 8-bit RGB formats at one size: the bytes moved.
+  bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                   PixelStage* stage) const override;
   // Bands: rows that mix no other rows take the default rows path (halo 0);
   // the others (4:2:0 chroma interpolated or averaged, debayering) run by
   // view with kConvertBandHalo rows, but for YUV to YUV through the plane

@@ -5,6 +5,7 @@
 
 #include "kernels/copy/copy.h"
 #include "kernels/error.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
 
@@ -49,6 +50,14 @@ void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]) {
 void InvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                    CUstream_st* stream) const {
   CO_CUDA_ONLY(invert_cuda(in, out, stream));
+}
+
+bool InvertOperation::pixel_stage(PixelFormat in, PixelFormat out, const Workspace&,
+                                  PixelStage* stage) const {
+  if (in != out || !is_pixel_stage_format(in)) return false;
+  *stage = PixelStage{};
+  for (int c = 0; c < 3; ++c) stage->mask |= 0xFFu << (8 * format_info(in).comp[c].offset);
+  return true;
 }
 
 void InvertOperation::run_reference(const ImageRef& in, const ImageRef& out,

@@ -18,6 +18,9 @@ class InvertOperation final : public Operation {
   bool mixes_rows(PixelFormat, PixelFormat) const override { return false; }
   // Each output row from its own input row.
   int band_halo(PixelFormat, PixelFormat) const override { return 0; }
+  // Packed 8-bit RGB: R, G and B flipped by a mask.
+  bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                   PixelStage* stage) const override;
   void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,

@@ -130,6 +130,11 @@ class TimedStream final : public Stream {
     stream_.launch_rows(op, in, out, workspace, y0, y1);
     clock_.tick();
   }
+  void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
+                   const Workspace& workspace) override {
+    stream_.launch_part(op, part, in, out, workspace);
+    clock_.tick();
+  }
   void prepare(const Operation& op, const Workspace& workspace) override {
     stream_.prepare(op, workspace);
   }

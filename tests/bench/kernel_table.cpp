@@ -21,6 +21,7 @@
 #include "bench.h"
 #include "cpu_device.h"
 #include "cuda_device.h"
+#include "kernels/chain/chain.h"
 #include "kernels/custom/runtime_compiler.h"
 #include "kernels/kernel_timing.h"
 #include "kernels/operation_registry.h"
@@ -195,9 +196,11 @@ int run_kernel_table(const Options& opt) {
   std::printf("|---|---|---:|---:|---:|\n");
   // One row: `k` from a frame of `in_format` to one of `out_format`, 4K
   // unless `params` give other sizes (scale).
+  // `given`: that operation rather than one made from `kernel` and `params`.
   auto time_row = [&](const std::string& label, const char* kernel, const KernelParams& params,
-                      PixelFormat in_format, PixelFormat out_format, int iterations, bool print) {
-    const auto op = make_operation(kernel, params);
+                      PixelFormat in_format, PixelFormat out_format, int iterations, bool print,
+                      std::shared_ptr<const Operation> given = nullptr) {
+    const auto op = given ? given : make_operation(kernel, params);
     const bool swap = op->swaps_axes();
     const FrameSizes& sizes = params.sizes;
     const int in_w = sizes.known() ? sizes.in_width : width;
@@ -294,6 +297,33 @@ int run_kernel_table(const Options& opt) {
         time_row(std::string("scale ") + methods[m] + (iw > ow ? " 4K->1080p" : " 1080p->4K"),
                  "scale", p, f, f, opt.iterations, true);
       }
+  // A chain of three per-pixel steps (balance, invert, convert between RGB
+  // orders) in one fused launch and as three launches, beside each step
+  // alone.
+  if (chosen("chain", PixelFormat::kRGBA)) {
+    const std::string text = "balance contrast=1.2 saturation=0.8 ! invert ! convert";
+    KernelParams chain;
+    chain.chain = parse_chain(text);
+    chain.sizes = FrameSizes{width, height, width, height};
+    const PixelFormat in = PixelFormat::kRGBA, out = PixelFormat::kBGRx;
+    KernelParams balance;
+    balance.set("contrast", 1.2).set("saturation", 0.8);
+    const double one = time_row("balance 1.2 0.8 (chain's step 1)", "balance", balance, in, in,
+                                opt.iterations, true);
+    time_row("invert (chain's step 2)", "invert", {}, in, in, opt.iterations, true);
+    time_row("convert (chain's step 3)", "convert", {}, in, out, opt.iterations, true);
+    const double apart =
+        time_row("chain \"" + text + "\", 3 launches", "chain", chain, in, out, opt.iterations,
+                 true, std::make_shared<ChainOperation>(chain.chain, chain, false));
+    const double fused = time_row("chain \"" + text + "\", fused: 1 launch", "chain", chain, in,
+                                  out, opt.iterations, true);
+    // time_row gives ratios to the memory bound, the same for these rows
+    // (4K RGBA in, 4-byte pixels out): their ratios are those of the times.
+    std::printf(
+        "\nfused chain of 3 per-pixel steps: %.2fx the time of its slowest step alone "
+        "(balance), %.2fx of its 3 launches\n\n",
+        fused / one, fused / apart);
+  }
   if (!opt.only.empty()) return 0;
   print_custom_start(device);
   if (!opt.all_pairs) return 0;

@@ -104,7 +104,12 @@ INSTANTIATE_TEST_SUITE_P(
         ChainCase{"NV12", "invert ! flip video-direction=90r ! convert", ",format=RGBA"},
         ChainCase{"I420", "blur sigma=1 ! scale method=bicubic", ",width=50,height=30"},
         ChainCase{"YUY2", "balance brightness=0.1 ! convert", ",format=BGRx"},
-        ChainCase{"P010_10LE", "invert ! flip video-direction=horiz", ""}),
+        ChainCase{"P010_10LE", "invert ! flip video-direction=horiz", ""},
+        // Fused on CUDA: per-pixel steps on packed RGB, 4- and 3-byte.
+        ChainCase{"RGBA", "balance contrast=1.2 saturation=0.8 hue=0.1 ! invert ! convert",
+                  ",format=BGRx"},
+        ChainCase{"RGB", "invert ! balance brightness=0.1 ! blur sigma=1 ! invert ! convert",
+                  ",format=ARGB"}),
     [](const auto& info) {
       std::string name = std::string(info.param.format) + "_" + info.param.chain;
       for (char& ch : name)

@@ -261,6 +261,44 @@ TEST(Stats, CountersAreExactAndEveryStageIsTimed) {
   }
 }
 
+// A chain's launches are timed one by one (the per-pixel balance and invert
+// fused into one, blur its own), inside the compute stage; an element of
+// one kernel has no steps.
+TEST(Stats, EachLaunchOfAChainIsTimed) {
+  SKIP_WITHOUT_BACKEND();
+  StatsPipeline p(source(40, 30) + "chain=\"balance contrast=1.2 ! invert ! blur sigma=2\" " +
+                  "! fakesink sync=false");
+  ASSERT_EQ(p.run(), "");
+  GstStructure* s = p.stats();
+  ASSERT_NE(s, nullptr);
+  const GValue* steps = gst_structure_get_value(s, "steps");
+  ASSERT_NE(steps, nullptr);
+  ASSERT_TRUE(GST_VALUE_HOLDS_ARRAY(steps));
+  ASSERT_EQ(gst_value_array_get_size(steps), 2u);
+  const char* const names[] = {"steps 1-2 (balance, invert)", "step 3 (blur)"};
+  double sum = 0.0;
+  for (guint i = 0; i < 2; ++i) {
+    const GstStructure* step = gst_value_get_structure(gst_value_array_get_value(steps, i));
+    EXPECT_STREQ(gst_structure_get_string(step, "name"), names[i]);
+    EXPECT_GT(u64(step, "frames"), 0u);
+    EXPECT_GT(dbl(step, "compute-mean-ms"), 0.0);
+    EXPECT_GE(dbl(step, "compute-max-ms"), dbl(step, "compute-mean-ms"));
+    sum += dbl(step, "compute-mean-ms");
+  }
+  // The launches are most of the compute stage, measured on the same frames.
+  EXPECT_GE(sum, dbl(s, "compute-mean-ms") * 0.5);
+  gst_structure_free(s);
+
+  StatsPipeline one(source(5, 30) + "kernel=invert ! fakesink sync=false");
+  ASSERT_EQ(one.run(), "");
+  s = one.stats();
+  ASSERT_NE(s, nullptr);
+  steps = gst_structure_get_value(s, "steps");
+  ASSERT_NE(steps, nullptr);
+  EXPECT_EQ(gst_value_array_get_size(steps), 0u);
+  gst_structure_free(s);
+}
+
 // videotestsrc honours the ALLOCATION answer, so it writes into the device's
 // pinned memory: no frame is staged, every frame is uploaded.
 TEST(Stats, APinnedUpstreamSkipsTheStagingCopy) {

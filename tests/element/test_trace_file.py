@@ -4,8 +4,9 @@ overlapped mode, a gst-launch-1.0 run of N frames must leave a file in the
 Chrome/Perfetto trace format ({"traceEvents": [...]}) with the seven lanes
 named, exactly one slice per frame in each lane, every slice inside the
 run, and the stages of each frame in barrier order (upload before compute
-before download before push). Then scripts/trace-to-png.py --summary must
-read it. Run by meson (suite element) with the plugin's environment;
+before download before push); with a chain, each frame's compute slice
+holds one slice per launch of the chain, named after its steps, in order.
+Then scripts/trace-to-png.py --summary must read it. Run by meson (suite element) with the plugin's environment;
 CUDAOVERLAP_TEST_BACKEND picks the backend (cpu when unset).
 
   test_trace_file.py GST_LAUNCH TRACE_TO_PNG_SCRIPT
@@ -22,6 +23,9 @@ FRAMES = 24
 # rounding only; CUDA's times reach the host clock through an anchor event
 # (a few us of wake-up) and float milliseconds, as in tests/engine/test_timing.
 EPS_US = 0.002 if os.environ.get("CUDAOVERLAP_TEST_BACKEND", "cpu") == "cpu" else 20.0
+# The chain run: its launches (balance and invert fused, blur alone).
+CHAIN = "balance contrast=1.2 ! invert ! blur sigma=1"
+CHAIN_STEPS = ["steps 1-2 (balance, invert)", "step 3 (blur)"]
 
 
 def fail(message):
@@ -29,7 +33,7 @@ def fail(message):
     sys.exit(1)
 
 
-def check(path, mode):
+def check(path, mode, steps=()):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
@@ -40,10 +44,15 @@ def check(path, mode):
     if sorted(names.values()) != sorted(LANES):
         fail(f"{mode}: lanes named {sorted(names.values())}, want {sorted(LANES)}")
     slices = {lane: {} for lane in LANES}
+    parts = {}
     for e in events:
         if e.get("ph") != "X":
             continue
         lane = e["cat"]
+        if lane == "compute step" and names.get(e["tid"]) == "compute":
+            frame = e["args"]["frame"]
+            parts.setdefault(frame, []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+            continue
         if lane not in slices or names.get(e["tid"]) != lane:
             fail(f"{mode}: slice {e} is in no lane or in the wrong one")
         frame = e["args"]["frame"]
@@ -67,23 +76,34 @@ def check(path, mode):
         if mode == "serial" and frame > 0:
             if slices["download"][frame - 1][1] > slices["upload"][frame][0] + EPS_US:
                 fail(f"serial: frame {frame} uploads before frame {frame - 1} is downloaded")
-    print(f"ok: {mode}: {len(LANES)} lanes x {FRAMES} slices, stages in order")
+    for frame in range(FRAMES):
+        got = sorted(parts.get(frame, []))
+        want = [f"frame {frame} {step}" for step in steps]
+        if [name for _, _, name in got] != want:
+            fail(f"{mode}: frame {frame}: compute steps {[n for _, _, n in got]}, want {want}")
+        start, end = slices["compute"][frame]
+        for (a, b, name) in got:
+            if a < start - EPS_US or b > end + EPS_US:
+                fail(f"{mode}: {name} ({a}..{b} us) outside its compute slice ({start}..{end})")
+    print(f"ok: {mode}: {len(LANES)} lanes x {FRAMES} slices, stages in order"
+          + (f", {len(steps)} compute steps each" if steps else ""))
 
 
 def main():
     gst_launch, script = sys.argv[1], sys.argv[2]
     backend = os.environ.get("CUDAOVERLAP_TEST_BACKEND", "cpu")
     with tempfile.TemporaryDirectory() as tmp:
-        for mode in ("overlapped", "serial"):
-            path = os.path.join(tmp, f"{mode}.json")
+        for mode, chain in (("overlapped", None), ("serial", None), ("overlapped", CHAIN)):
+            path = os.path.join(tmp, f"{mode}{'-chain' if chain else ''}.json")
             cmd = [gst_launch, "-q", "videotestsrc", f"num-buffers={FRAMES}", "!",
                    "video/x-raw,format=RGBA,width=96,height=64", "!",
                    # upstream's own memory, not pinned, so every frame is
                    # staged and the staging lane is filled too (the pinned
                    # pool and pinned upstream memory skip it)
                    "identity", "drop-allocation=true", "!", "cudaoverlap",
-                   "pin-upstream-memory=false", f"backend={backend}", f"mode={mode}", f"trace-file={path}", "!",
-                   "fakesink", "sync=false"]
+                   "pin-upstream-memory=false", f"backend={backend}", f"mode={mode}", f"trace-file={path}"]
+            cmd += [f'chain="{chain}"'] if chain else []
+            cmd += ["!", "fakesink", "sync=false"]
             # Under scripts/sanitize.sh the plugin needs the sanitizer's
             # runtime preloaded into gst-launch-1.0 (not into Python).
             env = dict(os.environ)
@@ -92,7 +112,7 @@ def main():
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
             if run.returncode != 0:
                 fail(f"{' '.join(cmd)} exited with {run.returncode}: {run.stderr}")
-            check(path, mode)
+            check(path, mode + (" chain" if chain else ""), CHAIN_STEPS if chain else ())
             summary = subprocess.run([sys.executable, script, "--summary", "--skip-frames", "0",
                                       path], capture_output=True, text=True, timeout=60)
             if summary.returncode != 0 or f"{FRAMES} frames" not in summary.stdout:

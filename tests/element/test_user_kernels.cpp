@@ -14,6 +14,7 @@
 #include "app_pipeline.h"
 #include "cudaoverlap/cudaoverlap.h"
 #include "element_test_util.h"
+#include "pipeline_outcome.h"
 
 namespace cudaoverlap_test {
 namespace {
@@ -78,6 +79,50 @@ TEST(CustomKernel, OnTheCpuBackendItIsRefusedAtStartWithASentence) {
       "videotestsrc num-buffers=2 ! cudaoverlap backend=cpu kernel=custom kernel-file=" +
       file.path + " ! fakesink");
   EXPECT_NE(error.find("needs the cuda backend"), std::string::npos) << error;
+}
+
+// A custom step of a chain: loaded at start like kernel=custom (its errors
+// name the step), refused on the cpu backend, and on CUDA the same frames
+// as an element of its own after the chain's other steps.
+TEST(CustomKernel, InAChainItIsAStep) {
+  TemporaryFile file("invert.cu", kInvertSource);
+  const std::string src =
+      "videotestsrc num-buffers=3 pattern=smpte ! video/x-raw,format=RGBA,width=70,height=40 ! ";
+  std::string error = error_at_start(src + "cudaoverlap backend=cpu chain=\"invert ! custom " +
+                                     "kernel-file=" + file.path + "\" ! fakesink");
+  EXPECT_NE(error.find("the chain's custom step runs CUDA source, which needs the cuda backend"),
+            std::string::npos)
+      << error;
+  error = error_at_start(src +
+                         "cudaoverlap chain=\"invert ! custom kernel-file=/nonexistent.cu\" ! "
+                         "fakesink");
+  EXPECT_NE(error.find("chain step 2 (custom): kernel-file '/nonexistent.cu' cannot be read"),
+            std::string::npos)
+      << error;
+  error = error_at_start(src +
+                         "cudaoverlap chain=\"custom kernel-source=x kernel-launch=32by8\" ! "
+                         "fakesink");
+  EXPECT_NE(error.find("chain step 1 (custom): kernel-launch '32by8' is not a launch shape"),
+            std::string::npos)
+      << error;
+  if (!cuda_under_test()) GTEST_SKIP() << "the frames need the cuda backend";
+  const std::string params = " kernel-params=\\\"p, on=(boolean)true\\\"";
+  const std::string after = " ! appsink name=out sync=false";
+  const PipelineOutcome chain =
+      run_to_frames(src + "cudaoverlap name=o " + backend_properties() +
+                    " chain=\"balance saturation=1.5 ! custom kernel-file=" + file.path + params +
+                    " ! blur sigma=1\"" + after);
+  const PipelineOutcome steps = run_to_frames(
+      src + "cudaoverlap name=o " + backend_properties() + " kernel=balance saturation=1.5 ! " +
+      "cudaoverlap " + backend_properties() + " kernel=custom kernel-file=" + file.path +
+      " kernel-params=\"p, on=(boolean)true\" ! cudaoverlap " + backend_properties() +
+      " kernel=blur sigma=1" + after);
+  ASSERT_EQ(chain.error, "");
+  ASSERT_EQ(steps.error, "");
+  ASSERT_EQ(chain.frames.size(), 3u);
+  ASSERT_EQ(steps.frames.size(), 3u);
+  for (size_t i = 0; i < chain.frames.size(); ++i)
+    EXPECT_TRUE(chain.frames[i] == steps.frames[i]) << "frame " << i << " differs";
 }
 
 TEST(CustomKernel, ParametersThatCannotBeTakenFailTheStart) {

@@ -219,6 +219,13 @@ class TestDevice final : public Device {
       }
       inner_->launch_rows(op, in, out, workspace, y0, y1);
     }
+    void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) override {
+      role_ |= kComputeRole;
+      device_.note('K');
+      if (part == 0) ++device_.launches_;
+      inner_->launch_part(op, part, in, out, workspace);
+    }
     void prepare(const Operation& op, const Workspace& workspace) override {
       inner_->prepare(op, workspace);
     }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine_test_util.h"
+#include "kernels/chain/chain.h"
 
 namespace cudaoverlap::test {
 namespace {
@@ -160,6 +161,68 @@ INSTANTIATE_TEST_SUITE_P(
                       TimingCase{BackendKind::kCuda, Mode::kOverlapped, false, false},
                       TimingCase{BackendKind::kCuda, Mode::kOverlapped, true, true, 7}),
     case_name);
+
+// An operation of several parts (a chain's launches) is timed part by part
+// on frames timed whole: each part's end after the one before, inside the
+// compute stage; frames not timed, and frames cut into bands, carry none.
+// A frame run part by part is the frame run whole.
+TEST(TimingParts, AChainsLaunchesAreTimedInsideItsComputeStage) {
+  for (BackendKind backend : {BackendKind::kCpu, BackendKind::kCuda})
+    for (int bands : {1, 2}) {
+      SCOPED_TRACE(std::string(backend_name(backend)) + ", bands " + std::to_string(bands));
+      std::string why;
+      const std::shared_ptr<Device> device = make_backend(&why, backend);
+      if (!device) continue;  // no CUDA device
+      const FrameLayout layout = FrameLayout::packed(PixelFormat::kRGBA, 64, 32);
+      KernelParams params;
+      params.chain = parse_chain("invert ! blur sigma=1 ! invert");
+      params.sizes = FrameSizes{64, 32, 64, 32};
+      EngineConfig config;
+      config.operation = make_operation("chain", params);
+      ASSERT_EQ(config.operation->parts(PixelFormat::kRGBA, PixelFormat::kRGBA).size(), 3u);
+      config.input = config.output = layout;
+      config.timing = true;
+      config.timing_interval = 2;
+      config.bands = bands;
+      std::vector<std::vector<uint8_t>> outputs;
+      std::vector<FrameTiming> timings;
+      std::mutex mutex;
+      EngineCallbacks callbacks;
+      callbacks.on_frame = [&](OutputFrame frame) {
+        const ImageRef& image = frame.image();
+        std::vector<uint8_t> bytes(image.planes[0].data, image.planes[0].data + layout.size);
+        std::lock_guard<std::mutex> lock(mutex);
+        outputs.push_back(std::move(bytes));
+        timings.push_back(frame.timing());
+      };
+      constexpr int kFrames = 8;
+      {
+        Engine engine(device, config, callbacks);
+        engine.start();
+        const HostFrame host(layout, 3);  // every frame the same
+        for (int i = 0; i < kFrames; ++i) {
+          InputFrame in;
+          in.image = host.image;
+          ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
+        }
+        ASSERT_EQ(engine.drain(), Status::kOk) << engine.error();
+        engine.stop();
+      }
+      ASSERT_EQ(timings.size(), static_cast<size_t>(kFrames));
+      for (int i = 0; i < kFrames; ++i) {
+        SCOPED_TRACE("frame " + std::to_string(i));
+        const FrameTiming& f = timings[i];
+        EXPECT_TRUE(outputs[i] == outputs[0]) << "differs from frame 0";
+        if (i % 2 != 0 || bands > 1) {
+          EXPECT_EQ(f.parts, 0);
+          continue;
+        }
+        ASSERT_EQ(f.parts, 3);
+        // The blur between the two inversions takes time of its own.
+        EXPECT_GT(f.part(1).end_ns, f.part(1).start_ns);
+      }
+    }
+}
 
 TEST(TimingInterval, OutOfRangeIsRefusedAtStart) {
   CO_DEVICE_OR_SKIP(device, BackendKind::kCpu, 0, 1);

@@ -187,11 +187,14 @@ inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tol
   return first;
 }
 
+inline std::vector<int> band_cuts(int height, int bands, int step);
+
 // Runs `kernel` on `device` from host image `in` into host image `out`,
 // through device planes aligned to `align` bytes (256: the vector paths; 4:
-// the narrowest strides GStreamer makes).
+// the narrowest strides GStreamer makes); with `bands` > 1, band by band
+// (Operation::enqueue_cuda_rows) as the engine cuts them.
 inline void run_on_device(Device& device, const char* kernel, const KernelParams& params,
-                          const OwnedImage& in, OwnedImage& out, size_t align) {
+                          const OwnedImage& in, OwnedImage& out, size_t align, int bands = 1) {
   const auto op = make_operation(kernel, params);
   const std::string problem = op->check(in.image, out.image);
   if (!problem.empty()) throw Error(problem);
@@ -220,7 +223,14 @@ inline void run_on_device(Device& device, const char* kernel, const KernelParams
     stream->copy_2d(din.planes[p].data, din.planes[p].stride, src.planes[p].data,
                     src.planes[p].stride, in.layout.row_bytes(p), in.layout.rows(p),
                     CopyKind::kHostToDevice);
-  stream->launch(*op, din, dout, workspace);
+  if (bands <= 1) {
+    stream->launch(*op, din, dout, workspace);
+  } else {
+    const std::vector<int> rows =
+        band_cuts(out.layout.height, bands, band_row_step(in.layout.format, out.layout.format));
+    for (size_t k = 0; k + 1 < rows.size(); ++k)
+      stream->launch_rows(*op, din, dout, workspace, rows[k], rows[k + 1]);
+  }
   for (int p = 0; p < out.layout.n_planes(); ++p)
     stream->copy_2d(dst.planes[p].data, dst.planes[p].stride, dout.planes[p].data,
                     dout.planes[p].stride, out.layout.row_bytes(p), out.layout.rows(p),

@@ -1,14 +1,16 @@
 // Chains (kernels/chain/chain.h): the text parsed into steps with their
 // values, refused with a sentence naming the step where it is wrong; a
 // chain's frame equal, byte for byte, to its steps run one after another
-// as operations of their own, on the CPU reference and on the GPU; its
-// orientation the composition of its steps'.
+// as operations of their own, on the CPU reference and on the GPU, fused
+// or not; its orientation the composition of its steps'.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/chain/chain.h"
+#include "kernels/chain/fused_pixels.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap::test {
 namespace {
@@ -62,6 +64,30 @@ TEST(ChainParse, StepsAndTheirValues) {
   EXPECT_TRUE(spec->steps[3].values.values().empty());
 }
 
+// A user's kernel is a step: its words kept as written (quotes gone) for
+// the element to load, and the chain refuses to be made before they are.
+TEST(ChainParse, ACustomStepKeepsItsWords) {
+  const auto spec = parse_chain(
+      "invert ! custom kernel-file=/k/sepia.cu kernel-params=\"params, amount=(float)0.8\" "
+      "kernel-launch=32x8");
+  ASSERT_EQ(spec->steps.size(), 2u);
+  EXPECT_FALSE(chain_has_custom(*parse_chain("invert ! blur")));
+  ASSERT_TRUE(chain_has_custom(*spec));
+  const std::vector<std::pair<std::string, std::string>> want{
+      {"kernel-file", "/k/sepia.cu"},
+      {"kernel-params", "params, amount=(float)0.8"},
+      {"kernel-launch", "32x8"}};
+  EXPECT_EQ(spec->steps[1].texts, want);
+  try {
+    make_operation("chain", chain_params(spec->text, 64, 48, 64, 48));
+    ADD_FAILURE() << "a chain whose custom kernel was not loaded was made";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chain step 2 (custom): its kernel was not loaded"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ChainParse, MistakesAreNamedWithTheirStep) {
   const struct {
     const char* text;
@@ -72,7 +98,9 @@ TEST(ChainParse, MistakesAreNamedWithTheirStep) {
       {"invert ! blur sigma=500", "chain step 2 (blur): sigma takes"},
       {"flip video-direction=sideways", "chain step 1 (flip): video-direction=sideways is not"},
       {"invert ! ! blur", "chain step 2 is empty"},
-      {"invert ! custom", "chain step 2 (custom): a chain's steps are the built-in kernels"},
+      {"invert ! application", "chain step 2 (application): a chain's steps are copy, invert"},
+      {"invert ! custom sigma=2", "chain step 2 (custom): sigma=2 is not one of its words"},
+      {"custom kernel-file", "chain step 1 (custom): kernel-file is not one of its words"},
       {"blur sigma=\"2", "a quote is not closed"},
   };
   for (const auto& c : cases) {
@@ -249,6 +277,128 @@ TEST(ChainOrientation, IsTheCompositionOfItsSteps) {
       EXPECT_EQ(compare_images(one.image, two.image), "")
           << "orientation " << direction_name(chain->orientation());
     }
+}
+
+// Which steps run fused: runs of two or more per-pixel steps on packed
+// 8-bit RGB, at most kMaxFusedStages a launch; none on other formats, none
+// where fusion is off.
+TEST(ChainFusion, RunsOfPerPixelStepsOnRgbAreOneLaunch) {
+  using F = PixelFormat;
+  const auto launches = [](const std::string& text, F in, F out, bool fuse = true) {
+    const ChainOperation chain(parse_chain(text), chain_params(text, 64, 48, 64, 48), fuse);
+    std::string got;
+    for (const ChainOperation::Launch& l : chain.launches(in, out))
+      got += "[" + std::to_string(l.first) +
+             (l.last > l.first ? "-" + std::to_string(l.last) : "") + "]";
+    return got;
+  };
+  const std::string mixed = "balance contrast=1.2 ! invert ! blur sigma=2 ! invert ! convert";
+  EXPECT_EQ(launches(mixed, F::kRGBA, F::kBGRx), "[0-1][2][3-4]");
+  EXPECT_EQ(launches(mixed, F::kRGB, F::kARGB), "[0-1][2][3-4]");
+  EXPECT_EQ(launches(mixed, F::kNV12, F::kRGBA), "[0][1][2][3][4]");
+  EXPECT_EQ(launches(mixed, F::kRGBA, F::kNV12), "[0-1][2][3][4]");  // convert to YUV: its own
+  EXPECT_EQ(launches(mixed, F::kRGBA, F::kBGRx, false), "[0][1][2][3][4]");
+  EXPECT_EQ(launches("invert ! flip video-direction=horiz ! invert", F::kRGBA, F::kRGBA),
+            "[0][1][2]");
+  EXPECT_EQ(launches("invert", F::kRGBA, F::kRGBA), "[0]");
+  std::string ten = "invert";
+  for (int i = 1; i < 10; ++i) ten += " ! invert";
+  ASSERT_EQ(kMaxFusedStages, 8);
+  EXPECT_EQ(launches(ten, F::kBGRA, F::kBGRA), "[0-7][8-9]");
+}
+
+// The stages a chain fuses do what the operations do alone: convert's
+// reordering between every pair of packed RGB formats, invert's mask (the
+// GPU tests below run balance's).
+TEST(PixelStage, ShufflesEqualConvertAndInvert) {
+  std::vector<PixelFormat> formats;
+  for (PixelFormat f : all_pixel_formats())
+    if (is_pixel_stage_format(f)) formats.push_back(f);
+  ASSERT_EQ(formats.size(), 8u);  // six 4-byte orders, RGB, BGR
+  const int w = 13;
+  for (PixelFormat a : formats) {
+    OwnedImage in(a, w, 1);
+    in.fill_random(static_cast<uint32_t>(a) + 1);
+    const auto pixel = [](const OwnedImage& image, int x) {
+      const int bytes = pixel_stage_bytes(image.layout.format);
+      uint32_t p = 0;
+      for (int b = 0; b < bytes; ++b)
+        p |= uint32_t{image.image.planes[0].data[x * bytes + b]} << (8 * b);
+      return p;
+    };
+    const auto bytes_of = [](PixelFormat f) {
+      return pixel_stage_bytes(f) == 4 ? 0xFFFFFFFFu : 0xFFFFFFu;
+    };
+    for (PixelFormat b : formats) {
+      SCOPED_TRACE(std::string(format_info(a).name) + " -> " + format_info(b).name);
+      OwnedImage want(b, w, 1);
+      reference("convert", {}, in.image, want.image);
+      const PixelStage stage = rgb_shuffle_stage(a, b);
+      for (int x = 0; x < w; ++x)
+        EXPECT_EQ(apply_shuffle(stage, pixel(in, x)) & bytes_of(b), pixel(want, x))
+            << "pixel " << x;
+    }
+    OwnedImage inverted(a, w, 1);
+    reference("invert", {}, in.image, inverted.image);
+    PixelStage stage;
+    ASSERT_TRUE(make_operation("invert", {})->pixel_stage(a, a, Workspace{}, &stage));
+    for (int x = 0; x < w; ++x)
+      EXPECT_EQ(apply_shuffle(stage, pixel(in, x)) & bytes_of(a), pixel(inverted, x));
+  }
+  PixelStage unused;
+  EXPECT_FALSE(make_operation("invert", {})->pixel_stage(PixelFormat::kNV12, PixelFormat::kNV12,
+                                                         Workspace{}, &unused));
+  EXPECT_FALSE(make_operation("blur", {})->pixel_stage(PixelFormat::kRGBA, PixelFormat::kRGBA,
+                                                       Workspace{}, &unused));
+}
+
+// Fused chains on the GPU equal their steps one by one: every packed RGB
+// format in and out, 3- and 4-byte pixels both ways, runs cut by a step
+// that is not per pixel, a run written in place over its input (the frame
+// two steps back; 4- and 3-byte pixels), a run longer than one launch takes, identity balance;
+// whole frames and bands, rows on 256 and on 4 bytes, odd widths.
+TEST(GpuChain, FusedRunsEqualTheirStepsOneByOne) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  using F = PixelFormat;
+  const std::string bic = "balance contrast=1.2 saturation=0.8 hue=0.1 ! invert ! convert";
+  std::string ten = "balance brightness=0.1";
+  for (int i = 1; i < 10; ++i) ten += i % 3 ? " ! invert" : " ! balance saturation=1.4";
+  const ChainCase cases[] = {
+      {bic.c_str(), F::kRGBA, F::kBGRx, 67, 41, 67, 41},
+      {bic.c_str(), F::kRGB, F::kABGR, 67, 41, 67, 41},
+      {bic.c_str(), F::kBGRx, F::kBGR, 70, 33, 70, 33},
+      {bic.c_str(), F::kBGR, F::kRGB, 129, 20, 129, 20},
+      {bic.c_str(), F::kARGB, F::kARGB, 64, 24, 64, 24},
+      {"invert ! balance brightness=0.1 ! blur sigma=1 ! invert ! balance saturation=1.5",
+       F::kARGB, F::kARGB, 61, 37, 61, 37},
+      {"blur sigma=1 ! invert ! balance contrast=1.3 ! blur sigma=1", F::kRGBx, F::kRGBx, 45, 30,
+       45, 30},
+      {"blur sigma=1 ! invert ! balance contrast=1.3 ! blur sigma=1", F::kRGB, F::kRGB, 45, 30, 45,
+       30},
+      {ten.c_str(), F::kRGBA, F::kRGBA, 50, 20, 50, 20},
+      {"balance ! invert", F::kBGRA, F::kBGRA, 31, 9, 31, 9},
+  };
+  for (const ChainCase& c : cases) {
+    SCOPED_TRACE(std::string(c.text) + " " + format_info(c.in).name + " -> " +
+                 format_info(c.out).name);
+    const KernelParams params = chain_params(c.text, c.in_w, c.in_h, c.out_w, c.out_h);
+    const ChainOperation chain(params.chain, params);
+    bool fused = false;
+    for (const ChainOperation::Launch& l : chain.launches(c.in, c.out)) fused |= l.last > l.first;
+    EXPECT_TRUE(fused);
+    Expected e(c);
+    for (size_t align : {size_t{256}, size_t{4}})
+      for (int bands : {1, 3}) {
+        if (bands > 1 && chain.band_halo(c.in, c.out) < 0) continue;
+        OwnedImage got(c.out, c.out_w, c.out_h, 9);
+        run_on_device(*device, "chain", params, e.in, got, align, bands);
+        EXPECT_EQ(compare_images(got.image, e.want.image), "")
+            << "align " << align << ", bands " << bands;
+      }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+// What an operation does to one pixel of packed 8-bit RGB, where the pixel
+// at the same place of its output depends on that input pixel alone (invert,
+// balance, a reordering of RGB bytes): a stage that a chain fuses with its
+// neighbours' into one launch (kernels/chain/fused_pixels.h), so that
+// several such steps read and write the frame once.
+//
+// A pixel is a 32-bit word holding its bytes in memory order (byte 3 of a
+// 3-byte pixel is not the pixel's and is never stored). Plain data, no CUDA
+// syntax: operations fill it on the host and it travels in a launch's
+// arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/video_format.h"
+
+namespace cudaoverlap {
+
+// balance on packed RGB (kernels/balance/balance_pixel.cuh): the forward
+// matrix's rows as dp4a coefficient bytes laid out by the format's byte
+// offsets of R, G and B (0 for alpha or padding), the byte_perm selectors
+// that place the results and keep the fourth byte, and the chroma table of
+// its parameters on the device.
+struct RgbBalanceWords {
+  const uint16_t* chroma = nullptr;
+  uint32_t coef_y = 0, coef_u = 0, coef_v = 0;
+  uint32_t sel_rg = 0, sel_ba = 0;
+};
+
+struct PixelStage {
+  enum class Kind : uint32_t {
+    // out = byte_perm(in, constant, selector) ^ mask: a copy, an inversion
+    // (mask), a reordering of bytes with constants (selector 4..7 takes
+    // byte k of `constant`).
+    kShuffle,
+    // videobalance's arithmetic (kernels/balance/balance.h).
+    kBalance,
+  };
+  Kind kind = Kind::kShuffle;
+  uint32_t selector = 0x3210;
+  uint32_t constant = 0;
+  uint32_t mask = 0;
+  RgbBalanceWords balance;
+  uint8_t table_y[256] = {};  // kBalance: the luma table
+};
+
+// The formats stages work on: packed 8-bit RGB of 3 or 4 bytes a pixel
+// (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR).
+bool is_pixel_stage_format(PixelFormat format);
+
+// Bytes of one pixel of a stage format: 3 or 4.
+int pixel_stage_bytes(PixelFormat format);
+
+// The stage that moves a pixel of `in` to `out` as convert does between
+// packed RGB formats: R, G and B to their places, the alpha or padding byte
+// with them, 255 where `in` has none. Both must be stage formats.
+PixelStage rgb_shuffle_stage(PixelFormat in, PixelFormat out);
+
+// The stage on the host, for tests: kShuffle only.
+uint32_t apply_shuffle(const PixelStage& stage, uint32_t pixel);
+
+}  // namespace cudaoverlap
