@@ -41,6 +41,35 @@ PixelStage rgb_shuffle_stage(PixelFormat in, PixelFormat out) {
   return stage;
 }
 
+PixelStage compose_shuffles(const PixelStage& first, const PixelStage& then) {
+  const auto byte = [](uint32_t word, uint32_t k) { return (word >> (8 * k)) & 0xFFu; };
+  const auto nibble = [](uint32_t selector, uint32_t k) { return (selector >> (4 * k)) & 7u; };
+  PixelStage stage;
+  stage.selector = 0;
+  for (uint32_t k = 0; k < 4; ++k) {
+    // Output byte k: a constant, or input byte `from` with bits flipped.
+    uint32_t from = nibble(then.selector, k);
+    uint32_t flip = byte(then.mask, k);
+    bool constant = from >= 4;
+    uint32_t value = constant ? byte(then.constant, from - 4) : 0;
+    if (!constant) {
+      flip ^= byte(first.mask, from);
+      const uint32_t before = nibble(first.selector, from);
+      constant = before >= 4;
+      if (constant) value = byte(first.constant, before - 4);
+      from = before;
+    }
+    if (constant) {
+      stage.selector |= (4u + k) << (4 * k);
+      stage.constant |= (value ^ flip) << (8 * k);
+    } else {
+      stage.selector |= from << (4 * k);
+      stage.mask |= flip << (8 * k);
+    }
+  }
+  return stage;
+}
+
 uint32_t apply_shuffle(const PixelStage& stage, uint32_t pixel) {
   uint32_t out = 0;
   for (int k = 0; k < 4; ++k) {

@@ -56,6 +56,9 @@ int pixel_stage_bytes(PixelFormat format);
 // with them, 255 where `in` has none. Both must be stage formats.
 PixelStage rgb_shuffle_stage(PixelFormat in, PixelFormat out);
 
+// One kShuffle stage doing what `first` then `then` (both kShuffle) do.
+PixelStage compose_shuffles(const PixelStage& first, const PixelStage& then);
+
 // The stage on the host, for tests: kShuffle only.
 uint32_t apply_shuffle(const PixelStage& stage, uint32_t pixel);
 

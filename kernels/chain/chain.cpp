@@ -489,7 +489,16 @@ std::vector<ChainOperation::Launch> ChainOperation::plan(
     }
     const size_t last = run.size() >= 2 ? k + run.size() - 1 : k;
     launches.push_back(Launch{k, last});
-    stages->push_back(last > k ? std::move(run) : std::vector<PixelStage>{});
+    // Shuffles in a row are one (invert then convert: a byte move with a mask).
+    std::vector<PixelStage> merged;
+    for (const PixelStage& stage : last > k ? run : std::vector<PixelStage>{}) {
+      if (!merged.empty() && merged.back().kind == PixelStage::Kind::kShuffle &&
+          stage.kind == PixelStage::Kind::kShuffle)
+        merged.back() = compose_shuffles(merged.back(), stage);
+      else
+        merged.push_back(stage);
+    }
+    stages->push_back(std::move(merged));
     k = last + 1;
   }
   return launches;

@@ -33,16 +33,23 @@ struct FusedArgs {
   PixelStage stage[kMaxFusedStages];
 };
 
-__device__ __forceinline__ uint32_t run_stages(const FusedArgs& a, const uint8_t (*tables)[256],
-                                               uint32_t w) {
+// Every stage on the kPixels pixels a thread holds: each stage's words read
+// once (the same for the whole warp) and applied to all of them.
+template <int kPixels>
+__device__ __forceinline__ void run_stages(const FusedArgs& a, const uint8_t (*tables)[256],
+                                           uint32_t (&px)[kPixels]) {
   for (int i = 0; i < a.n; ++i) {
     const PixelStage& s = a.stage[i];
-    if (s.kind == PixelStage::Kind::kShuffle)
-      w = __byte_perm(w, s.constant, s.selector) ^ s.mask;
-    else
-      w = balance_pixel(s.balance, tables[i], w);
+    if (s.kind == PixelStage::Kind::kShuffle) {
+      const uint32_t selector = s.selector, constant = s.constant, mask = s.mask;
+#pragma unroll
+      for (int p = 0; p < kPixels; ++p) px[p] = __byte_perm(px[p], constant, selector) ^ mask;
+    } else {
+      const RgbBalanceWords words = s.balance;
+#pragma unroll
+      for (int p = 0; p < kPixels; ++p) px[p] = balance_pixel(words, tables[i], px[p]);
+    }
   }
-  return w;
 }
 
 // 4 pixels of `bytes` bytes from p: as words where `words` (p aligned to
@@ -90,27 +97,35 @@ template <int kIn, int kOut>
 __global__ void __launch_bounds__(kThreads)
     fused_pixels_kernel(const __grid_constant__ FusedArgs a, bool in_words, bool out_words) {
   __shared__ uint8_t tables[kMaxFusedStages][256];
-  for (int i = 0; i < a.n; ++i)
-    if (a.stage[i].kind == PixelStage::Kind::kBalance)
-      for (int j = threadIdx.x; j < 256; j += blockDim.x) tables[i][j] = a.stage[i].table_y[j];
-  __syncthreads();
   const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
-  if (x0 >= a.width) return;
-  const int n = min(4, a.width - x0);
-  for (int y0 = blockIdx.y * kRows; y0 < a.rows; y0 += gridDim.y * kRows) {
-    uint32_t px[kRows][4];
+  const int n = min(4, a.width - x0);  // < 1: a thread past the row's end
+  uint32_t px[kRows * 4] = {};
+  const auto load = [&](int y0) {
+#pragma unroll
     for (int r = 0; r < kRows; ++r)
       if (y0 + r < a.rows)
         load4<kIn>(
             a.src + static_cast<size_t>(y0 + r) * a.src_stride + static_cast<size_t>(x0) * kIn, n,
-            in_words, px[r]);
-    for (int r = 0; r < kRows; ++r)
-      for (int i = 0; i < 4; ++i) px[r][i] = run_stages(a, tables, px[r][i]);
+            in_words, px + 4 * r);
+  };
+  // The first loads are in flight while the block copies the luma tables.
+  int y0 = blockIdx.y * kRows;
+  if (n > 0) load(y0);
+  for (int i = 0; i < a.n; ++i)
+    if (a.stage[i].kind == PixelStage::Kind::kBalance)
+      for (int j = threadIdx.x; j < 256; j += blockDim.x) tables[i][j] = a.stage[i].table_y[j];
+  __syncthreads();
+  if (n <= 0) return;
+  while (y0 < a.rows) {
+    run_stages(a, tables, px);
+#pragma unroll
     for (int r = 0; r < kRows; ++r)
       if (y0 + r < a.rows)
         store4<kOut>(
             a.dst + static_cast<size_t>(y0 + r) * a.dst_stride + static_cast<size_t>(x0) * kOut, n,
-            out_words, px[r]);
+            out_words, px + 4 * r);
+    y0 += gridDim.y * kRows;
+    if (y0 < a.rows) load(y0);
   }
 }
 

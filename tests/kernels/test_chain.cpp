@@ -4,6 +4,7 @@
 // as operations of their own, on the CPU reference and on the GPU, fused
 // or not; its orientation the composition of its steps'.
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -350,6 +351,30 @@ TEST(PixelStage, ShufflesEqualConvertAndInvert) {
                                                          Workspace{}, &unused));
   EXPECT_FALSE(make_operation("blur", {})->pixel_stage(PixelFormat::kRGBA, PixelFormat::kRGBA,
                                                        Workspace{}, &unused));
+}
+
+// Two shuffles composed into one move and flip each byte as the two do one
+// after the other: random selectors (input bytes and constants), masks and
+// constants.
+TEST(PixelStage, ComposedShufflesEqualTheTwoInTurn) {
+  std::mt19937 random(7);
+  const auto stage = [&] {
+    PixelStage s;
+    s.selector = 0;
+    for (int k = 0; k < 4; ++k) s.selector |= (random() % 8) << (4 * k);
+    s.constant = static_cast<uint32_t>(random());
+    s.mask = static_cast<uint32_t>(random());
+    return s;
+  };
+  for (int i = 0; i < 1000; ++i) {
+    const PixelStage a = stage(), b = stage();
+    const PixelStage ab = compose_shuffles(a, b);
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t pixel = static_cast<uint32_t>(random());
+      ASSERT_EQ(apply_shuffle(ab, pixel), apply_shuffle(b, apply_shuffle(a, pixel)))
+          << std::hex << "selectors " << a.selector << ", " << b.selector;
+    }
+  }
 }
 
 // Fused chains on the GPU equal their steps one by one: every packed RGB

@@ -29,8 +29,11 @@ struct NamedParams {
 // parameters of those that take some.
 std::vector<NamedParams> parameter_sets(long pixels) {
   std::vector<NamedParams> sets;
+  // Every built-in kernel but chain, which runs a chain property's steps
+  // (test_chain.cpp).
   for (const OperationEntry& entry : operation_registry())
-    if (!entry.user_code) sets.push_back({"defaults", entry.name, {}});
+    if (!entry.user_code && std::string(entry.name) != "chain")
+      sets.push_back({"defaults", entry.name, {}});
   for (FlipDirection d : kAllDirections) {
     NamedParams n{direction_name(d), "flip", {}};
     n.params.set("video-direction", d);
