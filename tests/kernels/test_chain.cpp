@@ -202,6 +202,39 @@ TEST(GpuChain, EqualsItsStepsOneByOne) {
   }
 }
 
+// Every format: a chain of steps each format has (invert, flip, and
+// balance where it takes the format, fused on packed RGB) equals its steps
+// one by one, on the CPU reference and, where there is a device, on CUDA.
+TEST(ChainFormats, EveryFormatEqualsItsStepsOneByOne) {
+  std::string why;
+  std::shared_ptr<Device> device;
+  if (cuda_device_count(&why) > 0) {
+    device = make_cuda_device(0);
+    device->make_current();
+  }
+  const auto balance = make_operation("balance", {});
+  for (PixelFormat f : all_pixel_formats()) {
+    if (is_bayer(f)) continue;
+    const bool balanced = !balance->output_formats(f).empty();
+    const std::string text = std::string(balanced ? "balance contrast=1.3 hue=0.2 ! " : "") +
+                             "invert ! flip video-direction=horiz ! invert";
+    SCOPED_TRACE(text + " " + format_info(f).name);
+    const ChainCase c{text.c_str(), f, f, 37, 10, 37, 10};
+    Expected e(c);
+    const KernelParams params = chain_params(text, c.in_w, c.in_h, c.out_w, c.out_h);
+    OwnedImage got(f, c.out_w, c.out_h, 7);
+    ASSERT_EQ(check("chain", params, e.in.image, got.image), "");
+    reference("chain", params, e.in.image, got.image);
+    EXPECT_EQ(compare_images(got.image, e.want.image), "") << "reference";
+    if (!device) continue;
+    for (size_t align : {size_t{256}, size_t{4}}) {
+      OwnedImage on_device(f, c.out_w, c.out_h, 9);
+      run_on_device(*device, "chain", params, e.in, on_device, align);
+      EXPECT_EQ(compare_images(on_device.image, e.want.image), "") << "CUDA, align " << align;
+    }
+  }
+}
+
 // Bands: a chain of steps that allow them reads its steps' halos in all,
 // and band by band makes the whole frame's bytes, writing only its rows;
 // a chain with a turn is not cut.
