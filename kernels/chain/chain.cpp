@@ -516,6 +516,16 @@ std::vector<ChainOperation::Launch> ChainOperation::launches(PixelFormat in,
   return plan(first, frames, last, nullptr, &stages);
 }
 
+ChainOperation::Planned ChainOperation::planned(const ImageRef& in, const ImageRef& out,
+                                                const Workspace& workspace) const {
+  Planned p;
+  std::string problem;
+  p.frames = between(in, &workspace, &problem);
+  if (!problem.empty()) throw OperationError(problem);
+  p.launches = plan(in, p.frames, out, &workspace, &p.stages);
+  return p;
+}
+
 void ChainOperation::enqueue_launch(const Launch& launch, const std::vector<PixelStage>& stages,
                                     const ImageRef& in, const ImageRef& out,
                                     const Workspace& workspace, int y0, int y1, bool rows,
@@ -550,47 +560,32 @@ std::vector<std::string> ChainOperation::parts(PixelFormat in, PixelFormat out) 
 
 void ChainOperation::enqueue_cuda_part(size_t part, const ImageRef& in, const ImageRef& out,
                                        const Workspace& workspace, CUstream_st* stream) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  std::vector<std::vector<PixelStage>> stages;
-  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
-  if (part >= launches.size())
+  const Planned p = planned(in, out, workspace);
+  if (part >= p.launches.size())
     throw OperationError("the chain has no part " + std::to_string(part));
-  const Launch& l = launches[part];
-  const size_t n = steps_.size();
-  enqueue_launch(l, stages[part], l.first == 0 ? in : frames[l.first - 1],
-                 l.last + 1 == n ? out : frames[l.last], workspace, 0, out.height, false, stream);
+  const Launch& l = p.launches[part];
+  enqueue_launch(l, p.stages[part], p.in_of(l, in), p.out_of(l, out, steps_.size()), workspace,
+                 0, out.height, false, stream);
 }
 
 void ChainOperation::run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
                                         const Workspace& workspace) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  std::vector<std::vector<PixelStage>> stages;
-  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
-  if (part >= launches.size())
+  const Planned p = planned(in, out, workspace);
+  if (part >= p.launches.size())
     throw OperationError("the chain has no part " + std::to_string(part));
   const size_t n = steps_.size();
-  for (size_t k = launches[part].first; k <= launches[part].last; ++k)
-    steps_[k]->run_reference(k == 0 ? in : frames[k - 1], k + 1 == n ? out : frames[k],
+  for (size_t k = p.launches[part].first; k <= p.launches[part].last; ++k)
+    steps_[k]->run_reference(k == 0 ? in : p.frames[k - 1], k + 1 == n ? out : p.frames[k],
                              step_workspace(workspace, k));
 }
 
 void ChainOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, CUstream_st* stream) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  std::vector<std::vector<PixelStage>> stages;
-  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
-  const size_t n = steps_.size();
-  for (size_t i = 0; i < launches.size(); ++i) {
-    const Launch& l = launches[i];
-    enqueue_launch(l, stages[i], l.first == 0 ? in : frames[l.first - 1],
-                   l.last + 1 == n ? out : frames[l.last], workspace, 0, out.height, false,
-                   stream);
+  const Planned p = planned(in, out, workspace);
+  for (size_t i = 0; i < p.launches.size(); ++i) {
+    const Launch& l = p.launches[i];
+    enqueue_launch(l, p.stages[i], p.in_of(l, in), p.out_of(l, out, steps_.size()), workspace,
+                   0, out.height, false, stream);
   }
 }
 
@@ -608,19 +603,13 @@ void ChainOperation::run_reference(const ImageRef& in, const ImageRef& out,
 void ChainOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
                                        const Workspace& workspace, int y0, int y1,
                                        CUstream_st* stream) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  const std::vector<RowRange> rows = band_rows(in, frames, out, y0, y1);
-  std::vector<std::vector<PixelStage>> stages;
-  const std::vector<Launch> launches = plan(in, frames, out, &workspace, &stages);
-  const size_t n = steps_.size();
-  for (size_t i = 0; i < launches.size(); ++i) {
+  const Planned p = planned(in, out, workspace);
+  const std::vector<RowRange> rows = band_rows(in, p.frames, out, y0, y1);
+  for (size_t i = 0; i < p.launches.size(); ++i) {
     // A fused launch makes the rows its last step would.
-    const Launch& l = launches[i];
-    enqueue_launch(l, stages[i], l.first == 0 ? in : frames[l.first - 1],
-                   l.last + 1 == n ? out : frames[l.last], workspace, rows[l.last].first,
-                   rows[l.last].last, true, stream);
+    const Launch& l = p.launches[i];
+    enqueue_launch(l, p.stages[i], p.in_of(l, in), p.out_of(l, out, steps_.size()), workspace,
+                   rows[l.last].first, rows[l.last].last, true, stream);
   }
 }
 

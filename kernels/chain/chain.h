@@ -137,11 +137,27 @@ class ChainOperation final : public Operation {
   std::vector<Launch> plan(const ImageRef& in, const std::vector<ImageRef>& frames,
                            const ImageRef& out, const Workspace* workspace,
                            std::vector<std::vector<PixelStage>>* stages) const;
+  // A frame's frames between steps (between()) and its plan (plan()), for
+  // the images and workspace it runs on. Throws OperationError where a step
+  // cannot take its input.
+  struct Planned {
+    std::vector<ImageRef> frames;
+    std::vector<Launch> launches;
+    std::vector<std::vector<PixelStage>> stages;
+    // Launch i's input and output.
+    ImageRef in_of(const Launch& l, const ImageRef& in) const {
+      return l.first == 0 ? in : frames[l.first - 1];
+    }
+    ImageRef out_of(const Launch& l, const ImageRef& out, size_t steps) const {
+      return l.last + 1 == steps ? out : frames[l.last];
+    }
+  };
+  Planned planned(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const;
   // Runs launch `launch` of the plan from `in` into `out`, rows [y0, y1) of
   // its last step's output (whole images: 0 and out.height).
   void enqueue_launch(const Launch& launch, const std::vector<PixelStage>& stages,
-                      const ImageRef& in, const ImageRef& out, const Workspace& workspace,
-                      int y0, int y1, bool rows, CUstream_st* stream) const;
+                      const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                      int y1, bool rows, CUstream_st* stream) const;
   // Step k's own part of the workspace.
   Workspace step_workspace(const Workspace& workspace, size_t k) const;
   // "step 2 (blur)": for messages.
