@@ -1,13 +1,12 @@
 // See session.h.
 #include "session.h"
 
-#include "kernels/chain/chain.h"
-
 #include <algorithm>
 #include <utility>
 
 #include "device_choice.h"
 #include "input_frame.h"
+#include "kernels/chain/chain.h"
 #include "kernels/custom/custom.h"
 #include "kernels/error.h"
 #include "pinned_allocator.h"

@@ -63,7 +63,7 @@ class ElementStats {
   void set_bands(int bands);
   // Streaming thread, an engine started: the names of the operation's parts
   // (Operation::parts: a chain's launches), whose compute times frames
-  // then carry; empty: one part.
+  // then carry; empty: none are measured.
   void set_steps(const std::vector<std::string>& names);
   // Owner thread.
   void reset();

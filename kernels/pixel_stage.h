@@ -30,8 +30,8 @@ struct RgbBalanceWords {
 struct PixelStage {
   enum class Kind : uint32_t {
     // out = byte_perm(in, constant, selector) ^ mask: a copy, an inversion
-    // (mask), a reordering of bytes with constants (selector 4..7 takes
-    // byte k of `constant`).
+    // (mask), a reordering of bytes with constants (a selector nibble 4 + j
+    // takes byte j of `constant`).
     kShuffle,
     // videobalance's arithmetic (kernels/balance/balance.h).
     kBalance,
