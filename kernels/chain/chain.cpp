@@ -151,15 +151,14 @@ std::shared_ptr<const ChainSpec> parse_chain(const std::string& text) {
     bool taken = false;
     std::string built_in;
     for (const OperationEntry& e : operation_registry()) {
-      const bool takes = e.offered && std::string(e.name) != "application";
+      const bool takes = e.offered;
       if (takes) built_in += std::string(built_in.empty() ? "" : ", ") + e.name;
       if (step.name == e.name) entry = &e, taken = takes;
     }
     if (entry == nullptr)
       throw Error(where + ": there is no kernel '" + step.name + "': a step is one of " + built_in);
     if (!taken)
-      throw Error(where + " (" + step.name + "): a chain's steps are " + built_in + "; " +
-                  step.name + " runs in an element of its own (kernel=" + step.name + ")");
+      throw Error(where + " (" + step.name + "): a chain's steps are " + built_in);
     for (size_t i = 1; i < words.size(); ++i) {
       const size_t eq = words[i].find('=');
       const std::string name = words[i].substr(0, eq);

@@ -7,8 +7,10 @@
 //   balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! flip video-direction=90r ! convert
 //
 // Each step is a built-in operation with its own parameters, as its
-// registry entry declares them, or a user's kernel (custom, with the
-// element's kernel-* properties as its words). A step whose output format or size is
+// registry entry declares them, a user's kernel (custom, with the
+// element's kernel-* properties as its words), or the application's work
+// (application: the element's `process` signal, on the frame between the
+// steps around it). A step whose output format or size is
 // downstream's choice (convert, scale) can only be the last: its output is
 // the element's, negotiated with downstream. Consecutive steps that map
 // each pixel of packed 8-bit RGB alone (Operation::pixel_stage: invert,

@@ -343,6 +343,37 @@ TEST(ApplicationKernel, AProcessHandlerOnTheCpuBackendGetsHostPlanesAndItsOutput
   }
 }
 
+// An application step of a chain gets the frame the step before made and
+// writes the one the step after reads: invert, then the handler's 255 - v,
+// is the input again.
+TEST(ApplicationKernel, InAChainItIsAStep) {
+  if (test_backend() != "cpu") GTEST_SKIP() << "the handler here works on host planes";
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_RGB}) {
+    const GstVideoInfo info = video_info(format, 33, 17);
+    AppPipeline pipeline(info, "chain=\"invert ! application\"");
+    ASSERT_TRUE(pipeline.ok());
+    GstElement* overlap = pipeline.overlap();
+    ProcessHandler handler;
+    g_signal_connect(overlap, "process", G_CALLBACK(ProcessHandler::invert), &handler);
+    std::vector<GstBuffer*> inputs;
+    for (int i = 0; i < 4; ++i) inputs.push_back(make_frame(info, 50 + i, i));
+    for (GstBuffer* input : inputs) pipeline.push(gst_buffer_ref(input));
+    pipeline.end();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      GstSample* sample = pipeline.pull();
+      ASSERT_NE(sample, nullptr) << "frame " << i << "; error: " << pipeline.error();
+      EXPECT_EQ(compare_frames(info, inputs[i], gst_sample_get_buffer(sample), Kernel::kCopy), "")
+          << gst_video_format_to_string(format) << " frame " << i;
+      gst_sample_unref(sample);
+    }
+    EXPECT_EQ(handler.calls.load(), 4);
+    EXPECT_TRUE(handler.geometry_ok);
+    EXPECT_EQ(pipeline.error(), "");
+    for (GstBuffer* input : inputs) gst_buffer_unref(input);
+    gst_object_unref(overlap);
+  }
+}
+
 TEST(ApplicationKernel, AHandlerThatFailsOrNoHandlerIsAnElementError) {
   SKIP_WITHOUT_BACKEND();
   for (bool connect : {true, false}) {

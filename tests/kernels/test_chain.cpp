@@ -99,7 +99,7 @@ TEST(ChainParse, MistakesAreNamedWithTheirStep) {
       {"invert ! blur sigma=500", "chain step 2 (blur): sigma takes"},
       {"flip video-direction=sideways", "chain step 1 (flip): video-direction=sideways is not"},
       {"invert ! ! blur", "chain step 2 is empty"},
-      {"invert ! application", "chain step 2 (application): a chain's steps are copy, invert"},
+      {"invert ! chain", "chain step 2 (chain): a chain's steps are copy, invert"},
       {"invert ! custom sigma=2", "chain step 2 (custom): sigma=2 is not one of its words"},
       {"custom kernel-file", "chain step 1 (custom): kernel-file is not one of its words"},
       {"blur sigma=\"2", "a quote is not closed"},
