@@ -321,11 +321,13 @@ TEST(ConvertVsVideoconvert, ReferenceWithinTwoOfVideoconvertForEveryPair) {
         const bool matrix = format_info(from).is_yuv != format_info(to).is_yuv;
         if (!matrix && &c != &kColorimetries[0]) continue;
         // 7x5 and 16x8 for every pair; 64x48 too between the first nine.
+        // Under a sanitizer 7x5 alone: each case is two pipelines, and the
+        // instrumented GStreamer made the whole test take 14 minutes there.
         const std::vector<PixelFormat>& nine = rgb32_yuv420_gray8_formats();
         const bool first_nine = std::find(nine.begin(), nine.end(), from) != nine.end() &&
                                 std::find(nine.begin(), nine.end(), to) != nine.end();
         for (auto [w, h] : {std::pair{16, 8}, {7, 5}, {64, 48}}) {
-          if (w == 64 && !first_nine) continue;
+          if ((w == 64 && !first_nine) || (kSanitized && w != 7)) continue;
           std::string where;
           const int diff = convert_difference("videoconvert dither=none", from, to, c.in, c.out, w,
                                               h, static_cast<uint32_t>(w * h), &where);
