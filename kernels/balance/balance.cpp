@@ -142,8 +142,7 @@ bool BalanceOperation::pixel_stage(PixelFormat in, PixelFormat out, const Worksp
   *stage = PixelStage{};
   if (params_.is_identity()) return true;  // a copy, as balance_cuda makes
   stage->kind = PixelStage::Kind::kBalance;
-  const BalanceConstants k = balance_constants(params_);
-  std::copy(std::begin(k.table_y), std::end(k.table_y), stage->table_y);
+  std::copy(std::begin(constants_.table_y), std::end(constants_.table_y), stage->table_y);
   rgb_balance_words(in, &stage->balance);
   stage->balance.chroma = reinterpret_cast<const uint16_t*>(workspace.data);
   return true;

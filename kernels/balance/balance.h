@@ -57,7 +57,8 @@ class BalanceOperation final : public Operation {
   explicit BalanceOperation(const ParamValues& values)
       : Operation(values),
         params_{values.number("brightness"), values.number("contrast"), values.number("saturation"),
-                values.number("hue")} {}
+                values.number("hue")},
+        constants_(balance_constants(params_)) {}
   const char* name() const override { return "balance"; }
   // The 8-bit formats: videobalance's (4-byte and 3-byte RGB, I420, NV12,
   // NV21, Y42B, Y444, YUY2, UYVY), and GRAY8 and NV16.
@@ -77,6 +78,7 @@ class BalanceOperation final : public Operation {
 
  private:
   BalanceParams params_;
+  BalanceConstants constants_;  // made once: pixel_stage() is asked every frame
 };
 
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params);
