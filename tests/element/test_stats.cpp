@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "element_test_util.h"
+#include "tests/sanitized.h"
 
 namespace cudaoverlap_test {
 namespace {
@@ -45,7 +46,8 @@ class StatsPipeline {
   StatsPipeline& operator=(const StatsPipeline&) = delete;
 
   // Plays to EOS; returns the error text if one came first ("" on EOS).
-  std::string run(std::chrono::seconds timeout = 30s) {
+  // Under a sanitizer a 4K frame takes seconds on the cpu backend.
+  std::string run(std::chrono::seconds timeout = cudaoverlap::test::kSanitized ? 300s : 30s) {
     if (pipeline_ == nullptr) return "no pipeline";
     if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
       return "state change to PLAYING failed: " + pop_error();

@@ -20,6 +20,7 @@
 #include "kernels/error.h"
 #include "kernels/operation_registry.h"
 #include "kernels/run_reference.h"
+#include "tests/sanitized.h"
 
 namespace cudaoverlap::test {
 
@@ -56,20 +57,6 @@ inline const char* direction_name(FlipDirection d) {
   static const char* names[] = {"identity", "90r", "180", "90l", "horiz", "vert", "ul_lr", "ur_ll"};
   return names[static_cast<int>(d)];
 }
-
-// True in the sanitizers' unoptimised, instrumented builds, where a CPU
-// reference runs tens of times slower: tests there run smaller frames.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 // An image that owns its bytes. Rows carry `pad` bytes of padding so that
 // every kernel has to honour strides.
@@ -189,13 +176,12 @@ inline std::string compare_samples(const ImageRef& a, const ImageRef& b, int tol
 
 inline std::vector<int> band_cuts(int height, int bands, int step);
 
-// Runs `kernel` on `device` from host image `in` into host image `out`,
+// Runs `op` on `device` from host image `in` into host image `out`,
 // through device planes aligned to `align` bytes (256: the vector paths; 4:
 // the narrowest strides GStreamer makes); with `bands` > 1, band by band
 // (Operation::enqueue_cuda_rows) as the engine cuts them.
-inline void run_on_device(Device& device, const char* kernel, const KernelParams& params,
+inline void run_on_device(Device& device, const std::shared_ptr<const Operation>& op,
                           const OwnedImage& in, OwnedImage& out, size_t align, int bands = 1) {
-  const auto op = make_operation(kernel, params);
   const std::string problem = op->check(in.image, out.image);
   if (!problem.empty()) throw Error(problem);
   const FrameLayout din_layout =
@@ -237,6 +223,12 @@ inline void run_on_device(Device& device, const char* kernel, const KernelParams
                     CopyKind::kDeviceToHost);
   stream->synchronize();
   std::memcpy(out.bytes.data(), pinned_out->data(), out.layout.size);
+}
+
+// The same for the operation `kernel` makes with `params`.
+inline void run_on_device(Device& device, const char* kernel, const KernelParams& params,
+                          const OwnedImage& in, OwnedImage& out, size_t align, int bands = 1) {
+  run_on_device(device, make_operation(kernel, params), in, out, align, bands);
 }
 
 // Bands (EngineConfig::bands): the rows the engine cuts a frame of `height`
