@@ -45,10 +45,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda_context.h"
 #include "cuda_device.h"
 #include "cudaoverlap/cudaoverlap.h"
 #include "custom_settings.h"
+#include "element_private.h"
 #include "element_properties.h"
 #include "gstcudaoverlapenums.h"
 #include "kernels/chain/chain.h"
@@ -57,7 +57,7 @@
 #include "session.h"
 #include "video_mapping.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_cuda_overlap_debug);
+GST_DEBUG_CATEGORY(gst_cuda_overlap_debug);
 #define GST_CAT_DEFAULT gst_cuda_overlap_debug
 
 using namespace cudaoverlap;
@@ -72,61 +72,6 @@ enum {
 guint gst_cuda_overlap_signals[LAST_SIGNAL];
 
 }  // namespace
-
-struct GstCudaOverlapPrivate {
-  // Properties. Guarded by the object lock; changed only in NULL and READY
-  // but for the operations' parameters and kernel=custom's (pin-upstream-
-  // memory lives in the session, which reads it per frame).
-  gint kernel = DEFAULT_KERNEL;  // a GST_TYPE_CUDA_OVERLAP_KERNEL value
-  int ring_size = DEFAULT_RING_SIZE;
-  int bands = DEFAULT_BANDS;
-  bool cuda_graphs = DEFAULT_CUDA_GRAPHS;
-  GstCudaOverlapMode mode = DEFAULT_MODE;
-  GstCudaOverlapBackend backend = DEFAULT_BACKEND;
-  int device_id = DEFAULT_DEVICE_ID;
-  std::string devices;  // empty: device_id alone
-  // The operations' parameters, by name; these may change while playing
-  // where declared so (ParamSpec::while_playing).
-  ParamValues parameters = default_parameters();
-  std::string kernel_file;
-  std::string kernel_source;
-  GstStructure* kernel_params = nullptr;  // owned
-  std::string kernel_entry = DEFAULT_KERNEL_ENTRY;
-  std::string kernel_launch;
-  // kernel=custom's parameters made from the five above when the element
-  // starts (the file is read then).
-  CustomKernelParams custom;
-  // kernel=application: emits `process` (made in _init, for the element's
-  // whole life; engines are stopped before it goes).
-  std::shared_ptr<const ApplicationProcess> application;
-  // chain: its text, the steps parsed from it, or why they could not be
-  // (an error when the element starts).
-  std::string chain_text;
-  std::shared_ptr<const ChainSpec> chain;
-  std::string chain_problem;
-  // The operation the properties above make, for the caps queries; made
-  // when first asked for after any of them changed (null until then).
-  std::shared_ptr<const Operation> operation;
-
-  ~GstCudaOverlapPrivate() {
-    if (kernel_params) gst_structure_free(kernel_params);
-  }
-
-  // The pipeline's CUDA context, held from NULL->READY to READY->NULL on the
-  // cuda backend with one device (the engine's device and its memory hold
-  // their own references).
-  SharedCudaContext cuda_context;
-  // pin-upstream-memory, stats-interval, trace-file and qos are kept by the
-  // session, which reads them.
-  std::unique_ptr<Session> session;
-};
-
-struct _GstCudaOverlap {
-  GstElement parent;
-  GstPad* sinkpad;
-  GstPad* srcpad;
-  GstCudaOverlapPrivate* priv;
-};
 
 // flip's video-direction is GStreamer's GstVideoDirection interface, as
 // videoflip's is.
@@ -159,108 +104,6 @@ static SessionSettings gst_cuda_overlap_settings(GstCudaOverlap* self) {
   SessionSettings settings = gst_cuda_overlap_settings_unlocked(self);
   GST_OBJECT_UNLOCK(self);
   return settings;
-}
-
-// kernel=custom's parameters from its properties, the source file read now
-// (so an edit is picked up at each start and each change while playing);
-// `keep`: also the session's settings from now on (at start; while playing
-// the session keeps what it swapped in). Returns what is wrong with them,
-// or empty.
-static std::string gst_cuda_overlap_make_custom(GstCudaOverlap* self, CustomKernelParams* made,
-                                                bool keep) {
-  GST_OBJECT_LOCK(self);
-  GstCudaOverlapPrivate* priv = self->priv;
-  const std::string file = priv->kernel_file;
-  CustomKernelParams params;
-  params.source = priv->kernel_source;
-  params.entry = priv->kernel_entry;
-  std::string problem = custom_params_from_structure(priv->kernel_params, &params.params);
-  if (problem.empty()) problem = custom_launch_from_string(priv->kernel_launch, &params);
-  GST_OBJECT_UNLOCK(self);
-  if (problem.empty() && !file.empty()) {
-    if (!params.source.empty())
-      problem = "kernel-file and kernel-source are both set: give the kernel's source once";
-    else
-      problem = custom_source_from_file(file, &params);
-  }
-  if (problem.empty()) problem = check_custom_params(params);
-  if (keep) {
-    GST_OBJECT_LOCK(self);
-    priv->custom = params;
-    priv->operation.reset();
-    GST_OBJECT_UNLOCK(self);
-  }
-  *made = std::move(params);
-  return problem;
-}
-
-static bool gst_cuda_overlap_kernel_is_custom(GstCudaOverlap* self) {
-  GST_OBJECT_LOCK(self);
-  const bool custom = self->priv->chain_text.empty() &&
-                      std::string(kernel_name_from_gst(self->priv->kernel)) == "custom";
-  GST_OBJECT_UNLOCK(self);
-  return custom;
-}
-
-// The kernels of the chain's custom steps, loaded from their words (files
-// read now); false, with the chain's problem set, where one cannot be.
-static bool gst_cuda_overlap_load_chain(GstCudaOverlap* self) {
-  GST_OBJECT_LOCK(self);
-  const std::shared_ptr<const ChainSpec> chain = self->priv->chain;
-  GST_OBJECT_UNLOCK(self);
-  std::string problem;
-  const std::shared_ptr<const ChainSpec> loaded = load_chain_kernels(chain, &problem);
-  GST_OBJECT_LOCK(self);
-  GstCudaOverlapPrivate* priv = self->priv;
-  if (priv->chain == chain) {  // not set again meanwhile
-    if (!problem.empty()) {
-      priv->chain_problem = "cudaoverlap cannot run its chain: " + problem;
-    } else if (loaded != chain) {  // custom steps loaded (an earlier failure is gone)
-      priv->chain = loaded;
-      priv->chain_problem.clear();
-      priv->operation.reset();
-    }
-  }
-  GST_OBJECT_UNLOCK(self);
-  return problem.empty();
-}
-
-// READY->PAUSED: false after posting an error, when kernel=custom cannot
-// start with its properties, or the chain property cannot be read or its
-// custom steps cannot be loaded.
-static bool gst_cuda_overlap_load_custom(GstCudaOverlap* self) {
-  gst_cuda_overlap_load_chain(self);
-  GST_OBJECT_LOCK(self);
-  const std::string chain_problem = self->priv->chain_problem;
-  GST_OBJECT_UNLOCK(self);
-  if (!chain_problem.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", chain_problem.c_str()), (nullptr));
-    return false;
-  }
-  CustomKernelParams params;
-  const std::string problem = gst_cuda_overlap_make_custom(self, &params, true);
-  if (gst_cuda_overlap_kernel_is_custom(self) && !problem.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", problem.c_str()), (nullptr));
-    return false;
-  }
-  return true;
-}
-
-// A kernel=custom property changed while playing: the new kernel goes to
-// the session to be compiled and swapped in; what cannot be taken is a
-// warning, and the running kernel stays.
-static void gst_cuda_overlap_replace_custom(GstCudaOverlap* self) {
-  if (!gst_cuda_overlap_kernel_is_custom(self)) return;
-  CustomKernelParams params;
-  const std::string problem = gst_cuda_overlap_make_custom(self, &params, false);
-  if (!problem.empty()) {
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("kernel=custom: the new source is not taken, the running kernel stays: %s",
-                         problem.c_str()),
-                        (nullptr));
-    return;
-  }
-  self->priv->session->replace_custom_kernel(std::move(params));
 }
 
 static Session& gst_cuda_overlap_session(GstObject* parent) {
@@ -435,7 +278,7 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     const int device_id = self->priv->device_id;
     const std::string devices = self->priv->devices;
     GST_OBJECT_UNLOCK(self);
-    if (!gst_cuda_overlap_load_custom(self)) return GST_STATE_CHANGE_FAILURE;
+    if (!element_load_kernels(self)) return GST_STATE_CHANGE_FAILURE;
     const CudaContextChoice context =
         devices.empty() ? self->priv->cuda_context.choice(device_id) : CudaContextChoice{};
     if (!session.start(backend, device_id, devices, context)) return GST_STATE_CHANGE_FAILURE;
@@ -618,7 +461,7 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
       break;
   }
   GST_OBJECT_UNLOCK(self);
-  if (custom_property && playing) gst_cuda_overlap_replace_custom(self);
+  if (custom_property && playing) element_replace_custom(self);
 }
 
 static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue* value,
