@@ -7,12 +7,21 @@
 // A pixel is a 32-bit word holding its bytes in memory order (byte 3 of a
 // 3-byte pixel is not the pixel's and is never stored). Plain data, no CUDA
 // syntax: operations fill it on the host and it travels in a launch's
-// arguments.
+// arguments. The data part also compiles at run time (NVRTC), for a fused
+// launch around a user's per-pixel function (kernels/custom/custom.h).
 #pragma once
 
+#ifndef __CUDACC_RTC__
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/video_format.h"
+#else
+// NVRTC has no standard headers: the fixed-width types the data uses.
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+#endif
 
 namespace cudaoverlap {
 
@@ -35,6 +44,9 @@ struct PixelStage {
     kShuffle,
     // videobalance's arithmetic (kernels/balance/balance.h).
     kBalance,
+    // A user's per-pixel function (kernel=custom): only a launch compiled
+    // with that function runs it (CustomOperation::enqueue_fused_cuda).
+    kUser,
   };
   Kind kind = Kind::kShuffle;
   uint32_t selector = 0x3210;
@@ -43,6 +55,28 @@ struct PixelStage {
   RgbBalanceWords balance;
   uint8_t table_y[256] = {};  // kBalance: the luma table
 };
+
+// Stages one launch runs at most; a longer run of per-pixel steps is cut
+// into launches of this many.
+constexpr int kMaxFusedStages = 8;
+// A fused launch's threads a block, and the rows a thread takes at a time
+// (4 pixels of each).
+constexpr int kFusedThreads = 256;
+constexpr int kFusedRows = 2;
+
+// What a fused launch receives (kernels/chain/fused_pixels.cuh): one plane
+// of `rows` rows of `width` pixels each side, and the stages in order.
+struct FusedArgs {
+  const uint8_t* src;
+  size_t src_stride;
+  uint8_t* dst;
+  size_t dst_stride;
+  int width, rows;
+  int n;
+  PixelStage stage[kMaxFusedStages];
+};
+
+#ifndef __CUDACC_RTC__
 
 // The formats stages work on: packed 8-bit RGB of 3 or 4 bytes a pixel
 // (RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR).
@@ -61,5 +95,7 @@ PixelStage compose_shuffles(const PixelStage& first, const PixelStage& then);
 
 // The stage on the host, for tests: kShuffle only.
 uint32_t apply_shuffle(const PixelStage& stage, uint32_t pixel);
+
+#endif  // __CUDACC_RTC__
 
 }  // namespace cudaoverlap

@@ -1,12 +1,14 @@
 // Four 3-byte pixels (RGB, BGR) are three 32-bit words: turning those into
 // a word per pixel (bytes 0..2 the pixel's, byte 3 unspecified) and back,
 // with one byte permute each. Shared by convert's CUDA kernels
-// (convert_*.cu) and balance.cu; CUDA-only.
+// (convert_*.cu), balance.cu and the fused launch; CUDA-only.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // NVRTC (fused_pixels.cuh) has neither
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#endif
 
 namespace cudaoverlap {
 namespace rgb24 {

@@ -1,11 +1,13 @@
 // balance's arithmetic on one packed RGB pixel held in a word, shared by
 // its own kernels (balance.cu) and a chain's fused launch
-// (kernels/chain/fused_pixels.cu); CUDA-only.
+// (kernels/chain/fused_pixels.cuh); CUDA-only, compiled at run time too.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // NVRTC (fused_pixels.cuh) has neither
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#endif
 
 #include "kernels/pixel_stage.h"
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "kernels/chain/fused_pixels.h"
+#include "kernels/custom/custom.h"
 #include "kernels/error.h"
 #include "kernels/operation_registry.h"
 
@@ -272,6 +273,13 @@ ChainOperation::ChainOperation(std::shared_ptr<const ChainSpec> spec, const Kern
   step_offsets_.push_back(at);
 }
 
+const CustomOperation& ChainOperation::user_step(const Launch& launch) const {
+  const auto* custom =
+      dynamic_cast<const CustomOperation*>(steps_.at(static_cast<size_t>(launch.user)).get());
+  if (custom == nullptr) throw Error(step_name(static_cast<size_t>(launch.user)) + " is not custom");
+  return *custom;
+}
+
 std::string ChainOperation::step_name(size_t k) const {
   return "chain step " + std::to_string(k + 1) + " (" + spec_->steps[k].name + ")";
 }
@@ -394,10 +402,21 @@ std::string ChainOperation::check(const ImageRef& in, const ImageRef& out) const
     return "the chain was made for frames of " + std::to_string(in_width_) + "x" +
            std::to_string(in_height_) + ", not " + std::to_string(in.width) + "x" +
            std::to_string(in.height);
+  Planned p;
+  p.frames = frames;
+  p.launches = plan(in, frames, out, nullptr, &p.stages);
   for (size_t k = 0; k < steps_.size(); ++k) {
     const ImageRef& a = k == 0 ? in : frames[k - 1];
     const ImageRef& b = k + 1 == steps_.size() ? out : frames[k];
-    const std::string refused = steps_[k]->check(a, b);
+    // A user's step in a fused launch: that launch's program, not its own.
+    const auto fused = std::find_if(p.launches.begin(), p.launches.end(),
+                                    [&](const Launch& l) { return l.user == static_cast<int>(k); });
+    const std::string refused =
+        fused == p.launches.end()
+            ? steps_[k]->check(a, b)
+            : user_step(*fused).check_fused(
+                  a.format, pixel_stage_bytes(p.in_of(*fused, in).format),
+                  pixel_stage_bytes(p.out_of(*fused, out, steps_.size()).format));
     if (!refused.empty()) return step_name(k) + ": " + refused;
   }
   return {};
@@ -479,15 +498,26 @@ std::vector<ChainOperation::Launch> ChainOperation::plan(
   stages->clear();
   for (size_t k = 0; k < n;) {
     // The longest run of steps from k that each give a stage.
+    // A launch is compiled with one user's function at most.
     std::vector<PixelStage> run;
+    int user = -1;
     for (size_t m = k; fuse_ && n > 1 && m < n && run.size() < kMaxFusedStages; ++m) {
       PixelStage stage;
       const Workspace own = workspace != nullptr ? step_workspace(*workspace, m) : Workspace{};
       if (!steps_[m]->pixel_stage(format(m), made(m), own, &stage)) break;
+      if (stage.kind == PixelStage::Kind::kUser) {
+        if (user >= 0) break;
+        user = static_cast<int>(m);
+      }
       run.push_back(stage);
     }
     const size_t last = run.size() >= 2 ? k + run.size() - 1 : k;
-    launches.push_back(Launch{k, last});
+    Launch launch{k, last};
+    if (last > k && user >= 0) {
+      launch.user = user;
+      launch.user_format = format(static_cast<size_t>(user));
+    }
+    launches.push_back(launch);
     // Shuffles in a row are one (invert then convert: a byte move with a mask).
     std::vector<PixelStage> merged;
     for (const PixelStage& stage : last > k ? run : std::vector<PixelStage>{}) {
@@ -538,9 +568,17 @@ void ChainOperation::enqueue_launch(const Launch& launch, const std::vector<Pixe
     return;
   }
   // Per pixel, every output row from its own input row.
-  CO_CUDA_ONLY(fused_pixels_cuda(rows ? image_rows(in, y0, y1) : in,
-                                 rows ? image_rows(out, y0, y1) : out, stages.data(),
-                                 static_cast<int>(stages.size()), stream));
+  const ImageRef a = rows ? image_rows(in, y0, y1) : in;
+  const ImageRef b = rows ? image_rows(out, y0, y1) : out;
+  const int n = static_cast<int>(stages.size());
+  if (launch.user >= 0) {
+    // A user's function sees the picture's own rows: its step takes no bands.
+    if (rows && (y0 != 0 || y1 != out.height))
+      throw OperationError(step_name(static_cast<size_t>(launch.user)) + " runs on whole frames");
+    user_step(launch).enqueue_fused_cuda(a, b, launch.user_format, stages.data(), n, stream);
+    return;
+  }
+  CO_CUDA_ONLY(fused_pixels_cuda(a, b, stages.data(), n, stream));
 }
 
 std::vector<std::string> ChainOperation::parts(PixelFormat in, PixelFormat out) const {

@@ -14,8 +14,9 @@
 // downstream's choice (convert, scale) can only be the last: its output is
 // the element's, negotiated with downstream. Consecutive steps that map
 // each pixel of packed 8-bit RGB alone (Operation::pixel_stage: invert,
-// balance, convert between RGB orders) run fused, in one launch
-// (fused_pixels.h); every other step is its own launch.
+// balance, convert between RGB orders, a user's per-pixel function) run
+// fused, in one launch (fused_pixels.h; with a user's function, a program
+// compiled with it at caps time); every other step is its own launch.
 // A frame is cut into bands (EngineConfig::bands) where every step allows
 // bands by rows and keeps the picture's size: each band runs every step on
 // the rows the steps after it read, so its halo is the sum of theirs.
@@ -29,6 +30,8 @@
 #include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
+
+class CustomOperation;  // kernels/custom/custom.h
 
 struct ChainStep {
   std::string name;  // a registry entry's
@@ -108,10 +111,14 @@ class ChainOperation final : public Operation {
   bool turns_before_last() const;
 
   // The launches a frame of `in` to `out` takes on CUDA, in order: each
-  // the steps [first, last] it runs, fused where first < last.
+  // the steps [first, last] it runs, fused where first < last. A fused
+  // launch runs at most one user's per-pixel step (custom): `user`, whose
+  // program it is, on frames of `user_format`.
   struct Launch {
     size_t first = 0;
     size_t last = 0;
+    int user = -1;
+    PixelFormat user_format = PixelFormat::kRGBA;
   };
   std::vector<Launch> launches(PixelFormat in, PixelFormat out) const;
 
@@ -160,6 +167,8 @@ class ChainOperation final : public Operation {
   void enqueue_launch(const Launch& launch, const std::vector<PixelStage>& stages,
                       const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
                       int y1, bool rows, CUstream_st* stream) const;
+  // The user's step (custom) whose program fused launch `launch` is.
+  const CustomOperation& user_step(const Launch& launch) const;
   // Step k's own part of the workspace.
   Workspace step_workspace(const Workspace& workspace, size_t k) const;
   // "step 2 (blur)": for messages.

@@ -6,8 +6,10 @@
 #include <cctype>
 #include <sstream>
 
+#include "kernels/chain/fused_pixels.h"
 #include "kernels/custom/runtime_compiler.h"
 #include "kernels/error.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
 namespace {
@@ -103,7 +105,72 @@ extern "C" __global__ void cudaoverlap_pixel_kernel(InFrame in, OutFrame out, Pa
 )";
 constexpr char kPixelKernelName[] = "cudaoverlap_pixel_kernel";
 
+// The per-pixel form inside a chain's fused launch (fused_pixels.cuh): the
+// stages before it give it each pixel as a word of the stream's packed RGB,
+// which it reads and writes as the per-pixel kernel above does (the same
+// normalising and rounding), for the stages after it.
+constexpr char kFusedKernelText[] = R"(
+#include "kernels/chain/fused_pixels.cuh"
+namespace cudaoverlap_fused {
+// The per-pixel kernel's own conversions (co::Frame::pixel, set_pixel),
+// without the int/float conversion instructions, which run at a quarter of
+// the float rate: 2^23 + b, less 2^23, is b exactly; 1.5 * 2^23 + s, for s
+// in [0, 255], holds s rounded to the nearest, ties to even, as
+// __float2int_rn rounds, in its low byte (the _rn operations are not fused
+// into one rounding). Bytes move with byte permutes.
+template <class C>
+__device__ float from_byte(unsigned w) {
+  if constexpr (!C::present)
+    return 1.f;
+  else
+    return (__uint_as_float(__byte_perm(w, 0x4b000000u, 0x7540u | C::offset)) - 8388608.f) *
+           (1.f / 255.f);
+}
+// v quantised to 8 bits in the low byte.
+__device__ unsigned to_byte(float v) {
+  return __float_as_uint(__fadd_rn(__fmul_rn(__saturatef(v), 255.f), 12582912.f));
+}
+// The pixel of `q`: each component's byte at its offset (a 3-byte pixel's
+// fourth byte, 0).
+template <class F>
+__device__ unsigned to_pixel(const co::Pixel& q) {
+  constexpr int o3 = F::Comp3::present ? F::Comp3::offset : 3;
+  constexpr unsigned selector = (0u << (4 * F::Comp0::offset)) | (1u << (4 * F::Comp1::offset)) |
+                                (4u << (4 * F::Comp2::offset)) | (5u << (4 * o3));
+  const unsigned lo = __byte_perm(to_byte(q.c[0]), to_byte(q.c[1]), 0x0040);
+  const unsigned hi =
+      __byte_perm(to_byte(q.c[2]), F::Comp3::present ? to_byte(q.a) : 0u, 0x0040);
+  return __byte_perm(lo, hi, selector);
+}
+}  // namespace cudaoverlap_fused
+extern "C" __global__ void __launch_bounds__(cudaoverlap::kFusedThreads)
+    cudaoverlap_fused_kernel(const __grid_constant__ cudaoverlap::FusedArgs a, bool in_words,
+                             bool out_words, InFrame frame, Params params) {
+  using namespace cudaoverlap_fused;
+  using View = decltype(co::detail::view_of(&CUDAOVERLAP_ENTRY));
+  const auto user = [&](unsigned w, int x, int y) {
+    co::Pixel p;
+    p.c[0] = from_byte<Format::Comp0>(w);
+    p.c[1] = from_byte<Format::Comp1>(w);
+    p.c[2] = from_byte<Format::Comp2>(w);
+    p.a = from_byte<Format::Comp3>(w);
+    View v;
+    frame.view(p, &v);
+    return to_pixel<Format>(frame.as_pixel(CUDAOVERLAP_ENTRY(v, x, y, params)));
+  };
+  cudaoverlap::fused::fused_pixels<CUDAOVERLAP_IN_BYTES, CUDAOVERLAP_OUT_BYTES>(a, in_words,
+                                                                               out_words, user);
+}
+)";
+constexpr char kFusedKernelName[] = "cudaoverlap_fused_kernel";
+
 }  // namespace
+
+// The fused launch's headers, built into the library (embed_header.py).
+extern const char kFusedPixelsText[];
+extern const char kPixelStageText[];
+extern const char kBalancePixelText[];
+extern const char kRgb24WordsText[];
 
 int custom_tile_width(PixelFormat format) {
   // co::detail::tile_width: the fewest pixels, a multiple of the chroma
@@ -144,7 +211,11 @@ std::string check_custom_params(const CustomKernelParams& params) {
   return {};
 }
 
-ProgramSource custom_program(const CustomKernelParams& params, PixelFormat format, int arch) {
+namespace {
+
+// What both programs begin with: the header, Params, the stream's format,
+// and the user's source after a #line.
+std::string program_prelude(const CustomKernelParams& params, PixelFormat format) {
   const FormatInfo& info = format_info(format);
   std::ostringstream text;
   text << "#include <cudaoverlap/pixel.cuh>\n";
@@ -161,6 +232,14 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
   text << "#line 1 \"" << params.source_name << "\"\n";
   text << params.source;
   if (!params.source.empty() && params.source.back() != '\n') text << "\n";
+  return text.str();
+}
+
+}  // namespace
+
+ProgramSource custom_program(const CustomKernelParams& params, PixelFormat format, int arch) {
+  std::ostringstream text;
+  text << program_prelude(params, format);
   ProgramSource source;
   if (params.block_x == 0) {
     text << "#line 1 \"cudaoverlap-pixel-kernel\"\n";
@@ -178,6 +257,28 @@ ProgramSource custom_program(const CustomKernelParams& params, PixelFormat forma
   source.text = text.str();
   source.name = params.source_name;
   source.headers.emplace_back("cudaoverlap/pixel.cuh", kPixelHeaderText);
+  source.arch = arch;
+  return source;
+}
+
+ProgramSource fused_custom_program(const CustomKernelParams& params, PixelFormat format,
+                                   int in_bytes, int out_bytes, int arch) {
+  std::ostringstream text;
+  text << program_prelude(params, format);
+  text << "#line 1 \"cudaoverlap-fused-kernel\"\n";
+  text << "#define CUDAOVERLAP_ENTRY " << params.entry << "\n";
+  text << "#define CUDAOVERLAP_IN_BYTES " << in_bytes << "\n";
+  text << "#define CUDAOVERLAP_OUT_BYTES " << out_bytes << "\n";
+  text << kFusedKernelText;
+  ProgramSource source;
+  source.text = text.str();
+  source.name = params.source_name;
+  source.headers = {{"cudaoverlap/pixel.cuh", kPixelHeaderText},
+                    {"kernels/chain/fused_pixels.cuh", kFusedPixelsText},
+                    {"kernels/pixel_stage.h", kPixelStageText},
+                    {"kernels/balance/balance_pixel.cuh", kBalancePixelText},
+                    {"kernels/rgb24_words.cuh", kRgb24WordsText}};
+  source.kernels.push_back(kFusedKernelName);
   source.arch = arch;
   return source;
 }
@@ -210,18 +311,44 @@ std::string CustomOperation::check(const ImageRef& in, const ImageRef& out) cons
 }
 
 std::shared_ptr<const CustomKernel> CustomOperation::kernel_for(PixelFormat format,
-                                                                std::string* problem) const {
+                                                                std::string* problem, int in_bytes,
+                                                                int out_bytes) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = kernels_.find(format);
+  const auto key = std::make_tuple(format, in_bytes, out_bytes);
+  auto found = kernels_.find(key);
   if (found != kernels_.end()) return found->second;
   try {
-    auto kernel = build_custom_kernel(params_, format);
-    kernels_.emplace(format, kernel);
+    auto kernel = build_custom_kernel(params_, format, in_bytes, out_bytes);
+    kernels_.emplace(key, kernel);
     return kernel;
   } catch (const Error& e) {
     *problem = e.what();
     return nullptr;
   }
+}
+
+bool CustomOperation::pixel_stage(PixelFormat in, PixelFormat out, const Workspace&,
+                                  PixelStage* stage) const {
+  if (params_.block_x != 0 || in != out || !is_pixel_stage_format(in)) return false;
+  *stage = PixelStage{};
+  stage->kind = PixelStage::Kind::kUser;
+  return true;
+}
+
+std::string CustomOperation::check_fused(PixelFormat format, int in_bytes, int out_bytes) const {
+  std::string problem = check_custom_params(params_);
+  if (problem.empty()) kernel_for(format, &problem, in_bytes, out_bytes);
+  return problem;
+}
+
+void CustomOperation::enqueue_fused_cuda(const ImageRef& in, const ImageRef& out,
+                                         PixelFormat format, const PixelStage* stages, int n,
+                                         CUstream_st* stream) const {
+  const FusedLaunch launch = fused_launch(in, out, stages, n);
+  std::string problem;
+  const auto kernel = kernel_for(format, &problem, launch.in_bytes, launch.out_bytes);
+  if (!kernel) throw Error(problem);
+  launch_fused_custom_kernel(*kernel, colorimetry_, launch, stream);
 }
 
 bool CustomOperation::same_as(const Operation& other) const {
@@ -244,11 +371,16 @@ void CustomOperation::run_reference(const ImageRef&, const ImageRef&, const Work
 }
 
 #ifndef CUDAOVERLAP_HAVE_CUDA
-std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams&, PixelFormat) {
+std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams&, PixelFormat, int,
+                                                        int) {
   throw Error("kernel=custom compiles CUDA source at run time, and this build has no CUDA");
 }
 void launch_custom_kernel(const CustomKernel&, const Colorimetry&, const ImageRef&, const ImageRef&,
                           CUstream_st*) {
+  throw_built_without_cuda();
+}
+void launch_fused_custom_kernel(const CustomKernel&, const Colorimetry&, const FusedLaunch&,
+                                CUstream_st*) {
   throw_built_without_cuda();
 }
 CompiledProgram compile_program(const ProgramSource&, const std::string&) {

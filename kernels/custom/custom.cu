@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/chain/fused_pixels.h"
 #include "kernels/cuda_check.h"
 #include "kernels/custom/custom.h"
 #include "kernels/custom/runtime_compiler.h"
@@ -120,12 +121,15 @@ class CustomKernel {
 };
 
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams& params,
-                                                        PixelFormat format) {
+                                                        PixelFormat format, int in_bytes,
+                                                        int out_bytes) {
   const int arch = device_arch(params.device);
   // The library loads into the device current on this thread (it may be
   // the session's compile thread): the one the program is made for.
   if (params.device >= 0) CO_CUDA_CHECK(cudaSetDevice(params.device));
-  const ProgramSource source = custom_program(params, format, arch);
+  const ProgramSource source = in_bytes > 0
+                                   ? fused_custom_program(params, format, in_bytes, out_bytes, arch)
+                                   : custom_program(params, format, arch);
   const std::string cache = kernel_cache_dir();
   auto compile = [&] {
     try {
@@ -152,6 +156,7 @@ std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams
   made->kernel = library->kernel(program.kernel_symbols[0]);
   made->library = std::move(library);
   made->params = pack_params(params.params);
+  if (in_bytes > 0) return made;  // shaped by its FusedLaunch
   if (params.block_x == 0) {
     // A thread per tile, as the kernel's co::detail::tile_width picks it.
     made->block = dim3(32, 8);
@@ -182,6 +187,21 @@ void launch_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorim
   if (grid.x == 0 || grid.y == 0) return;
   CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel), grid, kernel.block,
                                  args, 0, stream));
+}
+
+void launch_fused_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorimetry,
+                                const FusedLaunch& launch, CUstream_st* stream) {
+  if (launch.grid_x == 0 || launch.grid_y == 0) return;
+  // The frame is the views' colorimetry (co::Frame's conversions); its
+  // planes are not read.
+  CustomFrameData frame{};
+  frame.colorimetry = custom_colorimetry(colorimetry);
+  bool in_words = launch.in_words, out_words = launch.out_words;
+  void* args[] = {const_cast<FusedArgs*>(&launch.args), &in_words, &out_words, &frame,
+                  const_cast<uint64_t*>(kernel.params.data())};
+  CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel),
+                                 dim3(launch.grid_x, launch.grid_y), dim3(launch.threads), args, 0,
+                                 stream));
 }
 
 }  // namespace cudaoverlap

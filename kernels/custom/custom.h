@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "kernels/operation.h"
 #include "kernels/operation_entry.h"
@@ -54,17 +55,32 @@ class CustomOperation final : public Operation {
   // Throws: there is no CPU implementation of a user's CUDA source.
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // The per-pixel form on packed 8-bit RGB is a kUser stage: a chain fuses
+  // it with the built-in stages around it into one launch, compiled with
+  // the user's function (fused_custom_program), which these two run.
+  bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
+                   PixelStage* stage) const override;
+  // check() for such a launch: its program for a stream of `format` between
+  // pixels of in_bytes and out_bytes (compiled, or found compiled).
+  std::string check_fused(PixelFormat format, int in_bytes, int out_bytes) const;
+  // stages[0..n) (this operation's kUser one among them) on every pixel of
+  // `in` into `out` (fused_pixels.h), `format` being this step's.
+  void enqueue_fused_cuda(const ImageRef& in, const ImageRef& out, PixelFormat format,
+                          const PixelStage* stages, int n, CUstream_st* stream) const;
 
   const CustomKernelParams& params() const { return params_; }
   const Colorimetry& colorimetry() const { return colorimetry_; }
 
  private:
-  std::shared_ptr<const CustomKernel> kernel_for(PixelFormat format, std::string* problem) const;
+  // The program for `format`; with in_bytes > 0, the fused launch's.
+  std::shared_ptr<const CustomKernel> kernel_for(PixelFormat format, std::string* problem,
+                                                 int in_bytes = 0, int out_bytes = 0) const;
 
   const CustomKernelParams params_;
   const Colorimetry colorimetry_;
   mutable std::mutex mutex_;  // guards kernels_ (a leaf lock)
-  mutable std::map<PixelFormat, std::shared_ptr<const CustomKernel>> kernels_;
+  // By format, and the fused launch's pixel sizes (0, 0 for the plain one).
+  mutable std::map<std::tuple<PixelFormat, int, int>, std::shared_ptr<const CustomKernel>> kernels_;
 };
 
 // Why `params` cannot make a custom kernel (no source, a parameter name that
@@ -76,6 +92,12 @@ std::string check_custom_params(const CustomKernelParams& params);
 // No CUDA needed.
 struct ProgramSource;
 ProgramSource custom_program(const CustomKernelParams& params, PixelFormat format, int arch);
+
+// The program of a chain's fused launch (kernels/chain/fused_pixels.cuh)
+// with the per-pixel form as its kUser stage, on a stream of `format` (a
+// pixel-stage one) between pixels of in_bytes and out_bytes (3 or 4).
+ProgramSource fused_custom_program(const CustomKernelParams& params, PixelFormat format,
+                                   int in_bytes, int out_bytes, int arch);
 
 // Pixels across the tile one thread of the per-pixel form takes: the
 // host's copy of co::detail::tile_width in <cudaoverlap/pixel.cuh>, for the
@@ -91,10 +113,16 @@ extern const char kPixelHeaderText[];
 // Error with NVRTC's log), with everything its launches need that does not
 // change from frame to frame (the parameters' bytes, the launch shape); and
 // launches it on a frame.
+// With in_bytes > 0, the fused launch's program (fused_custom_program),
+// launched by launch_fused_custom_kernel.
 std::shared_ptr<const CustomKernel> build_custom_kernel(const CustomKernelParams& params,
-                                                        PixelFormat format);
+                                                        PixelFormat format, int in_bytes = 0,
+                                                        int out_bytes = 0);
 void launch_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorimetry,
                           const ImageRef& in, const ImageRef& out, CUstream_st* stream);
+struct FusedLaunch;  // kernels/chain/fused_pixels.h
+void launch_fused_custom_kernel(const CustomKernel& kernel, const Colorimetry& colorimetry,
+                                const FusedLaunch& launch, CUstream_st* stream);
 
 // The C twin of co::Colorimetry for `c` on one side of a stream.
 struct CustomColorimetry {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "custom_sources.h"
 #include "kernel_test_util.h"
 #include "kernels/chain/chain.h"
 #include "kernels/chain/fused_pixels.h"
@@ -21,6 +22,25 @@ KernelParams chain_params(const std::string& text, int in_w, int in_h, int out_w
   params.chain = parse_chain(text);
   params.sizes = FrameSizes{in_w, in_h, out_w, out_h};
   return params;
+}
+
+// chain_params with `user` as each custom step's kernel, as the element
+// loads it.
+KernelParams chain_params(const std::string& text, int in_w, int in_h, int out_w, int out_h,
+                          const CustomKernelParams& user) {
+  KernelParams params = chain_params(text, in_w, in_h, out_w, out_h);
+  auto spec = std::make_shared<ChainSpec>(*params.chain);
+  for (ChainStep& step : spec->steps)
+    if (step.name == "custom") step.custom = std::make_shared<const CustomKernelParams>(user);
+  params.chain = spec;
+  return params;
+}
+
+CustomKernelParams invert_pixel_kernel() {
+  CustomKernelParams p;
+  p.source = kInvertPixelSource;
+  p.source_name = "invert_pixel.cu";
+  return p;
 }
 
 // `in` through each step of `text` as an operation of its own, into
@@ -341,6 +361,34 @@ TEST(ChainFusion, RunsOfPerPixelStepsOnRgbAreOneLaunch) {
   EXPECT_EQ(launches(ten, F::kBGRA, F::kBGRA), "[0-7][8-9]");
 }
 
+// A user's per-pixel function (custom, per-pixel form) on packed RGB fuses
+// with the per-pixel steps around it, one user's function a launch; a whole
+// kernel (kernel-launch) is its own launch.
+TEST(ChainFusion, AUsersPerPixelFunctionIsOneOfTheLaunchsStages) {
+  using F = PixelFormat;
+  const auto launches = [](const std::string& text, F in, F out, const CustomKernelParams& user) {
+    const KernelParams params = chain_params(text, 64, 48, 64, 48, user);
+    const ChainOperation chain(params.chain, params);
+    std::string got;
+    for (const ChainOperation::Launch& l : chain.launches(in, out))
+      got += "[" + std::to_string(l.first) +
+             (l.last > l.first ? "-" + std::to_string(l.last) : "") +
+             (l.user >= 0 ? " user " + std::to_string(l.user) : "") + "]";
+    return got;
+  };
+  const CustomKernelParams pixel = invert_pixel_kernel();
+  CustomKernelParams whole = pixel;
+  whole.block_x = 32;
+  whole.block_y = 8;
+  const std::string text = "balance ! custom ! invert ! custom ! convert";
+  EXPECT_EQ(launches(text, F::kRGBA, F::kBGR, pixel), "[0-2 user 1][3-4 user 3]");
+  EXPECT_EQ(launches(text, F::kRGBA, F::kBGR, whole), "[0][1][2][3][4]");
+  EXPECT_EQ(launches("invert ! custom", F::kRGB, F::kRGB, whole), "[0][1]");
+  EXPECT_EQ(launches("custom ! blur sigma=1 ! custom ! invert", F::kBGRx, F::kBGRx, pixel),
+            "[0][1][2-3 user 2]");
+  EXPECT_EQ(launches("custom ! invert", F::kNV12, F::kNV12, pixel), "[0][1]");
+}
+
 // The stages a chain fuses do what the operations do alone: convert's
 // reordering between every pair of packed RGB formats, invert's mask (the
 // GPU tests below run balance's).
@@ -456,6 +504,96 @@ TEST(GpuChain, FusedRunsEqualTheirStepsOneByOne) {
         EXPECT_EQ(compare_images(got.image, e.want.image), "")
             << "align " << align << ", bands " << bands;
       }
+  }
+}
+
+// A user's per-pixel function fused with built-in stages gives the bytes of
+// the built-in steps: the custom invert in place of invert, on 4- and
+// 3-byte pixels either side, odd widths, rows on 256 and on 4 bytes; and a
+// function on another view (sepia on co::Rgba, with a parameter) gives, fused,
+// the bytes of the same chain run a launch a step.
+TEST(GpuChain, AUsersFunctionFusedGivesTheBytesOfItsStepsApart) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  auto device = make_cuda_device(0);
+  device->make_current();
+  using F = PixelFormat;
+  struct UserCase {
+    std::string text;  // with custom for the user's invert
+    F in, out;
+    int width, height;
+  };
+  const UserCase cases[] = {
+      {"balance contrast=1.2 saturation=0.8 ! custom ! convert", F::kRGBA, F::kBGRx, 67, 41},
+      {"balance contrast=1.2 saturation=0.8 ! custom ! convert", F::kRGB, F::kABGR, 67, 41},
+      {"invert ! custom ! convert", F::kBGRx, F::kBGR, 70, 33},
+      {"custom ! balance hue=0.3", F::kBGR, F::kBGR, 129, 20},
+      {"blur sigma=1 ! custom ! invert ! custom", F::kARGB, F::kARGB, 45, 30},
+  };
+  for (const UserCase& c : cases) {
+    std::string built_in = c.text;
+    for (size_t at; (at = built_in.find("custom")) != std::string::npos;)
+      built_in.replace(at, 6, "invert");
+    SCOPED_TRACE(c.text + " " + format_info(c.in).name + " -> " + format_info(c.out).name);
+    const ChainCase expected_case{built_in.c_str(), c.in, c.out, c.width, c.height, c.width,
+                                  c.height};
+    Expected e(expected_case);
+    const KernelParams params =
+        chain_params(c.text, c.width, c.height, c.width, c.height, invert_pixel_kernel());
+    const ChainOperation chain(params.chain, params);
+    bool user_fused = false;
+    for (const ChainOperation::Launch& l : chain.launches(c.in, c.out))
+      user_fused |= l.user >= 0 && l.last > l.first;
+    EXPECT_TRUE(user_fused);
+    for (size_t align : {size_t{256}, size_t{4}}) {
+      OwnedImage got(c.out, c.width, c.height, 9);
+      run_on_device(*device, "chain", params, e.in, got, align);
+      EXPECT_EQ(compare_images(got.image, e.want.image), "") << "align " << align;
+    }
+  }
+
+  CustomKernelParams sepia;
+  sepia.source = kReadmeSepiaSource;
+  sepia.source_name = "sepia.cu";
+  sepia.params = {{"amount", CustomParam::Type::kFloat, 0.8}};
+  const std::string text = "invert ! custom ! convert";
+  OwnedImage in(F::kRGBA, 53, 17);
+  in.fill_random(53);
+  OwnedImage fused(F::kRGB, 53, 17, 3), apart(F::kRGB, 53, 17, 5);
+  const KernelParams params = chain_params(text, 53, 17, 53, 17, sepia);
+  const auto one = std::make_shared<ChainOperation>(params.chain, params);
+  const auto three = std::make_shared<ChainOperation>(params.chain, params, false);
+  ASSERT_EQ(one->launches(F::kRGBA, F::kRGB).size(), 1u);
+  ASSERT_EQ(three->launches(F::kRGBA, F::kRGB).size(), 3u);
+  run_on_device(*device, one, in, fused, 4);
+  run_on_device(*device, three, in, apart, 4);
+  EXPECT_EQ(compare_images(fused.image, apart.image), "");
+
+  // Rounding at every half step, values below 0 and above 1, NaN: the fused
+  // launch quantises as the per-pixel kernel does; every input byte read.
+  CustomKernelParams probe;
+  probe.source_name = "probe.cu";
+  probe.source = R"(
+co::Pixel process(co::Pixel px, int x, int y, const Params& params) {
+  co::Pixel q;
+  q.c[0] = float(x % 511) * 0.5f / 255.f;
+  q.c[1] = (float(x) - 40.f) / 170.f;
+  q.c[2] = y == 1 ? __int_as_float(0x7fc00000) : px.c[2] * 1.37f - 0.1f;
+  q.a = px.a * 0.999f + px.c[0];
+  return q;
+}
+)";
+  for (F format : {F::kRGBA, F::kBGR}) {
+    SCOPED_TRACE(format_info(format).name);
+    OwnedImage bytes(format, 1030, 3);
+    for (size_t b = 0; b < bytes.bytes.size(); ++b) bytes.bytes[b] = static_cast<uint8_t>(b * 7);
+    const std::string probed = "invert ! custom ! invert";
+    const KernelParams p = chain_params(probed, 1030, 3, 1030, 3, probe);
+    OwnedImage one_launch(format, 1030, 3, 3), launches(format, 1030, 3, 5);
+    run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p), bytes, one_launch, 256);
+    run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p, false), bytes, launches,
+                  256);
+    EXPECT_EQ(compare_images(one_launch.image, launches.image), "");
   }
 }
 

@@ -12,6 +12,7 @@
 #include "kernel_test_util.h"
 #include "kernels/custom/custom.h"
 #include "kernels/custom/runtime_compiler.h"
+#include "kernels/pixel_stage.h"
 
 namespace cudaoverlap::test {
 namespace {
@@ -96,6 +97,36 @@ TEST(CustomCompile, BothFormsCompileForEveryFormat) {
       EXPECT_EQ(program.target, "sm_90");
       ASSERT_EQ(program.kernel_symbols.size(), 1u);
     }
+  }
+}
+
+// A chain's fused launch around the per-pixel form compiles for every
+// packed RGB format, with each pixel size either side, and with a function
+// on another view (the README's sepia on co::Rgba, with a parameter).
+TEST(CustomCompile, TheFusedLaunchCompilesForEveryStageFormat) {
+  if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
+  CustomKernelParams sepia;
+  sepia.source = kReadmeSepiaSource;
+  sepia.source_name = "sepia.cu";
+  sepia.params = {{"amount", CustomParam::Type::kFloat, 0.8}};
+  struct Case {
+    CustomKernelParams params;
+    PixelFormat format;
+    int in_bytes, out_bytes;
+  };
+  std::vector<Case> cases{{sepia, PixelFormat::kBGRx, 4, 3}};
+  for (PixelFormat f : raw_formats())
+    if (is_pixel_stage_format(f))
+      cases.push_back({invert_pixel(), f, 3 + static_cast<int>(cases.size() % 2),
+                       3 + static_cast<int>(cases.size() / 2 % 2)});
+  ASSERT_EQ(cases.size(), 9u);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(format_info(c.format).name) + ", " + std::to_string(c.in_bytes) +
+                 " to " + std::to_string(c.out_bytes) + " bytes, " + c.params.source_name);
+    const CompiledProgram program =
+        compile_program(fused_custom_program(c.params, c.format, c.in_bytes, c.out_bytes, 90), {});
+    EXPECT_FALSE(program.image.empty());
+    ASSERT_EQ(program.kernel_symbols.size(), 1u);
   }
 }
 
