@@ -53,10 +53,16 @@ for r in $runtimes; do preload="$preload $(gcc -print-file-name="$r")"; done
 # ThreadSanitizer is told what GLib's locks mean (tests/sanitizers/).
 [ $kind = tsan ] && preload="$preload $PWD/$dir/tests/libglib-tsan-shim.so"
 export CUDAOVERLAP_SANITIZER_PRELOAD=${preload# }
-# The kernel suites (suite pixels) check bytes a frame at a time on one
-# thread: ThreadSanitizer has nothing to watch there, AddressSanitizer runs
-# them; the element's and the engine's suites run every thread they have.
+# The kernel suites (suite pixels) check bytes: on one thread, or (kernel-
+# vs-gst) through the element, whose threads the element suites run.
+# ThreadSanitizer leaves them to AddressSanitizer unless suites or tests
+# are named.
 skip=()
-[ $kind = tsan ] && [ $# -eq 0 ] && skip=(--no-suite pixels)
+if [ $kind = tsan ]; then
+  skip=(--no-suite pixels)
+  for a in "$@"; do
+    case $a in --suite* | --no-suite* | [!-]*) skip=() ;; esac
+  done
+fi
 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "${CUDAOVERLAP_JOBS:-2}" \
-  --timeout-multiplier 4 "${skip[@]}" "$@"
+  --timeout-multiplier 4 ${skip[@]+"${skip[@]}"} "$@"

@@ -28,8 +28,8 @@ constexpr int kRows = kFusedRows;
 // Every stage on the pixels a thread holds: each stage's words read once
 // (the same for the whole warp) and applied to all of them. `user(word,
 // x, y)` runs a kUser stage on the pixel at (x, y), on every pixel slot
-// without a branch: those past the picture's edge are never stored (the
-// function is given numbers alone, no memory to touch).
+// without a branch: a slot past the picture's edge is given the nearest
+// pixel's coordinates, and its result is never stored.
 template <class User>
 __device__ __forceinline__ void run_stages(const FusedArgs& a, const uint8_t (*tables)[256],
                                            uint32_t (&px)[kRows * 4], int x0, int y0,
@@ -46,7 +46,8 @@ __device__ __forceinline__ void run_stages(const FusedArgs& a, const uint8_t (*t
       for (int p = 0; p < kRows * 4; ++p) px[p] = balance_pixel(words, tables[i], px[p]);
     } else {
 #pragma unroll
-      for (int p = 0; p < kRows * 4; ++p) px[p] = user(px[p], x0 + p % 4, y0 + p / 4);
+      for (int p = 0; p < kRows * 4; ++p)
+        px[p] = user(px[p], min(x0 + p % 4, a.width - 1), min(y0 + p / 4, a.rows - 1));
     }
   }
 }

@@ -111,7 +111,7 @@ constexpr char kPixelKernelName[] = "cudaoverlap_pixel_kernel";
 // normalising and rounding), for the stages after it.
 constexpr char kFusedKernelText[] = R"(
 #include "kernels/chain/fused_pixels.cuh"
-namespace cudaoverlap_fused {
+namespace cudaoverlap_fused_detail {
 // The per-pixel kernel's own conversions (co::Frame::pixel, set_pixel),
 // without the int/float conversion instructions, which run at a quarter of
 // the float rate: 2^23 + b, less 2^23, is b exactly; 1.5 * 2^23 + s, for s
@@ -142,21 +142,21 @@ __device__ unsigned to_pixel(const co::Pixel& q) {
       __byte_perm(to_byte(q.c[2]), F::Comp3::present ? to_byte(q.a) : 0u, 0x0040);
   return __byte_perm(lo, hi, selector);
 }
-}  // namespace cudaoverlap_fused
+}  // namespace cudaoverlap_fused_detail
 extern "C" __global__ void __launch_bounds__(cudaoverlap::kFusedThreads)
     cudaoverlap_fused_kernel(const __grid_constant__ cudaoverlap::FusedArgs a, bool in_words,
                              bool out_words, InFrame frame, Params params) {
-  using namespace cudaoverlap_fused;
+  namespace d = cudaoverlap_fused_detail;
   using View = decltype(co::detail::view_of(&CUDAOVERLAP_ENTRY));
   const auto user = [&](unsigned w, int x, int y) {
     co::Pixel p;
-    p.c[0] = from_byte<Format::Comp0>(w);
-    p.c[1] = from_byte<Format::Comp1>(w);
-    p.c[2] = from_byte<Format::Comp2>(w);
-    p.a = from_byte<Format::Comp3>(w);
+    p.c[0] = d::from_byte<Format::Comp0>(w);
+    p.c[1] = d::from_byte<Format::Comp1>(w);
+    p.c[2] = d::from_byte<Format::Comp2>(w);
+    p.a = d::from_byte<Format::Comp3>(w);
     View v;
     frame.view(p, &v);
-    return to_pixel<Format>(frame.as_pixel(CUDAOVERLAP_ENTRY(v, x, y, params)));
+    return d::to_pixel<Format>(frame.as_pixel(CUDAOVERLAP_ENTRY(v, x, y, params)));
   };
   cudaoverlap::fused::fused_pixels<CUDAOVERLAP_IN_BYTES, CUDAOVERLAP_OUT_BYTES>(a, in_words,
                                                                                out_words, user);

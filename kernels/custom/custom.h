@@ -8,9 +8,10 @@
 // whole __global__ kernel with a launch shape the user gives. The operation
 // writes the prelude the header describes (Params from the parameters'
 // names and types, Format and the frame types from the stream's format) and
-// compiles the program once per format in check(), so a compile error is
-// the answer to check() — NVRTC's log, with the user's file name and lines —
-// and is reported at caps time. Compiled programs are cached on disk
+// compiles the program once per format in check() (in a chain's fused
+// launch, once per format and pixel sizes either side: check_fused), so a
+// compile error is the answer to check() — NVRTC's log, with the user's
+// file name and lines — and is reported at caps time. Compiled programs are cached on disk
 // (runtime_compiler.h); parameter values are not part of the program, only
 // their names and types.
 //

@@ -569,31 +569,37 @@ TEST(GpuChain, AUsersFunctionFusedGivesTheBytesOfItsStepsApart) {
   run_on_device(*device, three, in, apart, 4);
   EXPECT_EQ(compare_images(fused.image, apart.image), "");
 
-  // Rounding at every half step, values below 0 and above 1, NaN: the fused
-  // launch quantises as the per-pixel kernel does; every input byte read.
+  // Rounding at every half step, values below 0 and above 1, -0 and NaN:
+  // the fused launch quantises as the per-pixel kernel does, each 4- and
+  // 3-byte order either side; every input byte read.
   CustomKernelParams probe;
   probe.source_name = "probe.cu";
   probe.source = R"(
 co::Pixel process(co::Pixel px, int x, int y, const Params& params) {
   co::Pixel q;
   q.c[0] = float(x % 511) * 0.5f / 255.f;
-  q.c[1] = (float(x) - 40.f) / 170.f;
+  q.c[1] = x % 7 == 0 ? -0.f : (float(x) - 40.f) / 170.f;
   q.c[2] = y == 1 ? __int_as_float(0x7fc00000) : px.c[2] * 1.37f - 0.1f;
   q.a = px.a * 0.999f + px.c[0];
   return q;
 }
 )";
-  for (F format : {F::kRGBA, F::kBGR}) {
-    SCOPED_TRACE(format_info(format).name);
-    OwnedImage bytes(format, 1030, 3);
+  for (auto [from, to] : {std::pair{F::kRGBA, F::kRGBA}, {F::kBGR, F::kBGR}, {F::kRGBx, F::kBGR},
+                          {F::kRGB, F::kABGR}, {F::kARGB, F::kBGRA}}) {
+    SCOPED_TRACE(std::string(format_info(from).name) + " -> " + format_info(to).name);
+    OwnedImage bytes(from, 1030, 3);
     for (size_t b = 0; b < bytes.bytes.size(); ++b) bytes.bytes[b] = static_cast<uint8_t>(b * 7);
-    const std::string probed = "invert ! custom ! invert";
+    const std::string probed =
+        from == to ? "invert ! custom ! invert" : "invert ! custom ! convert";
     const KernelParams p = chain_params(probed, 1030, 3, 1030, 3, probe);
-    OwnedImage one_launch(format, 1030, 3, 3), launches(format, 1030, 3, 5);
-    run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p), bytes, one_launch, 256);
-    run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p, false), bytes, launches,
-                  256);
-    EXPECT_EQ(compare_images(one_launch.image, launches.image), "");
+    for (size_t align : {size_t{256}, size_t{4}}) {
+      OwnedImage one_launch(to, 1030, 3, 3), launches(to, 1030, 3, 5);
+      run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p), bytes, one_launch,
+                    align);
+      run_on_device(*device, std::make_shared<ChainOperation>(p.chain, p, false), bytes, launches,
+                    align);
+      EXPECT_EQ(compare_images(one_launch.image, launches.image), "") << "align " << align;
+    }
   }
 }
 

@@ -19,7 +19,10 @@
 // kernel around it: one thread per chroma block (2x2 pixels of NV12, 2x1 of
 // YUY2, one pixel of RGBA), each pixel read, passed to your function and
 // written back; a subsampled chroma sample gets the mean of its block's
-// results. The type of the first parameter chooses how pixels look:
+// results. It may also run where its result is dropped (a chain's fused
+// launch runs it on slots past the picture's edge, with the nearest pixel's
+// coordinates): keep it free of side effects. The type of the first
+// parameter chooses how pixels look:
 //
 //   co::Rgba process(co::Rgba px, int x, int y, const Params& params);
 //   co::Yuva process(co::Yuva px, int x, int y, const Params& params);
