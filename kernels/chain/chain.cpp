@@ -411,14 +411,12 @@ std::string ChainOperation::check(const ImageRef& in, const ImageRef& out) const
     // A user's step in a fused launch: that launch's program, not its own.
     const auto fused = std::find_if(p.launches.begin(), p.launches.end(),
                                     [&](const Launch& l) { return l.user == static_cast<int>(k); });
-    std::string refused =
-        fused == p.launches.end()
-            ? steps_[k]->check(a, b)
-            : steps_[k]->Operation::check(a, b);
-    if (refused.empty() && fused != p.launches.end())
+    const bool in_fused = fused != p.launches.end();
+    std::string refused = in_fused ? steps_[k]->Operation::check(a, b) : steps_[k]->check(a, b);
+    if (refused.empty() && in_fused)
       refused = user_step(*fused).check_fused(
-                  a.format, pixel_stage_bytes(p.in_of(*fused, in).format),
-                  pixel_stage_bytes(p.out_of(*fused, out, steps_.size()).format));
+          a.format, pixel_stage_bytes(p.in_of(*fused, in).format),
+          pixel_stage_bytes(p.out_of(*fused, out, steps_.size()).format));
     if (!refused.empty()) return step_name(k) + ": " + refused;
   }
   return {};
