@@ -101,7 +101,8 @@ def main():
     def per_frame(name, w, h, which):
         """Median ms a frame of `which`: the extra frames' CPU, the source's taken out."""
         def extra(what, r):
-            return seconds[(name, w, h, what, args.frames)][r] - seconds[(name, w, h, what, short)][r]
+            long_run = seconds[(name, w, h, what, args.frames)][r]
+            return long_run - seconds[(name, w, h, what, short)][r]
         costs = [(extra(which, r) - extra("source", r)) / (args.frames - short) * 1e3
                  for r in range(args.repeats)]
         return statistics.median(costs)

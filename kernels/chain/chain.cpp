@@ -276,7 +276,8 @@ ChainOperation::ChainOperation(std::shared_ptr<const ChainSpec> spec, const Kern
 const CustomOperation& ChainOperation::user_step(const Launch& launch) const {
   const auto* custom =
       dynamic_cast<const CustomOperation*>(steps_.at(static_cast<size_t>(launch.user)).get());
-  if (custom == nullptr) throw Error(step_name(static_cast<size_t>(launch.user)) + " is not custom");
+  if (custom == nullptr)
+    throw Error(step_name(static_cast<size_t>(launch.user)) + " is not custom");
   return *custom;
 }
 

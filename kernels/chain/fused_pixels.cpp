@@ -11,8 +11,6 @@
 namespace cudaoverlap {
 namespace {
 
-constexpr unsigned kThreads = kFusedThreads;
-constexpr int kRows = kFusedRows;
 constexpr unsigned kMaxGridY = 65535;
 
 bool aligned_to(const PlaneRef& p, size_t n) {
@@ -43,11 +41,10 @@ FusedLaunch fused_launch(const ImageRef& in, const ImageRef& out, const PixelSta
   l.out_bytes = pixel_stage_bytes(out.format);
   l.in_words = aligned_to(in.planes[0], l.in_bytes == 4 ? 16 : 4);
   l.out_words = aligned_to(out.planes[0], l.out_bytes == 4 ? 16 : 4);
-  l.threads = kThreads;
   if (in.width > 0 && in.height > 0) {
-    l.grid_x = static_cast<unsigned>((in.width + 4 * kThreads - 1) / (4 * kThreads));
-    l.grid_y = static_cast<unsigned>(
-        std::min<unsigned>(static_cast<unsigned>((in.height + kRows - 1) / kRows), kMaxGridY));
+    l.grid_x = static_cast<unsigned>((in.width + 4 * kFusedThreads - 1) / (4 * kFusedThreads));
+    l.grid_y =
+        std::min(static_cast<unsigned>((in.height + kFusedRows - 1) / kFusedRows), kMaxGridY);
   }
   return l;
 }

@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(fused::kThreads)
 template <int kIn, int kOut>
 void launch(const FusedLaunch& l, cudaStream_t stream) {
   fused_pixels_kernel<kIn, kOut>
-      <<<dim3(l.grid_x, l.grid_y), l.threads, 0, stream>>>(l.args, l.in_words, l.out_words);
+      <<<dim3(l.grid_x, l.grid_y), kFusedThreads, 0, stream>>>(l.args, l.in_words, l.out_words);
 }
 
 }  // namespace

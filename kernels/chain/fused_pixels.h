@@ -9,14 +9,13 @@
 
 namespace cudaoverlap {
 
-// One fused launch's arguments and shape: blocks of `threads` threads.
+// One fused launch's arguments and shape: blocks of kFusedThreads threads.
 struct FusedLaunch {
   FusedArgs args{};
   bool in_words = false;  // rows aligned for word loads
   bool out_words = false;
   int in_bytes = 0, out_bytes = 0;  // 3 or 4: the kernel's instance
   unsigned grid_x = 0, grid_y = 0;  // 0: nothing to do (an empty picture)
-  unsigned threads = 0;
 };
 
 // The launch running stages[0..n) on every pixel of `in` into `out`: both

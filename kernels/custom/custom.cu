@@ -200,7 +200,7 @@ void launch_fused_custom_kernel(const CustomKernel& kernel, const Colorimetry& c
   void* args[] = {const_cast<FusedArgs*>(&launch.args), &in_words, &out_words, &frame,
                   const_cast<uint64_t*>(kernel.params.data())};
   CO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel),
-                                 dim3(launch.grid_x, launch.grid_y), dim3(launch.threads), args, 0,
+                                 dim3(launch.grid_x, launch.grid_y), dim3(kFusedThreads), args, 0,
                                  stream));
 }
 

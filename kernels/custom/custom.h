@@ -11,9 +11,9 @@
 // compiles the program once per format in check() (in a chain's fused
 // launch, once per format and pixel sizes either side: check_fused), so a
 // compile error is the answer to check() — NVRTC's log, with the user's
-// file name and lines — and is reported at caps time. Compiled programs are cached on disk
-// (runtime_compiler.h); parameter values are not part of the program, only
-// their names and types.
+// file name and lines — and is reported at caps time. Compiled programs
+// are cached on disk (runtime_compiler.h); parameter values are not part
+// of the program, only their names and types.
 //
 // The output format is the input's. CUDA only: the cpu backend has no way to
 // run the source, and its reference says so.

@@ -101,8 +101,9 @@ TEST(CustomCompile, BothFormsCompileForEveryFormat) {
 }
 
 // A chain's fused launch around the per-pixel form compiles for every
-// packed RGB format, with each pixel size either side, and with a function
-// on another view (the README's sepia on co::Rgba, with a parameter).
+// packed RGB format, with each pixel size either side, with a function
+// on another view (the README's sepia on co::Rgba, with a parameter), and
+// beside user helpers named as the launch's own.
 TEST(CustomCompile, TheFusedLaunchCompilesForEveryStageFormat) {
   if (!kernels_have_cuda()) GTEST_SKIP() << "built without CUDA";
   CustomKernelParams sepia;
@@ -114,12 +115,25 @@ TEST(CustomCompile, TheFusedLaunchCompilesForEveryStageFormat) {
     PixelFormat format;
     int in_bytes, out_bytes;
   };
-  std::vector<Case> cases{{sepia, PixelFormat::kBGRx, 4, 3}};
+  // Helpers named as the launch's own are the user's business.
+  CustomKernelParams same_names = invert_pixel();
+  same_names.source_name = "same_names.cu";
+  same_names.source = R"(
+template <class C> __device__ float from_byte(unsigned w) { return 0.f; }
+__device__ unsigned to_byte(float v) { return 0u; }
+template <class F> __device__ unsigned to_pixel(const co::Pixel& q) { return 0u; }
+co::Pixel process(co::Pixel px, int x, int y, const Params& params) {
+  px.c[0] = from_byte<Format::Comp0>(to_byte(px.c[1]) + to_pixel<Format>(px));
+  return px;
+}
+)";
+  std::vector<Case> cases{{sepia, PixelFormat::kBGRx, 4, 3},
+                          {same_names, PixelFormat::kRGBA, 4, 4}};
   for (PixelFormat f : raw_formats())
     if (is_pixel_stage_format(f))
       cases.push_back({invert_pixel(), f, 3 + static_cast<int>(cases.size() % 2),
                        3 + static_cast<int>(cases.size() / 2 % 2)});
-  ASSERT_EQ(cases.size(), 9u);
+  ASSERT_EQ(cases.size(), 10u);
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(format_info(c.format).name) + ", " + std::to_string(c.in_bytes) +
                  " to " + std::to_string(c.out_bytes) + " bytes, " + c.params.source_name);
