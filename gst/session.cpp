@@ -367,18 +367,23 @@ GstFlowReturn Session::submit(GstBuffer* buffer) {
   // mapped and referenced until its upload completed; anything else is
   // staged inside submit(), and unmapped when this function returns.
   // memory_id names the pages for cuda-graphs (InputFrame::memory_id).
-  // GStreamer's CUDA memory (InputFrame::on_device) is read on the device.
+  // GStreamer's CUDA memory (InputFrame::on_device) is read on the device,
+  // and the cpu backend reads every frame where it lies
+  // (EngineConfig::host_in_place): both stay mapped until delivered.
+  const bool in_place = device_->host_memory_is_device_memory();
   input.on_device = in_cuda_;
-  input.pinned = !in_cuda_ && buffer_is_pinned(buffer, device_.get(), &input.memory_id);
-  if (!input.pinned && !in_cuda_ && pin_upstream_.load())
+  input.pinned =
+      !in_cuda_ && !in_place && buffer_is_pinned(buffer, device_.get(), &input.memory_id);
+  if (!input.pinned && !in_cuda_ && !in_place && pin_upstream_.load())
     input.pinned = pin_upstream_memory(buffer, input.image, in_layout, device_, &input.memory_id) ==
                    UpstreamPin::kPinned;
   GST_LOG_OBJECT(element_, "%" GST_PTR_FORMAT " is %s", buffer,
                  input.on_device ? "CUDA memory: read on the device"
+                 : in_place      ? "read where it lies (cpu backend)"
                  : input.pinned  ? "pinned: uploaded without staging"
                                  : "staged");
-  if (input.pinned || input.on_device) input.keep_alive = mapped;
-  const bool input_on_device = input.on_device;  // nothing crosses to the device
+  if (input.pinned || input.on_device || in_place) input.keep_alive = mapped;
+  const bool input_on_device = input.on_device || in_place;  // nothing crosses
   input.user = std::move(info);
   input.arrived_ns = arrived_ns;
   const Status status = engine_->submit(std::move(input));
@@ -685,9 +690,9 @@ void Session::push_next() {
       GstBuffer* buffer = nullptr;
       const ImageRef& out = item.frame.image();
       // Nothing crosses back to the host where the frame goes out on the
-      // device.
+      // device, nor on the cpu backend (EngineConfig::host_in_place).
       const uint64_t downloaded =
-          item.frame && !info->destination
+          item.frame && !info->destination && !device_->host_memory_is_device_memory()
               ? FrameLayout{out.format, out.width, out.height}.pixel_bytes()
               : 0;
       if (!item.frame) {

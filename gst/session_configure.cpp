@@ -100,6 +100,7 @@ bool Session::configure(GstCaps* caps, guint32 seqnum) {
   config.input = layout_from_info(in, format);
   config.output = out->layout;
   config.graphs = settings.graphs;
+  config.host_in_place = true;  // the cpu backend copies nothing
   // bands=0: a live upstream's frames come one at a time, which bands
   // bring out sooner (live_bands, engine.h); others run whole.
   config.bands = settings.bands > 0   ? settings.bands

@@ -77,6 +77,23 @@ void Operation::run_reference_part(size_t, const ImageRef& in, const ImageRef& o
   run_reference(in, out, workspace);
 }
 
+void Operation::run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const {
+  run_reference(in, out, workspace);
+}
+
+void Operation::run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                             int y0, int y1) const {
+  run_reference_rows(in, out, workspace, y0, y1);
+}
+
+void Operation::run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
+                             const Workspace& workspace) const {
+  if (parts(in.format, out.format).empty())
+    run_cpu(in, out, workspace);
+  else
+    run_reference_part(part, in, out, workspace);
+}
+
 bool Operation::pixel_stage(PixelFormat, PixelFormat, const Workspace&, PixelStage*) const {
   return false;
 }

@@ -130,9 +130,14 @@ class Operation {
   // Throws cudaoverlap::Error (also when built without CUDA).
   virtual void enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                             CUstream_st* stream) const = 0;
-  // Computes the frame on the calling thread (the CPU reference).
+  // Computes the frame on the calling thread (the CPU reference): plain
+  // code, the oracle of the CUDA kernels' tests.
   virtual void run_reference(const ImageRef& in, const ImageRef& out,
                              const Workspace& workspace) const = 0;
+  // What the cpu backend runs: the same bytes as run_reference, computed as
+  // fast as the host allows (tests/kernels/test_cpu_fast.cpp holds them
+  // equal). The default is run_reference itself.
+  virtual void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const;
 
   // --- Bands (EngineConfig::bands) -------------------------------------------
 
@@ -161,6 +166,10 @@ class Operation {
                                  CUstream_st* stream) const;
   virtual void run_reference_rows(const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace, int y0, int y1) const;
+  // run_cpu's rows: by default run_reference_rows; an operation with a fast
+  // run_cpu overrides both.
+  virtual void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                            int y0, int y1) const;
   // How a band is computed when band_halo() >= 0: false (the default), by
   // the two functions above; true, by the whole-frame enqueue_cuda /
   // run_reference on input rows band_view() as an image of their own, into
@@ -194,6 +203,10 @@ class Operation {
                                  const Workspace& workspace, CUstream_st* stream) const;
   virtual void run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace) const;
+  // What the cpu backend runs for a part: run_cpu for an operation of one
+  // part, else run_reference_part.
+  void run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
+                    const Workspace& workspace) const;
 
   // --- Fusion (chains) -------------------------------------------------------
 

@@ -139,20 +139,19 @@ class CpuStream final : public Stream {
 
   void launch(const Operation& op, const ImageRef& in, const ImageRef& out,
               const Workspace& workspace) override {
-    // Like a CUDA kernel fault, a failing reference reports asynchronously.
+    // Like a CUDA kernel fault, a failing operation reports asynchronously.
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
-    enqueue([&op, in, out, workspace] { op.run_reference(in, out, workspace); });
+    enqueue([&op, in, out, workspace] { op.run_cpu(in, out, workspace); });
   }
   void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace, int y0, int y1) override {
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
-    enqueue(
-        [&op, in, out, workspace, y0, y1] { op.run_reference_rows(in, out, workspace, y0, y1); });
+    enqueue([&op, in, out, workspace, y0, y1] { op.run_cpu_rows(in, out, workspace, y0, y1); });
   }
   void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace) override {
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
-    enqueue([&op, part, in, out, workspace] { op.run_reference_part(part, in, out, workspace); });
+    enqueue([&op, part, in, out, workspace] { op.run_cpu_part(part, in, out, workspace); });
   }
   void prepare(const Operation& op, const Workspace& workspace) override {
     enqueue([&op, workspace] { op.prepare_reference(workspace); });
@@ -311,6 +310,7 @@ class CpuDevice final : public Device {
                                  : "the cpu backend (standing in for device " +
                                        std::to_string(options_.stand_in) + ")";
   }
+  bool host_memory_is_device_memory() const override { return true; }
   void make_current() override {}
   size_t device_memory_free() override {
     if (options_.memory_limit == SIZE_MAX) return SIZE_MAX;

@@ -169,6 +169,9 @@ class Device {
   // The CUDA device number it runs on; -1 for a backend that is not CUDA
   // (and cannot run CUDA code of the user's: kernel=custom).
   virtual int cuda_device() const { return -1; }
+  // True when its device memory is the host's own (the cpu backend): an
+  // operation can read and write host images where they lie.
+  virtual bool host_memory_is_device_memory() const { return false; }
   // Binds the calling thread to this device; call on each thread that
   // enqueues work or waits on events.
   virtual void make_current() = 0;

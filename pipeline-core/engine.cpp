@@ -118,7 +118,7 @@ bool EngineConfig::operator==(const EngineConfig& o) const {
          same_operation(operation, o.operation) && timing == o.timing &&
          timing_interval == o.timing_interval && staging_threads == o.staging_threads &&
          host_wait == o.host_wait && bands == o.bands && pull == o.pull && graphs == o.graphs &&
-         graphs_idle == o.graphs_idle;
+         graphs_idle == o.graphs_idle && host_in_place == o.host_in_place;
 }
 
 Engine::Engine(std::shared_ptr<Device> device, EngineConfig config, EngineCallbacks callbacks)
@@ -248,7 +248,18 @@ Status Engine::submit(InputFrame frame) {
     images.write_in_place = to_device && device_aligned(frame.destination, config_.output);
     if (images.read_in_place) images.device_in = frame.image;
     if (images.write_in_place) images.device_out = frame.destination;
-    if (!frame.pinned && !frame.on_device) {
+    // Host memory that is the device's: the kernel reads the frame and
+    // writes the slot's output, and nothing is copied.
+    const bool in_place = c.host_in_place();
+    if (in_place) {
+      images.read_in_place = images.source_on_device = true;
+      images.device_in = frame.image;
+      if (!to_device) {
+        images.write_in_place = images.destination_on_device = true;
+        images.device_out = memory.output;
+      }
+    }
+    if (!frame.pinned && !frame.on_device && !in_place) {
       timing.staging.start_ns = host_now_ns();
       stage_frame(*threads_->staging, config_.input, frame.image, memory.staging);
       images.source = memory.staging;
@@ -262,6 +273,7 @@ Status Engine::submit(InputFrame frame) {
     stage = Stage::kUpload;  // a graph launch that fails, failed at its start
     timing.graph = alone && !timed && config_.graphs && config_.mode == Mode::kOverlapped &&
                    (!frame.pinned || memory_id != 0) && !frame.on_device && !to_device &&
+                   !in_place &&
                    c.graphs_.launch(index, sequence, memory_id, c.pass_, slot.events, images,
                                     slot.operation, reading, &stage);
     if (!timing.graph)

@@ -189,6 +189,13 @@ struct EngineConfig {
   // where the source's period is at least twice that (a camera's, 60
   // frames/s, by far). 0: every frame alone.
   double graphs_idle = 1.0;
+  // On a device whose memory is the host's (the cpu backend, see
+  // Device::host_memory_is_device_memory), the operation reads each frame
+  // where it lies and writes the slot's output: no staging, upload or
+  // download copies; InputFrame::keep_alive is then held until the frame
+  // is delivered or dropped. Streams, events and barriers stay as they
+  // are. Ignored on other devices.
+  bool host_in_place = false;
 
   // Every field: an owner keeps a running engine only for an equal config.
   bool operator==(const EngineConfig& o) const;

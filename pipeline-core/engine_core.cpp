@@ -86,7 +86,8 @@ Status EngineCore::take_slot(InputFrame& frame, const std::shared_ptr<const Oper
   slot.sequence = *sequence;
   slot.user = std::move(frame.user);
   slot.destination = frame.destination;
-  slot.keep_alive = frame.pinned || frame.on_device ? std::move(frame.keep_alive) : nullptr;
+  slot.keep_alive =
+      frame.pinned || frame.on_device || host_in_place() ? std::move(frame.keep_alive) : nullptr;
   replaced = std::move(slot.operation);
   slot.operation = operation;
   // Every frame before this one is done (delivered, or dropped after its

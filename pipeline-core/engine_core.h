@@ -52,6 +52,11 @@ class EngineCore {
   Status take_slot(InputFrame& frame, const std::shared_ptr<const Operation>& operation,
                    uint64_t* next_sequence, FrameTiming* timing, int* index, uint64_t* sequence,
                    bool* alone);
+  // EngineConfig::host_in_place on a device whose memory is the host's:
+  // frames are read and written where they lie.
+  bool host_in_place() const {
+    return config_.host_in_place && device_->host_memory_is_device_memory();
+  }
   // The slot's device work is enqueued: it goes in flight, in order, with
   // its host timing, and the worker is woken.
   void enqueued(int index, const FrameTiming& timing, bool timed);

@@ -84,9 +84,13 @@ TEST_P(Chain, EqualsItsStepsAsElementsOfTheirOwn) {
   ASSERT_EQ(steps.frames.size(), 5u);
   for (size_t i = 0; i < chain.frames.size(); ++i)
     EXPECT_TRUE(chain.frames[i] == steps.frames[i]) << "frame " << i << " differs";
-  // One upload a frame, as the first of the separate elements makes.
+  // One upload a frame, as the first of the separate elements makes; none
+  // on the cpu backend, which copies nothing.
   EXPECT_EQ(chain.uploaded, steps.uploaded);
-  EXPECT_GT(chain.downloaded, 0u);
+  if (test_backend() == "cpu")
+    EXPECT_EQ(chain.downloaded, 0u);
+  else
+    EXPECT_GT(chain.downloaded, 0u);
   // Cut into bands where every step allows it: the same frames.
   const PipelineOutcome banded =
       run_to_frames(source(c.format, 5) + "cudaoverlap name=o bands=4 " + backend_properties() +
