@@ -54,6 +54,11 @@ BalanceConstants balance_constants(const BalanceParams& params) {
   return k;
 }
 
+void balance_chroma_table(const BalanceConstants& k, uint16_t* table) {
+  const ChromaTables t = chroma_tables(k);
+  for (size_t i = 0; i < t.u.size(); ++i) table[i] = static_cast<uint16_t>(t.u[i] | t.v[i] << 8);
+}
+
 void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b) {
   const FormatInfo& info = format_info(format);
   *r = info.comp[0].offset, *g = info.comp[1].offset, *b = info.comp[2].offset;

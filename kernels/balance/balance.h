@@ -51,7 +51,8 @@ void rgb_byte_offsets(PixelFormat format, int* r, int* g, int* b);
 void rgb_balance_words(PixelFormat format, RgbBalanceWords* words);
 
 // The workspace holds the chroma table (256 x 256 entries of 2 bytes: the
-// (u', v') pair for each (u, v)), built on the device by prepare_cuda.
+// (u', v') pair for each (u, v)), built on the device by prepare_cuda, on
+// the host by prepare_reference.
 class BalanceOperation final : public Operation {
  public:
   explicit BalanceOperation(const ParamValues& values)
@@ -75,6 +76,12 @@ class BalanceOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // The cpu backend (balance_cpu.cpp): the chroma table made once, into the
+  // workspace, then looked up.
+  void prepare_reference(const Workspace& workspace) const override;
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override;
 
  private:
   BalanceParams params_;
@@ -82,6 +89,9 @@ class BalanceOperation final : public Operation {
 };
 
 void balance_reference(const ImageRef& in, const ImageRef& out, const BalanceParams& params);
+// The chroma table as the reference builds it: (u', v') for each (u, v) at
+// u * 256 + v, u' in the low byte.
+void balance_chroma_table(const BalanceConstants& k, uint16_t* table);
 // `chroma_table`: device memory of kBalanceChromaTableBytes, filled by
 // balance_prepare_cuda with the same parameters.
 constexpr size_t kBalanceChromaTableBytes = 256 * 256 * 2;

@@ -428,6 +428,17 @@ void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_o
   resize_.turn_reference(whole_out, workspace.data);
 }
 
+void ConvertOperation::run_cpu(const ImageRef& in, const ImageRef& out,
+                               const Workspace& workspace) const {
+  if (!resize_.active() && convert_cpu(in, out, params_)) return;
+  run_reference(in, out, workspace);
+}
+
+void ConvertOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out,
+                                    const Workspace& workspace, int y0, int y1) const {
+  run_cpu(image_rows(in, y0, y1), image_rows(out, y0, y1), workspace);  // halo 0 (band_halo)
+}
+
 const OperationEntry& convert_entry() {
   static const OperationEntry entry{
       "convert",

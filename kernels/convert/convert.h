@@ -97,6 +97,10 @@ class ConvertOperation final : public ResizingOperation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // convert_cpu where it takes the pair, at one size; else the reference.
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override;
   // Between packed 8-bit RGB formats at one size: the bytes moved.
   bool pixel_stage(PixelFormat in, PixelFormat out, const Workspace& workspace,
                    PixelStage* stage) const override;
@@ -130,6 +134,10 @@ class ConvertOperation final : public ResizingOperation {
 bool convert_copies_bytes(const ImageRef& in, const ImageRef& out);
 
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
+// The cpu backend's convert (convert_cpu.cpp), the reference's bytes
+// faster: a copy where convert_copies_bytes, and 8-bit YUV to packed RGB.
+// False, having written nothing, for the other pairs.
+bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream);
 

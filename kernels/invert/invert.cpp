@@ -3,6 +3,8 @@
 // with invert.cu's byte masks.
 #include "kernels/invert/invert.h"
 
+#include <cstring>
+
 #include "kernels/copy/copy.h"
 #include "kernels/error.h"
 #include "kernels/pixel_stage.h"
@@ -47,6 +49,32 @@ void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]) {
   }
 }
 
+void invert_cpu(const ImageRef& in, const ImageRef& out) {
+  uint32_t masks[kMaxPlanes];
+  invert_masks(in.format, masks);
+  for (int p = 0; p < format_info(in.format).n_planes; ++p) {
+    // The plane's 4-byte pattern twice, in memory order.
+    uint8_t pattern[8];
+    for (int b = 0; b < 8; ++b) pattern[b] = static_cast<uint8_t>(masks[p] >> (8 * (b % 4)));
+    uint64_t mask;
+    std::memcpy(&mask, pattern, sizeof mask);
+    const size_t row_bytes = plane_row_bytes(in.format, p, in.width);
+    const size_t rows = plane_rows(in.format, p, in.height);
+    for (size_t y = 0; y < rows; ++y) {
+      const uint8_t* from = in.planes[p].data + y * in.planes[p].stride;
+      uint8_t* to = out.planes[p].data + y * out.planes[p].stride;
+      size_t x = 0;
+      for (; x + 8 <= row_bytes; x += 8) {
+        uint64_t v;
+        std::memcpy(&v, from + x, sizeof v);
+        v ^= mask;
+        std::memcpy(to + x, &v, sizeof v);
+      }
+      for (; x < row_bytes; ++x) to[x] = from[x] ^ pattern[x % 8];
+    }
+  }
+}
+
 void InvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out, const Workspace&,
                                    CUstream_st* stream) const {
   CO_CUDA_ONLY(invert_cuda(in, out, stream));
@@ -63,6 +91,15 @@ bool InvertOperation::pixel_stage(PixelFormat in, PixelFormat out, const Workspa
 void InvertOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                     const Workspace&) const {
   invert_reference(in, out);
+}
+
+void InvertOperation::run_cpu(const ImageRef& in, const ImageRef& out, const Workspace&) const {
+  invert_cpu(in, out);
+}
+
+void InvertOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace&,
+                                   int y0, int y1) const {
+  invert_cpu(image_rows(in, y0, y1), image_rows(out, y0, y1));
 }
 
 const OperationEntry& invert_entry() {

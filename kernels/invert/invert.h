@@ -25,9 +25,15 @@ class InvertOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override;
 };
 
 void invert_reference(const ImageRef& in, const ImageRef& out);
+// The cpu backend's invert: each row XORed 8 bytes at a time with the
+// format's masks (invert_masks).
+void invert_cpu(const ImageRef& in, const ImageRef& out);
 void invert_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 
 // For the CUDA kernel: the bits to flip in each plane of `format`, as a

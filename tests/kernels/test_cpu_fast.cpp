@@ -1,0 +1,129 @@
+// The cpu backend's fast paths (Operation::run_cpu, run_cpu_rows) against
+// the plain CPU references, byte for byte: every operation with every
+// parameter set of the kernel suites, every format it takes and every
+// format it makes of it (convert in three colorimetries), at sizes that
+// leave odd pixels, odd chroma and short rows, with three row paddings.
+// The whole output buffer is compared, row padding included, so a fast
+// path that writes past a row's end fails too. Bands: rows computed in the
+// engine's cuts equal the whole frame.
+#include <cstring>
+
+#include "kernel_test_util.h"
+#include "parameter_sets.h"
+
+namespace cudaoverlap::test {
+namespace {
+
+struct Size {
+  int width, height;
+};
+// 1x1; odd both ways; even and short; rows of more than one vector.
+constexpr Size kSizes[] = {{1, 1}, {3, 5}, {34, 7}, {67, 33}};
+constexpr size_t kPads[] = {0, 5, 64};
+
+struct Outputs {
+  OwnedImage fast;
+  OwnedImage reference;
+};
+
+// Runs `op` from `in` into two images of `to` (the fast path's and the
+// reference's), both first filled with the same bytes.
+Outputs run_both(const Operation& op, const OwnedImage& in, PixelFormat to, int w, int h,
+                 size_t pad) {
+  Outputs out{OwnedImage(to, w, h, pad), OwnedImage(to, w, h, pad)};
+  out.fast.fill_random(7);
+  out.reference.fill_random(7);
+  std::vector<uint8_t> memory(op.workspace_bytes());
+  const Workspace workspace{memory.data(), memory.size()};
+  op.prepare_reference(workspace);
+  op.run_reference(in.image, out.reference.image, workspace);
+  op.run_cpu(in.image, out.fast.image, workspace);
+  return out;
+}
+
+// The three colorimetries convert is held to (as on the GPU).
+std::vector<KernelParams> convert_params() {
+  std::vector<KernelParams> all;
+  for (const Colorimetry colour :
+       {colorimetry(YuvMatrix::kBT601), colorimetry(YuvMatrix::kBT2020, true),
+        colorimetry(YuvMatrix::kBT709, false, true)}) {
+    KernelParams params;
+    params.convert.in = params.convert.out = colour;
+    all.push_back(params);
+  }
+  return all;
+}
+
+// Where two images of one layout differ: a pixel byte, or padding.
+std::string difference(const OwnedImage& a, const OwnedImage& b) {
+  const std::string pixels = compare_images(a.image, b.image);
+  return pixels.empty() ? "bytes outside the rows' pixels differ" : pixels;
+}
+
+class CpuFastPath : public ::testing::TestWithParam<PixelFormat> {};
+
+TEST_P(CpuFastPath, EqualsReferenceByteForByte) {
+  const PixelFormat from = GetParam();
+  int ran = 0;
+  for (const NamedParams& set : parameter_sets(0)) {
+    std::vector<KernelParams> variants{set.params};
+    if (std::string(set.kernel) == "convert") variants = convert_params();
+    for (const KernelParams& base : variants)
+      for (const Size size : kSizes) {
+        KernelParams params = base;
+        int w, h;
+        output_size(set.kernel, &params, size.width, size.height, &w, &h);
+        const auto op = make_operation(set.kernel, params);
+        for (PixelFormat to : op->output_formats(from))
+          for (size_t pad : kPads) {
+            OwnedImage in(from, size.width, size.height, pad);
+            in.fill_random(static_cast<uint32_t>(size.width * 131 + size.height + pad));
+            OwnedImage probe(to, w, h, pad);
+            if (!op->check(in.image, probe.image).empty()) continue;
+            ++ran;
+            const Outputs out = run_both(*op, in, to, w, h, pad);
+            EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
+                << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
+                << format_info(to).name << " " << size.width << "x" << size.height << " pad " << pad
+                << ": " << difference(out.fast, out.reference);
+          }
+      }
+  }
+  EXPECT_GE(ran, 2) << "copy and invert take every format";
+}
+
+// Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes.
+TEST_P(CpuFastPath, BandsEqualTheWholeFrame) {
+  const PixelFormat from = GetParam();
+  for (const NamedParams& set : parameter_sets(0)) {
+    KernelParams params = set.params;
+    int w, h;
+    output_size(set.kernel, &params, 67, 33, &w, &h);
+    const auto op = make_operation(set.kernel, params);
+    for (PixelFormat to : op->output_formats(from)) {
+      if (op->band_halo(from, to) < 0 || op->bands_by_view(from, to)) continue;
+      OwnedImage in(from, 67, 33, 5);
+      in.fill_random(11);
+      OwnedImage whole(to, w, h, 5), banded(to, w, h, 5);
+      if (!op->check(in.image, whole.image).empty()) continue;
+      std::vector<uint8_t> memory(op->workspace_bytes());
+      const Workspace workspace{memory.data(), memory.size()};
+      op->prepare_reference(workspace);
+      op->run_reference(in.image, whole.image, workspace);
+      const std::vector<int> rows = band_cuts(h, 3, band_row_step(from, to));
+      for (size_t k = 0; k + 1 < rows.size(); ++k)
+        op->run_cpu_rows(in.image, banded.image, workspace, rows[k], rows[k + 1]);
+      EXPECT_TRUE(banded.bytes == whole.bytes)
+          << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
+          << format_info(to).name << ": " << difference(banded, whole);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, CpuFastPath, ::testing::ValuesIn(all_pixel_formats()),
+                         [](const auto& info) {
+                           return std::string(format_info(info.param).name);
+                         });
+
+}  // namespace
+}  // namespace cudaoverlap::test
