@@ -11,6 +11,36 @@
 namespace cudaoverlap {
 namespace {
 
+// n bytes through `table`, eight at a time: eight lookups, one store (a
+// byte stored a lookup stalls on the stores before it).
+void luma_row(const uint8_t* s, uint8_t* d, int n, const uint8_t* table) {
+  int x = 0;
+  for (; x + 8 <= n; x += 8) {
+    uint8_t v[8];
+    for (int k = 0; k < 8; ++k) v[k] = table[s[x + k]];
+    std::memcpy(d + x, v, 8);
+  }
+  for (; x < n; ++x) d[x] = table[s[x]];
+}
+
+// Chroma planes (a plane per component), eight pairs a step; returns where
+// it stopped.
+int chroma_planes_row(const uint8_t* u, const uint8_t* v, uint8_t* u_out, uint8_t* v_out, int n,
+                      const uint16_t* chroma) {
+  int x = 0;
+  for (; x + 8 <= n; x += 8) {
+    uint8_t us[8], vs[8];
+    for (int k = 0; k < 8; ++k) {
+      const uint16_t pair = chroma[u[x + k] * 256 + v[x + k]];
+      us[k] = static_cast<uint8_t>(pair);
+      vs[k] = static_cast<uint8_t>(pair >> 8);
+    }
+    std::memcpy(u_out + x, us, 8);
+    std::memcpy(v_out + x, vs, 8);
+  }
+  return x;
+}
+
 void balance_rows(const ImageRef& in, const ImageRef& out, const uint8_t* table_y,
                   const uint16_t* chroma) {
   const balance_math::Layout l = balance_math::layout_of(in.format);
@@ -39,7 +69,7 @@ void balance_rows(const ImageRef& in, const ImageRef& out, const uint8_t* table_
     const uint8_t* s = sy.data + y * sy.stride + l.offset[0];
     uint8_t* d = dy.data + y * dy.stride + l.offset[0];
     if (l.step[0] == 1)
-      for (int x = 0; x < luma; ++x) d[x] = table_y[s[x]];
+      luma_row(s, d, luma, table_y);
     else
       for (int x = 0; x < luma; ++x) d[x * l.step[0]] = table_y[s[x * l.step[0]]];
   }
@@ -53,7 +83,9 @@ void balance_rows(const ImageRef& in, const ImageRef& out, const uint8_t* table_
     const uint8_t* v = sv.data + y * sv.stride + l.offset[2];
     uint8_t* u_out = du.data + y * du.stride + l.offset[1];
     uint8_t* v_out = dv.data + y * dv.stride + l.offset[2];
-    for (int x = 0; x < pairs; ++x) {
+    int x = 0;
+    if (su_step == 1 && sv_step == 1) x = chroma_planes_row(u, v, u_out, v_out, pairs, chroma);
+    for (; x < pairs; ++x) {
       const uint16_t pair = chroma[u[x * su_step] * 256 + v[x * sv_step]];
       u_out[x * su_step] = static_cast<uint8_t>(pair);
       v_out[x * sv_step] = static_cast<uint8_t>(pair >> 8);

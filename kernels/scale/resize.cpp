@@ -213,6 +213,11 @@ void Resize::scale_reference(const ImageRef& in, const ImageRef& out, const uint
   ::cudaoverlap::scale_reference(in, out, tables_, workspace, y0, y1);
 }
 
+void Resize::scale_cpu(const ImageRef& in, const ImageRef& out, const uint8_t* workspace, int y0,
+                       int y1) const {
+  ::cudaoverlap::scale_cpu(in, out, tables_, workspace, y0, y1);
+}
+
 const std::vector<ParamSpec>& resize_params() {
   auto edge = [](const char* name, const char* nick, const char* edge_name) {
     return ParamSpec{name, nick, edge_name, ParamSpec::Type::kInt, 0, 65535, 0, {}, nullptr, false};

@@ -92,6 +92,8 @@ class Resize {
                   CUstream_st* stream, int y0 = 0, int y1 = -1) const;
   void scale_reference(const ImageRef& in, const ImageRef& out, const uint8_t* workspace,
                        int y0 = 0, int y1 = -1) const;
+  void scale_cpu(const ImageRef& in, const ImageRef& out, const uint8_t* workspace, int y0 = 0,
+                 int y1 = -1) const;
 
   bool operator==(const Resize& o) const {
     return sizes_ == o.sizes_ && crop_ == o.crop_ && border_argb_ == o.border_argb_ &&

@@ -252,17 +252,12 @@ void ScaleOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
 
 void ScaleOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                    const Workspace& workspace) const {
-  if (!resize_.active()) {
-    copy_reference(in, out);
-    return;
-  }
-  resize_.fill_borders_reference(out);
-  const ImageRef target = resize_.target(out, workspace.data);
-  if (!resize_.scales())
-    copy_reference(resize_.window(in), target);
-  else
-    resize_.scale_reference(resize_.window(in), target, workspace.data);
-  resize_.turn_reference(out, workspace.data);
+  run_host(in, out, workspace, 0, -1, false);
+}
+
+void ScaleOperation::run_cpu(const ImageRef& in, const ImageRef& out,
+                             const Workspace& workspace) const {
+  run_host(in, out, workspace, 0, -1, true);
 }
 
 void ScaleOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
@@ -285,8 +280,37 @@ void ScaleOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
 
 void ScaleOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,
                                         const Workspace& workspace, int y0, int y1) const {
+  run_host(in, out, workspace, y0, y1, false);
+}
+
+void ScaleOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, int y0, int y1) const {
+  run_host(in, out, workspace, y0, y1, true);
+}
+
+void ScaleOperation::run_host(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                              int y0, int y1, bool fast) const {
   if (!resize_.active()) {
-    Operation::run_reference_rows(in, out, workspace, y0, y1);
+    if (y1 < 0)
+      copy_reference(in, out);
+    else
+      copy_reference(image_rows(in, y0, y1), image_rows(out, y0, y1));
+    return;
+  }
+  const auto scale = [&](const ImageRef& from, const ImageRef& to, int first, int last) {
+    if (fast)
+      resize_.scale_cpu(from, to, workspace.data, first, last);
+    else
+      resize_.scale_reference(from, to, workspace.data, first, last);
+  };
+  if (y1 < 0) {
+    resize_.fill_borders_reference(out);
+    const ImageRef target = resize_.target(out, workspace.data);
+    if (!resize_.scales())
+      copy_reference(resize_.window(in), target);
+    else
+      scale(resize_.window(in), target, 0, -1);
+    resize_.turn_reference(out, workspace.data);
     return;
   }
   resize_.fill_borders_reference(out, y0, y1);
@@ -297,7 +321,7 @@ void ScaleOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,
     copy_reference(image_rows(resize_.window(in), rows.first, rows.last),
                    image_rows(picture, rows.first, rows.last));
   else
-    resize_.scale_reference(resize_.window(in), picture, workspace.data, rows.first, rows.last);
+    scale(resize_.window(in), picture, rows.first, rows.last);
 }
 
 const ParamSpec& scale_method_param() {

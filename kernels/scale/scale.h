@@ -45,6 +45,16 @@ class ScaleOperation final : public ResizingOperation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // The same with the scaling pass of the cpu backend (scale_cpu).
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override;
+
+ private:
+  // Output rows [y0, y1) (y1 < 0: the whole frame), by the reference's
+  // scaling pass or the cpu backend's.
+  void run_host(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0, int y1,
+                bool fast) const;
 };
 
 // Its registry entry (operation_entry.h).

@@ -86,6 +86,9 @@ ScaleTables scale_tables(ScaleMethod method, const FrameSizes& sizes);
 // Scales `in` to output rows [y0, y1) of `out` (y1 < 0: all of them).
 void scale_reference(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
                      const uint8_t* workspace, int y0 = 0, int y1 = -1);
+// The same bytes, faster: the cpu backend's (scale_cpu.cpp).
+void scale_cpu(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+               const uint8_t* workspace, int y0 = 0, int y1 = -1);
 // Copies `tables` into the device workspace, on `stream`.
 void scale_prepare_cuda(const ScaleTables& tables, uint8_t* workspace, CUstream_st* stream);
 void scale_cuda(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,

@@ -1,0 +1,286 @@
+// The cpu backend's `scale` pass (scale_cpu): scale_math.h's scale_value,
+// taken apart. Each input row's horizontal sums are made once, for every
+// output row whose vertical taps reach it, and kept while they do; the
+// vertical sums then run over whole rows. Packed formats whose components
+// share their axes sum a pixel's samples together. The bytes are the
+// reference's (tests/kernels/test_cpu_fast.cpp).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kernels/scale/scale_image.h"
+#include "kernels/scale/scale_math.h"
+
+namespace cudaoverlap {
+namespace {
+
+constexpr int kHalf = 1 << (kScaleWeightBits - 1);
+
+// Components scaled together: those of one plane with the same axes,
+// pixel stride and sample size (RGBA's four, NV12's U and V).
+struct Group {
+  const ScaleComponent* first;
+  int n = 0;
+  int offset[kMaxComponents + 1] = {};  // each member's byte within a pixel
+  bool narrow = false;                  // 8-bit, horizontal sums within int16
+};
+
+#if defined(__SSE2__)
+// horizontal() for four 8-bit samples a 4-byte pixel (RGBA and the like,
+// the group's members in byte order), two taps a step: _mm_madd_epi16 of
+// two pixels' samples, interleaved, with the two weights. The same int32
+// sums. The taps' byte offsets (clamped) and weight pairs depend on the
+// output column alone: made once a frame.
+class HorizontalRgba8 {
+ public:
+  explicit HorizontalRgba8(const ScaleComponent& c) : pairs_((c.x.taps + 1) / 2), w_(c.out_width) {
+    const int taps = c.x.taps, last = c.x.in_size - 1;
+    at_.resize(static_cast<size_t>(w_) * pairs_ * 2);
+    weight_.resize(static_cast<size_t>(w_) * pairs_);
+    for (int x = 0; x < w_; ++x)
+      for (int p = 0; p < pairs_; ++p) {
+        const int i = 2 * p;
+        const int16_t* w = c.x.weight + static_cast<size_t>(x) * taps;
+        const size_t k = static_cast<size_t>(x) * pairs_ + p;
+        at_[2 * k] = std::clamp(c.x.first[x] + i, 0, last) * 4;
+        // A last odd tap pairs with the same pixel at weight 0.
+        at_[2 * k + 1] = i + 1 < taps ? std::clamp(c.x.first[x] + i + 1, 0, last) * 4 : at_[2 * k];
+        const uint16_t w1 = i + 1 < taps ? static_cast<uint16_t>(w[i + 1]) : 0;
+        weight_[k] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(w[i])) |
+                                          static_cast<uint32_t>(w1) << 16);
+      }
+  }
+  void row(const uint8_t* src, int32_t* out) const {
+    const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(kHalf);
+    const auto pixel = [src](int32_t at) {
+      int32_t word;
+      std::memcpy(&word, src + at, 4);
+      return _mm_cvtsi32_si128(word);
+    };
+    const int32_t* at = at_.data();
+    const int32_t* weight = weight_.data();
+    for (int x = 0; x < w_; ++x) {
+      __m128i acc = _mm_setzero_si128();
+      for (int p = 0; p < pairs_; ++p, at += 2, ++weight) {
+        const __m128i pair = _mm_unpacklo_epi8(_mm_unpacklo_epi8(pixel(at[0]), pixel(at[1])), zero);
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pair, _mm_set1_epi32(*weight)));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x) * 4),
+                       _mm_srai_epi32(_mm_add_epi32(acc, half), kScaleWeightBits));
+    }
+  }
+
+ private:
+  int pairs_, w_;
+  std::vector<int32_t> at_;      // [x][pair][2]: byte offsets of the pair's pixels
+  std::vector<int32_t> weight_;  // [x][pair]: the two weights, low and high halves
+};
+#endif
+
+#if defined(__SSE2__)
+// The vertical pass of 8-bit samples whose horizontal sums fit 16 bits
+// (Group::narrow) into bytes of a row: two rows' sums interleaved a step
+// and _mm_madd_epi16 with the two weights, 8 outputs at once, rounded,
+// shifted and clamped to 0..255 by the packs. Returns the outputs made.
+size_t vertical_bytes(const int32_t* const* rows, const int16_t* weights, int used, size_t n,
+                      uint8_t* dst) {
+  const __m128i half = _mm_set1_epi32(kHalf);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+    for (int j = 0; j < used; j += 2) {
+      const auto row16 = [&](int r) {
+        if (r >= used) return _mm_setzero_si128();
+        const auto* p = reinterpret_cast<const __m128i*>(rows[r] + i);
+        return _mm_packs_epi32(_mm_loadu_si128(p), _mm_loadu_si128(p + 1));
+      };
+      const __m128i a = row16(j), b = row16(j + 1);
+      const int16_t w1 = j + 1 < used ? weights[j + 1] : 0;
+      const __m128i pair = _mm_set1_epi32(
+          static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(weights[j])) |
+                               static_cast<uint32_t>(static_cast<uint16_t>(w1)) << 16));
+      lo = _mm_add_epi32(lo, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), pair));
+      hi = _mm_add_epi32(hi, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), pair));
+    }
+    lo = _mm_srai_epi32(_mm_add_epi32(lo, half), kScaleWeightBits);
+    hi = _mm_srai_epi32(_mm_add_epi32(hi, half), kScaleWeightBits);
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(lo, hi), _mm_setzero_si128());
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), bytes);
+  }
+  return i;
+}
+#endif
+
+// The horizontal sums of input row `row` for every output sample of the
+// group: out[x * n + k], rounded to the samples' scale.
+template <int kN, typename Sum>
+void horizontal(const Group& g, int n, int row, Sum* out) {
+  const ScaleComponent& c = *g.first;
+  const int count = kN > 0 ? kN : n;
+  const uint8_t* src = c.src + static_cast<size_t>(row) * c.src_stride;
+  const int taps = c.x.taps, last = c.x.in_size - 1;
+  for (int x = 0; x < c.out_width; ++x) {
+    const int x0 = c.x.first[x];
+    const int16_t* w = c.x.weight + static_cast<size_t>(x) * taps;
+    Sum acc[kMaxComponents + 1] = {};
+    for (int i = 0; i < taps; ++i) {
+      const int at = std::clamp(x0 + i, 0, last);
+      const uint8_t* p = src + static_cast<size_t>(at) * c.pixel_stride;
+      for (int k = 0; k < count; ++k) {
+        int v;
+        if (c.sample_bytes == 1) {
+          v = p[g.offset[k]];
+        } else {
+          const uint8_t* q = p + g.offset[k];
+          v = ((q[0] | (q[1] << 8)) >> c.shift) & ((1 << c.depth) - 1);
+        }
+        acc[k] += w[i] * v;
+      }
+    }
+    for (int k = 0; k < count; ++k)
+      out[static_cast<size_t>(x) * count + k] = (acc[k] + kHalf) >> kScaleWeightBits;
+  }
+}
+
+// Scales one group. Sum: the horizontal sum's type (int32, as the
+// reference); Total: the vertical one's (int32 where 8-bit sums cannot
+// overflow it, else int64 as the reference).
+template <typename Total>
+void scale_group(const Group& g) {
+  const ScaleComponent& c = *g.first;
+  const int n = g.n, w = c.out_width, taps = c.y.taps;
+  const size_t row_values = static_cast<size_t>(w) * n;
+  // Row i of the input in slot i % taps: the rows one output row reaches
+  // are consecutive, so none evicts another.
+  std::vector<int32_t> cache(static_cast<size_t>(taps) * row_values);
+  std::vector<int> cached(taps, -1);
+  std::vector<Total> total(row_values);
+#if defined(__SSE2__)
+  std::unique_ptr<HorizontalRgba8> rgba8;
+  if (n == 4 && c.pixel_stride == 4 && c.sample_bytes == 1)
+    rgba8 = std::make_unique<HorizontalRgba8>(c);
+#endif
+  const auto row_sums = [&](int row) {
+    int32_t* slot = cache.data() + static_cast<size_t>(row % taps) * row_values;
+    if (cached[row % taps] != row) {
+      cached[row % taps] = row;
+#if defined(__SSE2__)
+      if (rgba8)
+        rgba8->row(c.src + static_cast<size_t>(row) * c.src_stride, slot);
+      else
+#endif
+          if (n == 4)
+        horizontal<4>(g, n, row, slot);
+      else if (n == 1)
+        horizontal<1>(g, n, row, slot);
+      else
+        horizontal<0>(g, n, row, slot);
+    }
+    return slot;
+  };
+  const int max = (1 << c.depth) - 1;
+  // Bytes of a row of its own (RGBA's four, GRAY8), written straight out.
+  bool bytes_in_order = c.sample_bytes == 1 && max == 255 && c.pixel_stride == n &&
+                        c.out_samples == w && c.offset == 0;
+  for (int k = 0; k < n; ++k) bytes_in_order = bytes_in_order && g.offset[k] == k;
+  std::vector<const int32_t*> rows(taps);
+  std::vector<int16_t> weights(taps);
+  for (int y = c.row0; y < c.out_rows; ++y) {
+    const int y0 = c.y.first[y];
+    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * taps;
+#if defined(__SSE2__)
+    if (std::is_same<Total, int32_t>::value && g.narrow && bytes_in_order) {
+      int used = 0;
+      for (int j = 0; j < taps; ++j)
+        if (wy[j] != 0) {
+          rows[used] = row_sums(std::clamp(y0 + j, 0, c.y.in_size - 1));
+          weights[used++] = wy[j];
+        }
+      uint8_t* dst = c.dst + static_cast<size_t>(y) * c.dst_stride;
+      const size_t done = vertical_bytes(rows.data(), weights.data(), used, row_values, dst);
+      for (size_t i = done; i < row_values; ++i) {
+        int32_t sum = 0;
+        for (int j = 0; j < used; ++j) sum += weights[j] * rows[j][i];
+        dst[i] = static_cast<uint8_t>(std::clamp((sum + kHalf) >> kScaleWeightBits, 0, 255));
+      }
+      continue;
+    }
+#endif
+    std::fill(total.begin(), total.end(), Total{0});
+    for (int j = 0; j < taps; ++j) {
+      const Total wj = wy[j];
+      if (wj == 0) continue;
+      const int32_t* h = row_sums(std::clamp(y0 + j, 0, c.y.in_size - 1));
+      for (size_t i = 0; i < row_values; ++i) total[i] += wj * h[i];
+    }
+    uint8_t* dst = c.dst + static_cast<size_t>(y) * c.dst_stride;
+    for (int x = 0; x < c.out_samples; ++x) {
+      const Total* t = total.data() + static_cast<size_t>(std::min(x, w - 1)) * n;
+      uint8_t* p = dst + static_cast<size_t>(x) * c.pixel_stride;
+      for (int k = 0; k < n; ++k) {
+        const Total v = (t[k] + kHalf) >> kScaleWeightBits;
+        const int value = v < 0 ? 0 : (v > max ? max : static_cast<int>(v));
+        if (c.sample_bytes == 1) {
+          p[g.offset[k]] = static_cast<uint8_t>(value);
+        } else {
+          const int word = value << c.shift;  // the bits beside a sample cleared
+          p[g.offset[k]] = static_cast<uint8_t>(word);
+          p[g.offset[k] + 1] = static_cast<uint8_t>(word >> 8);
+        }
+      }
+    }
+  }
+}
+
+bool same_grid(const ScaleComponent& a, const ScaleComponent& b) {
+  return a.src == b.src && a.dst == b.dst && a.pixel_stride == b.pixel_stride &&
+         a.sample_bytes == b.sample_bytes && a.depth == b.depth && a.shift == b.shift &&
+         a.out_samples == b.out_samples && a.out_width == b.out_width && a.out_rows == b.out_rows &&
+         a.row0 == b.row0 && a.x.first == b.x.first && a.y.first == b.y.first && a.fill < 0 &&
+         b.fill < 0;
+}
+
+}  // namespace
+
+void scale_cpu(const ImageRef& in, const ImageRef& out, const ScaleTables& tables,
+               const uint8_t* workspace, int y0, int y1) {
+  ScaleComponent components[kMaxComponents + 1];
+  const int n = scale_components(in, out, tables, workspace, components, y0, y1);
+  std::vector<bool> done(n, false);
+  for (int c = 0; c < n; ++c) {
+    if (done[c]) continue;
+    const ScaleComponent& s = components[c];
+    if (s.fill >= 0) {
+      for (int y = s.row0; y < s.out_rows; ++y)
+        for (int x = 0; x < s.out_samples; ++x) scale_write(s, x, y, s.fill);
+      continue;
+    }
+    Group g{&s};
+    for (int d = c; d < n; ++d)
+      if (!done[d] && same_grid(s, components[d])) {
+        g.offset[g.n++] = components[d].offset;
+        done[d] = true;
+      }
+    // Members in byte order (they share their axes): BGRA's four are then
+    // a pixel's bytes as they lie.
+    std::sort(g.offset, g.offset + g.n);
+    // 8-bit vertical sums stay within int32: a horizontal sum is at most
+    // 255 times the x weights' magnitudes (abs_sum, 2^14 a unit), and the
+    // vertical one that times the y weights' magnitudes.
+    const int64_t row_sum = ((int64_t{255} * s.x.abs_sum + kHalf) >> kScaleWeightBits) + 1;
+    g.narrow = s.sample_bytes == 1 && row_sum < 32768;
+    if (s.sample_bytes == 1 && row_sum * s.y.abs_sum < (int64_t{1} << 30))
+      scale_group<int32_t>(g);
+    else
+      scale_group<int64_t>(g);
+  }
+}
+
+}  // namespace cudaoverlap
