@@ -428,10 +428,33 @@ void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_o
   resize_.turn_reference(whole_out, workspace.data);
 }
 
-void ConvertOperation::run_cpu(const ImageRef& in, const ImageRef& out,
+void ConvertOperation::run_cpu(const ImageRef& in, const ImageRef& whole_out,
                                const Workspace& workspace) const {
-  if (!resize_.active() && convert_cpu(in, out, params_)) return;
-  run_reference(in, out, workspace);
+  // Each conversion by convert_cpu where it takes the pair, each scaling
+  // by the cpu backend's pass; the rest as run_reference.
+  const auto convert = [this](const ImageRef& from, const ImageRef& to) {
+    if (!convert_cpu(from, to, params_)) convert_reference(from, to, params_);
+  };
+  if (!resize_.active()) return convert(in, whole_out);
+  resize_.fill_borders_reference(whole_out);
+  const ImageRef window = resize_.window(in);
+  const ImageRef out = resize_.target(whole_out, workspace.data);
+  if (!resize_.scales()) {
+    convert(window, out);
+  } else if (in.format == out.format) {
+    resize_.scale_cpu(window, out, workspace.data);
+  } else {
+    bool scale_first = false;
+    const ImageRef mid = between(window, out, workspace.data, &scale_first);
+    if (scale_first) {
+      resize_.scale_cpu(window, mid, workspace.data);
+      convert(mid, out);
+    } else {
+      convert(window, mid);
+      resize_.scale_cpu(mid, out, workspace.data);
+    }
+  }
+  resize_.turn_reference(whole_out, workspace.data);
 }
 
 void ConvertOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out,

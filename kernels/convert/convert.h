@@ -97,7 +97,8 @@ class ConvertOperation final : public ResizingOperation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
-  // convert_cpu where it takes the pair, at one size; else the reference.
+  // run_reference's steps by convert_cpu where it takes the pair and by
+  // the cpu backend's scaling pass.
   void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
   void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
                     int y1) const override;

@@ -68,26 +68,32 @@ TEST_P(CpuFastPath, EqualsReferenceByteForByte) {
   for (const NamedParams& set : parameter_sets(0)) {
     std::vector<KernelParams> variants{set.params};
     if (std::string(set.kernel) == "convert") variants = convert_params();
+    // An operation whose size is downstream's (scale, convert) at the
+    // input's size too: its one-size paths.
+    const bool sized = make_operation(set.kernel, set.params)->size_from_downstream();
     for (const KernelParams& base : variants)
-      for (const Size size : kSizes) {
-        KernelParams params = base;
-        int w, h;
-        output_size(set.kernel, &params, size.width, size.height, &w, &h);
-        const auto op = make_operation(set.kernel, params);
-        for (PixelFormat to : op->output_formats(from))
-          for (size_t pad : kPads) {
-            OwnedImage in(from, size.width, size.height, pad);
-            in.fill_random(static_cast<uint32_t>(size.width * 131 + size.height + pad));
-            OwnedImage probe(to, w, h, pad);
-            if (!op->check(in.image, probe.image).empty()) continue;
-            ++ran;
-            const Outputs out = run_both(*op, in, to, w, h, pad);
-            EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
-                << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
-                << format_info(to).name << " " << size.width << "x" << size.height << " pad " << pad
-                << ": " << difference(out.fast, out.reference);
-          }
-      }
+      for (const Size size : kSizes)
+        for (const bool resized : {true, false}) {
+          if (!resized && !sized) continue;
+          KernelParams params = base;
+          int w = size.width, h = size.height;
+          if (resized) output_size(set.kernel, &params, size.width, size.height, &w, &h);
+          const auto op = make_operation(set.kernel, params);
+          for (PixelFormat to : op->output_formats(from))
+            for (size_t pad : kPads) {
+              OwnedImage in(from, size.width, size.height, pad);
+              in.fill_random(static_cast<uint32_t>(size.width * 131 + size.height + pad));
+              OwnedImage probe(to, w, h, pad);
+              if (!op->check(in.image, probe.image).empty()) continue;
+              ++ran;
+              const Outputs out = run_both(*op, in, to, w, h, pad);
+              EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
+                  << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
+                  << format_info(to).name << " " << size.width << "x" << size.height << " pad "
+                  << pad << (resized ? "" : " (one size)") << ": "
+                  << difference(out.fast, out.reference);
+            }
+        }
   }
   EXPECT_GE(ran, 2) << "copy and invert take every format";
 }
