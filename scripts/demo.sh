@@ -32,10 +32,10 @@ else
   why=${why#cudaoverlap-bench: }
   why=${why%%;*}  # what follows is advice on the backend property
   if [[ "$why" == "no CUDA device: "* ]]; then
-    echo "no GPU: running the cpu backend, the slow fallback for machines without a GPU; figures are not the GPU's"
+    echo "no GPU: running the cpu backend, the fallback for machines without a GPU; figures are not the GPU's"
     echo "  why no GPU: ${why#no CUDA device: }"
   else
-    echo "the cuda backend did not run: running the cpu backend, the slow fallback for machines without a GPU; figures are not the GPU's"
+    echo "the cuda backend did not run: running the cpu backend, the fallback for machines without a GPU; figures are not the GPU's"
     echo "  why: $why"
   fi
   echo
