@@ -88,10 +88,7 @@ void Operation::run_cpu_rows(const ImageRef& in, const ImageRef& out, const Work
 
 void Operation::run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
                              const Workspace& workspace) const {
-  if (parts(in.format, out.format).empty())
-    run_cpu(in, out, workspace);
-  else
-    run_reference_part(part, in, out, workspace);
+  run_reference_part(part, in, out, workspace);
 }
 
 bool Operation::pixel_stage(PixelFormat, PixelFormat, const Workspace&, PixelStage*) const {

@@ -203,10 +203,10 @@ class Operation {
                                  const Workspace& workspace, CUstream_st* stream) const;
   virtual void run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
                                   const Workspace& workspace) const;
-  // What the cpu backend runs for a part: run_cpu for an operation of one
-  // part, else run_reference_part.
-  void run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
-                    const Workspace& workspace) const;
+  // What the cpu backend runs for a part (asked only of an operation of
+  // several parts): by default run_reference_part.
+  virtual void run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
+                            const Workspace& workspace) const;
 
   // --- Fusion (chains) -------------------------------------------------------
 

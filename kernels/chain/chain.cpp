@@ -608,13 +608,12 @@ void ChainOperation::enqueue_cuda_part(size_t part, const ImageRef& in, const Im
 
 void ChainOperation::run_reference_part(size_t part, const ImageRef& in, const ImageRef& out,
                                         const Workspace& workspace) const {
-  const Planned p = planned(in, out, workspace);
-  if (part >= p.launches.size())
-    throw OperationError("the chain has no part " + std::to_string(part));
-  const size_t n = steps_.size();
-  for (size_t k = p.launches[part].first; k <= p.launches[part].last; ++k)
-    steps_[k]->run_reference(k == 0 ? in : p.frames[k - 1], k + 1 == n ? out : p.frames[k],
-                             step_workspace(workspace, k));
+  run_host(in, out, workspace, 0, -1, static_cast<long>(part), false);
+}
+
+void ChainOperation::run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace) const {
+  run_host(in, out, workspace, 0, -1, static_cast<long>(part), true);
 }
 
 void ChainOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
@@ -629,13 +628,12 @@ void ChainOperation::enqueue_cuda(const ImageRef& in, const ImageRef& out,
 
 void ChainOperation::run_reference(const ImageRef& in, const ImageRef& out,
                                    const Workspace& workspace) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  for (size_t k = 0; k < steps_.size(); ++k)
-    steps_[k]->run_reference(k == 0 ? in : frames[k - 1],
-                             k + 1 == steps_.size() ? out : frames[k],
-                             step_workspace(workspace, k));
+  run_host(in, out, workspace, 0, -1, -1, false);
+}
+
+void ChainOperation::run_cpu(const ImageRef& in, const ImageRef& out,
+                             const Workspace& workspace) const {
+  run_host(in, out, workspace, 0, -1, -1, true);
 }
 
 void ChainOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
@@ -653,14 +651,48 @@ void ChainOperation::enqueue_cuda_rows(const ImageRef& in, const ImageRef& out,
 
 void ChainOperation::run_reference_rows(const ImageRef& in, const ImageRef& out,
                                         const Workspace& workspace, int y0, int y1) const {
-  std::string problem;
-  const std::vector<ImageRef> frames = between(in, &workspace, &problem);
-  if (!problem.empty()) throw OperationError(problem);
-  const std::vector<RowRange> rows = band_rows(in, frames, out, y0, y1);
-  for (size_t k = 0; k < steps_.size(); ++k)
-    steps_[k]->run_reference_rows(k == 0 ? in : frames[k - 1],
-                                  k + 1 == steps_.size() ? out : frames[k],
-                                  step_workspace(workspace, k), rows[k].first, rows[k].last);
+  run_host(in, out, workspace, y0, y1, -1, false);
+}
+
+void ChainOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out,
+                                  const Workspace& workspace, int y0, int y1) const {
+  run_host(in, out, workspace, y0, y1, -1, true);
+}
+
+void ChainOperation::run_host(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
+                              int y0, int y1, long part, bool fast) const {
+  const size_t n = steps_.size();
+  size_t first = 0, last = n - 1;
+  std::vector<ImageRef> frames;
+  if (part >= 0) {
+    // The steps of launch `part`, one by one.
+    Planned p = planned(in, out, workspace);
+    if (static_cast<size_t>(part) >= p.launches.size())
+      throw OperationError("the chain has no part " + std::to_string(part));
+    first = p.launches[part].first;
+    last = p.launches[part].last;
+    frames = std::move(p.frames);
+  } else {
+    std::string problem;
+    frames = between(in, &workspace, &problem);
+    if (!problem.empty()) throw OperationError(problem);
+  }
+  std::vector<RowRange> rows;
+  if (y1 >= 0) rows = band_rows(in, frames, out, y0, y1);
+  for (size_t k = first; k <= last; ++k) {
+    const ImageRef& from = k == 0 ? in : frames[k - 1];
+    const ImageRef& to = k + 1 == n ? out : frames[k];
+    const Workspace step = step_workspace(workspace, k);
+    const Operation& op = *steps_[k];
+    if (y1 >= 0 && fast)
+      op.run_cpu_rows(from, to, step, rows[k].first, rows[k].last);
+    else if (y1 >= 0)
+      op.run_reference_rows(from, to, step, rows[k].first, rows[k].last);
+    else if (fast)
+      op.run_cpu(from, to, step);
+    else
+      op.run_reference(from, to, step);
+  }
 }
 
 const OperationEntry& chain_entry() {

@@ -104,6 +104,12 @@ class ChainOperation final : public Operation {
                     CUstream_st* stream) const override;
   void run_reference(const ImageRef& in, const ImageRef& out,
                      const Workspace& workspace) const override;
+  // The same through each step's run_cpu, run_cpu_rows.
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override;
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override;
+  void run_cpu_part(size_t part, const ImageRef& in, const ImageRef& out,
+                    const Workspace& workspace) const override;
 
   const std::vector<std::shared_ptr<const Operation>>& steps() const { return steps_; }
   // Whether the steps before the last swap width and height: the last
@@ -123,6 +129,10 @@ class ChainOperation final : public Operation {
   std::vector<Launch> launches(PixelFormat in, PixelFormat out) const;
 
  private:
+  // run_reference, run_reference_rows (y1 >= 0) and run_reference_part
+  // (part >= 0), or with `fast` the cpu backend's.
+  void run_host(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0, int y1,
+                long part, bool fast) const;
   // The image each step makes from `in` but the last (whose is `out`),
   // planes in the workspace's frames, or null planes where `workspace`
   // has none (for check()). Empty, with why in *problem, where a step

@@ -403,37 +403,26 @@ void ConvertOperation::enqueue_cuda(const ImageRef& in, const ImageRef& whole_ou
 
 void ConvertOperation::run_reference(const ImageRef& in, const ImageRef& whole_out,
                                      const Workspace& workspace) const {
-  if (!resize_.active()) {
-    convert_reference(in, whole_out, params_);
-    return;
-  }
-  resize_.fill_borders_reference(whole_out);
-  const ImageRef window = resize_.window(in);
-  const ImageRef out = resize_.target(whole_out, workspace.data);
-  if (!resize_.scales()) {
-    convert_reference(window, out, params_);
-  } else if (in.format == out.format) {
-    resize_.scale_reference(window, out, workspace.data);
-  } else {
-    bool scale_first = false;
-    const ImageRef mid = between(window, out, workspace.data, &scale_first);
-    if (scale_first) {
-      resize_.scale_reference(window, mid, workspace.data);
-      convert_reference(mid, out, params_);
-    } else {
-      convert_reference(window, mid, params_);
-      resize_.scale_reference(mid, out, workspace.data);
-    }
-  }
-  resize_.turn_reference(whole_out, workspace.data);
+  run_host(in, whole_out, workspace, false);
 }
 
 void ConvertOperation::run_cpu(const ImageRef& in, const ImageRef& whole_out,
                                const Workspace& workspace) const {
-  // Each conversion by convert_cpu where it takes the pair, each scaling
-  // by the cpu backend's pass; the rest as run_reference.
-  const auto convert = [this](const ImageRef& from, const ImageRef& to) {
-    if (!convert_cpu(from, to, params_)) convert_reference(from, to, params_);
+  run_host(in, whole_out, workspace, true);
+}
+
+void ConvertOperation::run_host(const ImageRef& in, const ImageRef& whole_out,
+                                const Workspace& workspace, bool fast) const {
+  // `fast`: each conversion by convert_cpu where it takes the pair, each
+  // scaling by the cpu backend's pass.
+  const auto convert = [this, fast](const ImageRef& from, const ImageRef& to) {
+    if (!fast || !convert_cpu(from, to, params_)) convert_reference(from, to, params_);
+  };
+  const auto scale = [this, fast, &workspace](const ImageRef& from, const ImageRef& to) {
+    if (fast)
+      resize_.scale_cpu(from, to, workspace.data);
+    else
+      resize_.scale_reference(from, to, workspace.data);
   };
   if (!resize_.active()) return convert(in, whole_out);
   resize_.fill_borders_reference(whole_out);
@@ -442,16 +431,16 @@ void ConvertOperation::run_cpu(const ImageRef& in, const ImageRef& whole_out,
   if (!resize_.scales()) {
     convert(window, out);
   } else if (in.format == out.format) {
-    resize_.scale_cpu(window, out, workspace.data);
+    scale(window, out);
   } else {
     bool scale_first = false;
     const ImageRef mid = between(window, out, workspace.data, &scale_first);
     if (scale_first) {
-      resize_.scale_cpu(window, mid, workspace.data);
+      scale(window, mid);
       convert(mid, out);
     } else {
       convert(window, mid);
-      resize_.scale_cpu(mid, out, workspace.data);
+      scale(mid, out);
     }
   }
   resize_.turn_reference(whole_out, workspace.data);

@@ -119,6 +119,9 @@ class ConvertOperation final : public ResizingOperation {
   // format at the window's.
   ImageRef between(const ImageRef& window, const ImageRef& out, uint8_t* workspace,
                    bool* scale_first) const;
+  // run_reference's steps, or with `fast` run_cpu's.
+  void run_host(const ImageRef& in, const ImageRef& whole_out, const Workspace& workspace,
+                bool fast) const;
 
   ConvertParams params_;
   size_t between_at_ = 0;

@@ -187,8 +187,8 @@ void scale_group(const Group& g) {
   };
   const int max = (1 << c.depth) - 1;
   // Bytes of a row of its own (RGBA's four, GRAY8), written straight out.
-  bool bytes_in_order = c.sample_bytes == 1 && max == 255 && c.pixel_stride == n &&
-                        c.out_samples == w && c.offset == 0;
+  bool bytes_in_order =
+      c.sample_bytes == 1 && max == 255 && c.pixel_stride == n && c.out_samples == w;
   for (int k = 0; k < n; ++k) bytes_in_order = bytes_in_order && g.offset[k] == k;
   std::vector<const int32_t*> rows(taps);
   std::vector<int16_t> weights(taps);

@@ -6,12 +6,14 @@
 // copied as before.
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "engine_test_util.h"
+#include "kernels/run_reference.h"
 
 namespace cudaoverlap::test {
 namespace {
@@ -182,6 +184,77 @@ TEST(HostInPlace, ACudaDeviceIgnoresIt) {
   ASSERT_EQ(o.runs.size(), kFrames);
   for (uint64_t i = 0; i < kFrames; ++i) EXPECT_NE(o.runs[i].in, o.inputs[i]) << "frame " << i;
   EXPECT_EQ(o.held_after, 0);
+}
+
+// Bands on the cpu backend, in place: rows (blur) and views (convert
+// 4:2:0 to RGB, whose band views are read from the caller's frame and whose
+// scratch rows go to the slot's output) make the reference's frames.
+TEST(HostInPlace, BandsMakeTheReferencesFrames) {
+  struct Case {
+    const char* kernel;
+    KernelParams params;
+    PixelFormat in, out;
+  };
+  KernelParams blur;
+  blur.set("sigma", 2.0);
+  const Case cases[] = {{"blur", blur, PixelFormat::kRGBA, PixelFormat::kRGBA},
+                        {"convert", {}, PixelFormat::kNV12, PixelFormat::kRGBA}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.kernel);
+    std::string why;
+    std::shared_ptr<Device> device = make_backend(&why, BackendKind::kCpu, 100, 9);
+    EngineConfig config;
+    config.ring_size = 3;
+    config.bands = 3;
+    config.host_in_place = true;
+    config.input = FrameLayout::packed(c.in, 70, 36);
+    config.output = FrameLayout::packed(c.out, 70, 36);
+    config.operation = make_operation(c.kernel, c.params);
+    constexpr uint64_t kFrames = 6;
+    std::vector<std::unique_ptr<HostFrame>> inputs;
+    std::mutex mutex;
+    std::vector<std::string> problems;
+    uint64_t delivered = 0;
+    std::condition_variable arrived;
+    EngineCallbacks callbacks;
+    callbacks.on_frame = [&](OutputFrame frame) {
+      const uint64_t id = frame_id(frame);
+      std::vector<uint8_t> want(config.output.size);
+      run_reference(*config.operation, inputs.at(id)->image, config.output.at(want.data()));
+      const ImageRef got = frame.image(), expected = config.output.at(want.data());
+      std::lock_guard<std::mutex> lock(mutex);
+      for (int p = 0; p < config.output.n_planes(); ++p)
+        for (size_t y = 0; y < config.output.rows(p); ++y)
+          if (std::memcmp(got.planes[p].data + y * got.planes[p].stride,
+                          expected.planes[p].data + y * expected.planes[p].stride,
+                          config.output.row_bytes(p)) != 0) {
+            problems.push_back("frame " + std::to_string(id) + " plane " + std::to_string(p) +
+                               " row " + std::to_string(y) + " differs");
+            p = config.output.n_planes();
+            break;
+          }
+      ++delivered;
+      arrived.notify_all();
+    };
+    for (uint64_t i = 0; i < kFrames; ++i)
+      inputs.push_back(std::make_unique<HostFrame>(config.input, i));
+    {
+      Engine engine(device, config, callbacks);
+      engine.start();
+      ASSERT_EQ(engine.bands(), 3);
+      for (uint64_t i = 0; i < kFrames; ++i) {
+        InputFrame in;
+        in.image = inputs[i]->image;
+        in.user = numbered(i);
+        ASSERT_EQ(engine.submit(std::move(in)), Status::kOk) << engine.error();
+      }
+      ASSERT_EQ(engine.drain(), Status::kOk) << engine.error();
+      std::unique_lock<std::mutex> lock(mutex);
+      ASSERT_TRUE(
+          arrived.wait_for(lock, std::chrono::seconds(30), [&] { return delivered == kFrames; }));
+    }
+    EXPECT_EQ(problems, std::vector<std::string>{});
+  }
 }
 
 }  // namespace

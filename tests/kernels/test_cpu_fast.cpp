@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernel_test_util.h"
+#include "kernels/chain/chain.h"
 #include "parameter_sets.h"
 
 namespace cudaoverlap::test {
@@ -27,17 +28,23 @@ struct Outputs {
 };
 
 // Runs `op` from `in` into two images of `to` (the fast path's and the
-// reference's), both first filled with the same bytes.
+// reference's), both first filled with the same bytes, with rows 3 bytes
+// longer than the input's (on the cpu backend the input is upstream's
+// buffer, the output the slot's). `odd`: the input read from a copy of
+// its bytes that starts one byte past an aligned address.
 Outputs run_both(const Operation& op, const OwnedImage& in, PixelFormat to, int w, int h,
-                 size_t pad) {
-  Outputs out{OwnedImage(to, w, h, pad), OwnedImage(to, w, h, pad)};
+                 size_t pad, bool odd = false) {
+  Outputs out{OwnedImage(to, w, h, pad + 3), OwnedImage(to, w, h, pad + 3)};
   out.fast.fill_random(7);
   out.reference.fill_random(7);
+  std::vector<uint8_t> shifted(in.bytes.size() + 1);
+  std::memcpy(shifted.data() + 1, in.bytes.data(), in.bytes.size());
+  const ImageRef from = odd ? in.layout.at(shifted.data() + 1) : in.image;
   std::vector<uint8_t> memory(op.workspace_bytes());
   const Workspace workspace{memory.data(), memory.size()};
   op.prepare_reference(workspace);
-  op.run_reference(in.image, out.reference.image, workspace);
-  op.run_cpu(in.image, out.fast.image, workspace);
+  op.run_reference(from, out.reference.image, workspace);
+  op.run_cpu(from, out.fast.image, workspace);
   return out;
 }
 
@@ -86,7 +93,7 @@ TEST_P(CpuFastPath, EqualsReferenceByteForByte) {
               OwnedImage probe(to, w, h, pad);
               if (!op->check(in.image, probe.image).empty()) continue;
               ++ran;
-              const Outputs out = run_both(*op, in, to, w, h, pad);
+              const Outputs out = run_both(*op, in, to, w, h, pad, pad == 5);
               EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
                   << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
                   << format_info(to).name << " " << size.width << "x" << size.height << " pad "
@@ -122,6 +129,51 @@ TEST_P(CpuFastPath, BandsEqualTheWholeFrame) {
       EXPECT_TRUE(banded.bytes == whole.bytes)
           << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
           << format_info(to).name << ": " << difference(banded, whole);
+    }
+  }
+}
+
+// Chains run each step's fast path: whole frames, each launch's part
+// (timed frames) and bands equal the reference's.
+TEST(CpuFastChain, EqualsItsReference) {
+  struct Case {
+    const char* chain;
+    PixelFormat in, out;
+  };
+  const Case cases[] = {
+      {"balance contrast=1.2 saturation=0.8 ! blur sigma=2 ! invert", PixelFormat::kRGBA,
+       PixelFormat::kRGBA},
+      {"invert ! convert", PixelFormat::kNV12, PixelFormat::kBGRx},
+      {"flip video-direction=horiz ! balance hue=0.3 ! invert", PixelFormat::kI420,
+       PixelFormat::kI420},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.chain);
+    KernelParams params;
+    params.chain = parse_chain(c.chain);
+    params.sizes = FrameSizes{67, 34, 67, 34};
+    const auto op = make_operation("chain", params);
+    OwnedImage in(c.in, 67, 34, 5);
+    in.fill_random(3);
+    const Outputs out = run_both(*op, in, c.out, 67, 34, 5);
+    EXPECT_TRUE(out.fast.bytes == out.reference.bytes) << difference(out.fast, out.reference);
+    std::vector<uint8_t> memory(op->workspace_bytes());
+    const Workspace workspace{memory.data(), memory.size()};
+    op->prepare_reference(workspace);
+    OwnedImage parts(c.out, 67, 34, 8);
+    parts.fill_random(7);
+    const size_t n = op->parts(c.in, c.out).size();
+    for (size_t part = 0; part < n; ++part)
+      op->run_cpu_part(part, in.image, parts.image, workspace);
+    if (n > 0) {
+      EXPECT_EQ(compare_images(parts.image, out.reference.image), "") << "part by part";
+    }
+    if (op->band_halo(c.in, c.out) >= 0 && !op->bands_by_view(c.in, c.out)) {
+      OwnedImage banded(c.out, 67, 34, 8);
+      const std::vector<int> rows = band_cuts(34, 3, band_row_step(c.in, c.out));
+      for (size_t k = 0; k + 1 < rows.size(); ++k)
+        op->run_cpu_rows(in.image, banded.image, workspace, rows[k], rows[k + 1]);
+      EXPECT_EQ(compare_images(banded.image, out.reference.image), "") << "in bands";
     }
   }
 }
