@@ -14,7 +14,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#define CUDAOVERLAP_SCALE_AVX2 1
+#include <immintrin.h>
+#endif
 
+#include "kernels/cpu_simd.h"
 #include "kernels/scale/scale_image.h"
 #include "kernels/scale/scale_math.h"
 
@@ -118,6 +123,186 @@ size_t vertical_bytes(const int32_t* const* rows, const int16_t* weights, int us
 }
 #endif
 
+#if defined(CUDAOVERLAP_SCALE_AVX2)
+// Four 8-bit samples a pixel (RGBA and the like) whose sums fit int16,
+// with AVX2 where the processor has it. Each output's taps become a window
+// of whole pixels inside the row, four a 16-byte load (taps past an edge
+// add their weight to the edge pixel, which they read; the sums are the
+// reference's). Two outputs a step: bytes shuffled so that neighbouring
+// taps' samples pair up, _mm256_madd_epi16 with the pairs' weights.
+class Rgba8Windows {
+ public:
+  // False where the row is narrower than a window or a window's weight
+  // leaves int16: the caller takes the general path.
+  bool build(const ScaleComponent& c) {
+    const int taps = c.x.taps, in = c.x.in_size, w = c.out_width;
+    chunks_ = (taps + 3) / 4;
+    const int span = 4 * chunks_;
+    if (in < span || c.x.abs_sum >= 32768) return false;
+    // [pair of outputs][chunk][lo, hi]: 16 int16 of each output, the taps'
+    // weights in pairs (0, 1) and (2, 3), repeated for the four samples.
+    const int pairs = (w + 1) / 2;
+    start_.assign(static_cast<size_t>(pairs) * 2, 0);
+    weight_.assign(static_cast<size_t>(pairs) * chunks_ * 32, 0);
+    std::vector<int32_t> folded(span);
+    for (int x = 0; x < w; ++x) {
+      const int first = c.x.first[x], start = std::clamp(first, 0, in - span);
+      const int16_t* wx = c.x.weight + static_cast<size_t>(x) * taps;
+      std::fill(folded.begin(), folded.end(), 0);
+      for (int i = 0; i < taps; ++i) folded[std::clamp(first + i, 0, in - 1) - start] += wx[i];
+      start_[x] = start * 4;
+      if (x + 1 == w && w % 2) start_[x + 1] = start_[x];  // the last pair's empty lane
+      for (int k = 0; k < span; ++k) {
+        // Chunk k / 4, half (k % 4) / 2, this output's lane, pair slot k % 2.
+        int16_t* at = weight_.data() +
+                      ((static_cast<size_t>(x / 2) * chunks_ + k / 4) * 2 + (k % 4) / 2) * 16 +
+                      (x % 2) * 8 + k % 2;
+        for (int s = 0; s < 4; ++s) at[2 * s] = static_cast<int16_t>(folded[k]);
+      }
+    }
+    return true;
+  }
+  int chunks() const { return chunks_; }
+  const int32_t* start() const { return start_.data(); }
+  const int16_t* weight() const { return weight_.data(); }
+
+ private:
+  int chunks_ = 0;
+  std::vector<int32_t> start_;  // each output's first pixel, in bytes
+  std::vector<int16_t> weight_;
+};
+
+// Outputs x and x + 1 (x even; the pair's lanes) of row `src`: four
+// int32 sums each, rounded as the reference. kChunks: the windows' 16-byte
+// loads (0: t.chunks()).
+template <int kChunks>
+__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_sums_avx2(const uint8_t* src,
+                                                                              const Rgba8Windows& t,
+                                                                              int x) {
+  // Words of neighbouring taps' samples side by side: r0 r1 g0 g1 b0 b1 a0
+  // a1 (lo) and the same of pixels 2 and 3 (hi).
+  const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1, 0, -1,
+                                      4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
+                                      8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const int chunks = kChunks > 0 ? kChunks : t.chunks();
+  const uint8_t* a = src + t.start()[x];
+  const uint8_t* b = src + t.start()[x + 1];
+  const __m256i* wt =
+      reinterpret_cast<const __m256i*>(t.weight()) + static_cast<size_t>(x / 2) * chunks * 2;
+  __m256i acc = _mm256_set1_epi32(kHalf);
+  for (int k = 0; k < chunks; ++k, wt += 2) {
+    const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
+    const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
+    const __m256i px = _mm256_inserti128_si256(_mm256_castsi128_si256(pa), pb, 1);
+    acc = _mm256_add_epi32(acc,
+                           _mm256_madd_epi16(_mm256_shuffle_epi8(px, lo), _mm256_loadu_si256(wt)));
+    acc = _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_shuffle_epi8(px, hi), _mm256_loadu_si256(wt + 1)));
+  }
+  return _mm256_srai_epi32(acc, kScaleWeightBits);
+}
+
+template <int kChunks>
+__attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rgba8Windows& t,
+                                                    int w, int16_t* out) {
+  int x = 0;
+  for (; x + 4 <= w; x += 4) {
+    // packs interleaves the lanes: x, x + 2 | x + 1, x + 3 until permuted.
+    const __m256i v =
+        _mm256_permute4x64_epi64(_mm256_packs_epi32(rgba8_sums_avx2<kChunks>(src, t, x),
+                                                    rgba8_sums_avx2<kChunks>(src, t, x + 2)),
+                                 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(x) * 4), v);
+  }
+  for (; x < w; x += 2) {
+    const __m256i v =
+        _mm256_packs_epi32(rgba8_sums_avx2<kChunks>(src, t, x), _mm256_setzero_si256());
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x) * 4), lo);
+    if (x + 1 < w)
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x + 1) * 4), hi);
+  }
+}
+
+// Row `src`'s horizontal sums, out[x * 4 + k].
+void rgba8_row(const uint8_t* src, const Rgba8Windows& t, int w, int16_t* out) {
+  switch (t.chunks()) {
+    case 1:
+      return rgba8_row_avx2<1>(src, t, w, out);
+    case 2:
+      return rgba8_row_avx2<2>(src, t, w, out);
+    default:
+      return rgba8_row_avx2<0>(src, t, w, out);
+  }
+}
+
+// The vertical pass over int16 row sums into bytes: rows[j] weighted by
+// weights[j], 16 outputs a step, rounded, shifted and clamped to 0..255 as
+// the reference. Returns the outputs made.
+__attribute__((target("avx2"))) size_t vertical_bytes_avx2(const int16_t* const* rows,
+                                                           const int16_t* weights, int used,
+                                                           size_t n, uint8_t* dst) {
+  const __m256i half = _mm256_set1_epi32(kHalf);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (int j = 0; j < used; j += 2) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + i));
+      const __m256i b = j + 1 < used
+                            ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j + 1] + i))
+                            : _mm256_setzero_si256();
+      const int16_t w1 = j + 1 < used ? weights[j + 1] : 0;
+      const __m256i pair = _mm256_set1_epi32(
+          static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(weights[j])) |
+                               static_cast<uint32_t>(static_cast<uint16_t>(w1)) << 16));
+      lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), pair));
+      hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), pair));
+    }
+    lo = _mm256_srai_epi32(_mm256_add_epi32(lo, half), kScaleWeightBits);
+    hi = _mm256_srai_epi32(_mm256_add_epi32(hi, half), kScaleWeightBits);
+    // unpack and packs are both within lanes: the words come back in order.
+    const __m256i words = _mm256_packs_epi32(lo, hi);
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_castsi256_si128(bytes));
+  }
+  return i;
+}
+
+// A group of Rgba8Windows' kind, int16 row sums kept while output rows
+// reach them.
+void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
+  const int w = c.out_width, taps = c.y.taps;
+  const size_t values = static_cast<size_t>(w) * 4;
+  std::vector<int16_t> cache(static_cast<size_t>(taps) * values);
+  std::vector<int> cached(taps, -1);
+  std::vector<const int16_t*> rows(taps);
+  std::vector<int16_t> weights(taps);
+  for (int y = c.row0; y < c.out_rows; ++y) {
+    const int16_t* wy = c.y.weight + static_cast<size_t>(y) * taps;
+    int used = 0;
+    for (int j = 0; j < taps; ++j) {
+      if (wy[j] == 0) continue;
+      const int row = std::clamp(c.y.first[y] + j, 0, c.y.in_size - 1);
+      int16_t* slot = cache.data() + static_cast<size_t>(row % taps) * values;
+      if (cached[row % taps] != row) {
+        cached[row % taps] = row;
+        rgba8_row(c.src + static_cast<size_t>(row) * c.src_stride, t, w, slot);
+      }
+      rows[used] = slot;
+      weights[used++] = wy[j];
+    }
+    uint8_t* dst = c.dst + static_cast<size_t>(y) * c.dst_stride;
+    for (size_t i = vertical_bytes_avx2(rows.data(), weights.data(), used, values, dst); i < values;
+         ++i) {
+      int32_t sum = 0;
+      for (int j = 0; j < used; ++j) sum += weights[j] * rows[j][i];
+      dst[i] = static_cast<uint8_t>(std::clamp((sum + kHalf) >> kScaleWeightBits, 0, 255));
+    }
+  }
+}
+#endif
+
 // The horizontal sums of input row `row` for every output sample of the
 // group: out[x * n + k], rounded to the samples' scale.
 template <int kN, typename Sum>
@@ -156,6 +341,17 @@ template <typename Total>
 void scale_group(const Group& g) {
   const ScaleComponent& c = *g.first;
   const int n = g.n, w = c.out_width, taps = c.y.taps;
+  const int max = (1 << c.depth) - 1;
+  // Bytes of a row of its own (RGBA's four, GRAY8), written straight out.
+  bool bytes_in_order =
+      c.sample_bytes == 1 && max == 255 && c.pixel_stride == n && c.out_samples == w;
+  for (int k = 0; k < n; ++k) bytes_in_order = bytes_in_order && g.offset[k] == k;
+#if defined(CUDAOVERLAP_SCALE_AVX2)
+  if (std::is_same<Total, int32_t>::value && g.narrow && bytes_in_order && n == 4 && cpu_avx2()) {
+    Rgba8Windows windows;
+    if (windows.build(c)) return scale_rgba8_avx2(c, windows);
+  }
+#endif
   const size_t row_values = static_cast<size_t>(w) * n;
   // Row i of the input in slot i % taps: the rows one output row reaches
   // are consecutive, so none evicts another.
@@ -185,11 +381,6 @@ void scale_group(const Group& g) {
     }
     return slot;
   };
-  const int max = (1 << c.depth) - 1;
-  // Bytes of a row of its own (RGBA's four, GRAY8), written straight out.
-  bool bytes_in_order =
-      c.sample_bytes == 1 && max == 255 && c.pixel_stride == n && c.out_samples == w;
-  for (int k = 0; k < n; ++k) bytes_in_order = bytes_in_order && g.offset[k] == k;
   std::vector<const int32_t*> rows(taps);
   std::vector<int16_t> weights(taps);
   for (int y = c.row0; y < c.out_rows; ++y) {

@@ -6,10 +6,12 @@
 // The whole output buffer is compared, row padding included, so a fast
 // path that writes past a row's end fails too. Bands: rows computed in the
 // engine's cuts equal the whole frame.
+#include <algorithm>
 #include <cstring>
 
 #include "kernel_test_util.h"
 #include "kernels/chain/chain.h"
+#include "kernels/cpu_simd.h"
 #include "parameter_sets.h"
 
 namespace cudaoverlap::test {
@@ -69,22 +71,29 @@ std::string difference(const OwnedImage& a, const OwnedImage& b) {
 
 class CpuFastPath : public ::testing::TestWithParam<PixelFormat> {};
 
-TEST_P(CpuFastPath, EqualsReferenceByteForByte) {
-  const PixelFormat from = GetParam();
+void expect_equal_to_reference(PixelFormat from) {
   int ran = 0;
   for (const NamedParams& set : parameter_sets(0)) {
     std::vector<KernelParams> variants{set.params};
     if (std::string(set.kernel) == "convert") variants = convert_params();
-    // An operation whose size is downstream's (scale, convert) at the
-    // input's size too: its one-size paths.
+    // An operation whose size is downstream's (scale, convert) also at the
+    // input's size (its one-size paths) and narrower and taller (more taps
+    // along x than y).
     const bool sized = make_operation(set.kernel, set.params)->size_from_downstream();
+    enum Shape { kOwn, kOneSize, kNarrower };
     for (const KernelParams& base : variants)
       for (const Size size : kSizes)
-        for (const bool resized : {true, false}) {
-          if (!resized && !sized) continue;
+        for (const Shape shape : {kOwn, kOneSize, kNarrower}) {
+          if (shape != kOwn && !sized) continue;
+          const bool resized = shape != kOneSize;
           KernelParams params = base;
           int w = size.width, h = size.height;
-          if (resized) output_size(set.kernel, &params, size.width, size.height, &w, &h);
+          if (shape == kOwn) output_size(set.kernel, &params, size.width, size.height, &w, &h);
+          if (shape == kNarrower) {
+            w = std::max(1, size.width * 2 / 5);
+            h = size.height * 3 / 2 + 1;
+            params.sizes = FrameSizes{size.width, size.height, w, h};
+          }
           const auto op = make_operation(set.kernel, params);
           for (PixelFormat to : op->output_formats(from))
             for (size_t pad : kPads) {
@@ -97,12 +106,22 @@ TEST_P(CpuFastPath, EqualsReferenceByteForByte) {
               EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
                   << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
                   << format_info(to).name << " " << size.width << "x" << size.height << " pad "
-                  << pad << (resized ? "" : " (one size)") << ": "
+                  << pad << " to " << w << "x" << h << (resized ? "" : " (one size)") << ": "
                   << difference(out.fast, out.reference);
             }
         }
   }
   EXPECT_GE(ran, 2) << "copy and invert take every format";
+}
+
+TEST_P(CpuFastPath, EqualsReferenceByteForByte) { expect_equal_to_reference(GetParam()); }
+
+// The same with the paths a processor without AVX2 runs.
+TEST_P(CpuFastPath, BaselineEqualsReferenceByteForByte) {
+  if (!cpu_avx2()) GTEST_SKIP() << "the run above took the baseline paths already";
+  cpu_allow_avx2(false);
+  expect_equal_to_reference(GetParam());
+  cpu_allow_avx2(true);
 }
 
 // Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes.
