@@ -237,30 +237,26 @@ void rgba8_row(const uint8_t* src, const Rgba8Windows& t, int w, int16_t* out) {
   }
 }
 
-// The vertical pass over int16 row sums into bytes: rows[j] weighted by
-// weights[j], 16 outputs a step, rounded, shifted and clamped to 0..255 as
-// the reference. Returns the outputs made.
+// The vertical pass over int16 row sums into bytes: rows 2p and 2p + 1
+// (an even count) weighted by the low and high halves of pairs[p], 16
+// outputs a step, rounded, shifted and clamped to 0..255 as the
+// reference. Returns the outputs made.
 __attribute__((target("avx2"))) size_t vertical_bytes_avx2(const int16_t* const* rows,
-                                                           const int16_t* weights, int used,
+                                                           const int32_t* pairs, int n_pairs,
                                                            size_t n, uint8_t* dst) {
   const __m256i half = _mm256_set1_epi32(kHalf);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-    for (int j = 0; j < used; j += 2) {
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + i));
-      const __m256i b = j + 1 < used
-                            ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j + 1] + i))
-                            : _mm256_setzero_si256();
-      const int16_t w1 = j + 1 < used ? weights[j + 1] : 0;
-      const __m256i pair = _mm256_set1_epi32(
-          static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(weights[j])) |
-                               static_cast<uint32_t>(static_cast<uint16_t>(w1)) << 16));
+    __m256i lo = half, hi = half;
+    for (int p = 0; p < n_pairs; ++p) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * p] + i));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * p + 1] + i));
+      const __m256i pair = _mm256_set1_epi32(pairs[p]);
       lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), pair));
       hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), pair));
     }
-    lo = _mm256_srai_epi32(_mm256_add_epi32(lo, half), kScaleWeightBits);
-    hi = _mm256_srai_epi32(_mm256_add_epi32(hi, half), kScaleWeightBits);
+    lo = _mm256_srai_epi32(lo, kScaleWeightBits);
+    hi = _mm256_srai_epi32(hi, kScaleWeightBits);
     // unpack and packs are both within lanes: the words come back in order.
     const __m256i words = _mm256_packs_epi32(lo, hi);
     const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0x08);
@@ -276,8 +272,10 @@ void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
   const size_t values = static_cast<size_t>(w) * 4;
   std::vector<int16_t> cache(static_cast<size_t>(taps) * values);
   std::vector<int> cached(taps, -1);
-  std::vector<const int16_t*> rows(taps);
-  std::vector<int16_t> weights(taps);
+  // An even count of rows: a last odd one pairs with itself at weight 0.
+  std::vector<const int16_t*> rows(taps + 1);
+  std::vector<int16_t> weights(taps + 1);
+  std::vector<int32_t> pairs((taps + 1) / 2);
   for (int y = c.row0; y < c.out_rows; ++y) {
     const int16_t* wy = c.y.weight + static_cast<size_t>(y) * taps;
     int used = 0;
@@ -292,9 +290,17 @@ void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
       rows[used] = slot;
       weights[used++] = wy[j];
     }
+    if (used % 2) {
+      rows[used] = rows[used - 1];
+      weights[used] = 0;
+    }
+    for (int p = 0; 2 * p < used; ++p)
+      pairs[p] = static_cast<int32_t>(
+          static_cast<uint16_t>(weights[2 * p]) |
+          static_cast<uint32_t>(static_cast<uint16_t>(weights[2 * p + 1])) << 16);
     uint8_t* dst = c.dst + static_cast<size_t>(y) * c.dst_stride;
-    for (size_t i = vertical_bytes_avx2(rows.data(), weights.data(), used, values, dst); i < values;
-         ++i) {
+    for (size_t i = vertical_bytes_avx2(rows.data(), pairs.data(), (used + 1) / 2, values, dst);
+         i < values; ++i) {
       int32_t sum = 0;
       for (int j = 0; j < used; ++j) sum += weights[j] * rows[j][i];
       dst[i] = static_cast<uint8_t>(std::clamp((sum + kHalf) >> kScaleWeightBits, 0, 255));
