@@ -38,7 +38,9 @@ void EngineCore::allocate() {
   const int bands = plan.bands();
   const size_t scratch_bytes = plan.by_view() ? plan.scratch_layout.size : 0;
   slots_ = allocate_slots(*device_, config_, layouts_, bands, scratch_bytes, &scratch_);
-  const int n_streams = config_.mode == Mode::kSerial ? 1 : 3;
+  // One stream in serial mode, and where frames are read and written in
+  // place on the host: upload and download streams would only pass events on.
+  const int n_streams = config_.mode == Mode::kSerial || host_in_place() ? 1 : 3;
   for (int s = 0; s < n_streams; ++s) streams_.push_back(device_->create_stream());
   PassStreams streams;
   streams.upload = streams_.front().get();
