@@ -13,9 +13,11 @@
 namespace cudaoverlap {
 namespace {
 
-// Debugging aids of the cpu backend, documented in the element's doc block.
-CpuDeviceOptions cpu_options_from_environment() {
+// The cpu backend's threads, and its debugging aids, documented in the
+// element's doc block.
+CpuDeviceOptions cpu_options(int threads) {
   CpuDeviceOptions options;
+  options.threads = threads;
   if (const gchar* delay = g_getenv("CUDAOVERLAP_CPU_MAX_DELAY_US"))
     options.max_delay_us = static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));
   if (const gchar* limit = g_getenv("CUDAOVERLAP_CPU_MEMORY_LIMIT"))
@@ -28,10 +30,11 @@ CpuDeviceOptions cpu_options_from_environment() {
 }  // namespace
 
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
-                                    std::string* warning, const CudaContextChoice& context) {
+                                    std::string* warning, const CudaContextChoice& context,
+                                    int cpu_threads) {
   switch (backend) {
     case GST_CUDA_OVERLAP_BACKEND_CPU:
-      return make_cpu_device(cpu_options_from_environment());
+      return make_cpu_device(cpu_options(cpu_threads));
     case GST_CUDA_OVERLAP_BACKEND_CUDA:
       return make_cuda_device(device_id, context.handle, context.keep);
     case GST_CUDA_OVERLAP_BACKEND_AUTO:
@@ -40,18 +43,19 @@ std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id
   std::string why;
   if (cuda_device_count(&why) > 0) return make_cuda_device(device_id, context.handle, context.keep);
   *warning = "No CUDA device: " + why +
-             ". cudaoverlap runs on its cpu backend, the slow fallback for machines without a "
-             "GPU; set backend=cpu to silence this warning.";
-  return make_cpu_device(cpu_options_from_environment());
+             ". cudaoverlap runs on its cpu backend, the fallback for machines without a GPU; "
+             "set backend=cpu to silence this warning.";
+  return make_cpu_device(cpu_options(cpu_threads));
 }
 
 std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
                                                   const std::string& devices,
-                                                  std::string* warning, const CudaContextChoice& context) {
+                                                  std::string* warning, const CudaContextChoice& context,
+                                                  int cpu_threads) {
   std::string list = devices;
   list.erase(std::remove_if(list.begin(), list.end(), [](char c) { return c == ' '; }), list.end());
   if (list.empty() && device_id != -1)
-    return {open_device(backend, device_id, warning, context)};
+    return {open_device(backend, device_id, warning, context, cpu_threads)};
   const bool all = list.empty() || list == "all";
   std::vector<int> numbers;
   if (!all) {
@@ -72,7 +76,8 @@ std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend,
     }
   }
   // The backend first: auto without CUDA is the cpu backend, with its warning.
-  std::shared_ptr<Device> first = open_device(backend, all ? 0 : numbers.front(), warning);
+  std::shared_ptr<Device> first =
+      open_device(backend, all ? 0 : numbers.front(), warning, {}, cpu_threads);
   std::vector<std::shared_ptr<Device>> opened;
   if (first->cuda_device() < 0) {
     // The cpu backend stands in for as many devices as were listed, each
@@ -83,7 +88,7 @@ std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend,
     const gchar* fail_device = g_getenv("CUDAOVERLAP_CPU_FAIL_DEVICE");
     const gchar* fail_after = g_getenv("CUDAOVERLAP_CPU_FAIL_AFTER");
     for (size_t i = 0; i < numbers.size(); ++i) {
-      CpuDeviceOptions options = cpu_options_from_environment();
+      CpuDeviceOptions options = cpu_options(cpu_threads);
       options.seed += i * 1000;
       options.stand_in = static_cast<int>(i);
       if (fail_device && fail_after && std::strtoul(fail_device, nullptr, 10) == i)

@@ -27,17 +27,21 @@ struct CudaContextChoice {
   void* shared = nullptr;
 };
 
+// `cpu_threads`: the cpu backend's (CpuDeviceOptions::threads).
 std::shared_ptr<Device> open_device(GstCudaOverlapBackend backend, int device_id,
-                                    std::string* warning, const CudaContextChoice& context = {});
+                                    std::string* warning, const CudaContextChoice& context = {},
+                                    int cpu_threads = 1);
 
 // The devices to spread frames over: `devices` ("0,1", "all", or empty for
 // device_id alone; device_id -1 is "all"). With the cpu backend (set, or
 // auto without CUDA) a list stands for as many cpu devices, "all" for one.
 // Throws Error naming what is wrong with the list (not a number, listed
 // twice, no such device).
-// `context`: as open_device's, for device_id alone (no list).
+// `context`: as open_device's, for device_id alone (no list); `cpu_threads`
+// as open_device's, for each cpu device.
 std::vector<std::shared_ptr<Device>> open_devices(GstCudaOverlapBackend backend, int device_id,
                                                   const std::string& devices, std::string* warning,
-                                                  const CudaContextChoice& context = {});
+                                                  const CudaContextChoice& context = {},
+                                                  int cpu_threads = 1);
 
 }  // namespace cudaoverlap

@@ -28,6 +28,7 @@ struct GstCudaOverlapPrivate {
   GstCudaOverlapBackend backend = cudaoverlap::DEFAULT_BACKEND;
   int device_id = cudaoverlap::DEFAULT_DEVICE_ID;
   std::string devices;  // empty: device_id alone
+  guint n_threads = cudaoverlap::DEFAULT_N_THREADS;
   // The operations' parameters, by name; these may change while playing
   // where declared so (ParamSpec::while_playing).
   cudaoverlap::ParamValues parameters = cudaoverlap::default_parameters();

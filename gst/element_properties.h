@@ -19,6 +19,8 @@ inline constexpr int DEFAULT_BANDS = 0;  // automatic
 inline constexpr GstCudaOverlapMode DEFAULT_MODE = GST_CUDA_OVERLAP_MODE_OVERLAPPED;
 inline constexpr GstCudaOverlapBackend DEFAULT_BACKEND = GST_CUDA_OVERLAP_BACKEND_AUTO;
 inline constexpr int DEFAULT_DEVICE_ID = 0;
+inline constexpr guint MAX_N_THREADS = 64;
+inline constexpr guint DEFAULT_N_THREADS = 1;  // as videoconvert's
 inline constexpr bool DEFAULT_PIN_UPSTREAM = true;
 inline constexpr bool DEFAULT_CUDA_GRAPHS = true;
 inline constexpr const char* DEFAULT_KERNEL_ENTRY = "process";
@@ -34,6 +36,7 @@ enum {
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_DEVICES,
+  PROP_N_THREADS,
   PROP_PIN_UPSTREAM_MEMORY,
   PROP_CUDA_GRAPHS,
   // kernel=custom's.

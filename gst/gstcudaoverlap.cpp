@@ -277,11 +277,16 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     const GstCudaOverlapBackend backend = self->priv->backend;
     const int device_id = self->priv->device_id;
     const std::string devices = self->priv->devices;
+    const guint n_threads = self->priv->n_threads;
     GST_OBJECT_UNLOCK(self);
     if (!element_load_kernels(self)) return GST_STATE_CHANGE_FAILURE;
     const CudaContextChoice context =
         devices.empty() ? self->priv->cuda_context.choice(device_id) : CudaContextChoice{};
-    if (!session.start(backend, device_id, devices, context)) return GST_STATE_CHANGE_FAILURE;
+    // n-threads=0: one per core, as videoconvert's.
+    const int cpu_threads =
+        n_threads > 0 ? static_cast<int>(n_threads) : static_cast<int>(g_get_num_processors());
+    if (!session.start(backend, device_id, devices, context, cpu_threads))
+      return GST_STATE_CHANGE_FAILURE;
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(gst_cuda_overlap_parent_class)->change_state(element, transition);
@@ -391,6 +396,9 @@ static void gst_cuda_overlap_set_property(GObject* object, guint prop_id, const 
       priv->devices = devices ? devices : "";
       break;
     }
+    case PROP_N_THREADS:
+      priv->n_threads = g_value_get_uint(value);
+      break;
     case PROP_PIN_UPSTREAM_MEMORY:
       session.set_pin_upstream(g_value_get_boolean(value));
       break;
@@ -500,6 +508,9 @@ static void gst_cuda_overlap_get_property(GObject* object, guint prop_id, GValue
       break;
     case PROP_DEVICES:
       g_value_set_string(value, priv->devices.c_str());
+      break;
+    case PROP_N_THREADS:
+      g_value_set_uint(value, priv->n_threads);
       break;
     case PROP_PIN_UPSTREAM_MEMORY:
       g_value_set_boolean(value, session.pin_upstream());

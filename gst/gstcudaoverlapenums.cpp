@@ -60,8 +60,8 @@ GType gst_cuda_overlap_backend_get_type(void) {
       {GST_CUDA_OVERLAP_BACKEND_CUDA, "CUDA: the GPU given by device-id; an error without one",
        "cuda"},
       {GST_CUDA_OVERLAP_BACKEND_CPU,
-       "CPU: host threads run the kernels' CPU reference (slow; for machines without a GPU "
-       "and for tests)",
+       "CPU: host threads run each operation's CPU path on the buffers themselves (for "
+       "machines without a GPU, and for tests)",
        "cpu"},
       {0, nullptr, nullptr},
   };

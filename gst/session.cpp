@@ -77,7 +77,7 @@ bool Session::claim_error() {
 // Owner thread: start, stop, pad activation
 
 bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::string& devices,
-                    const CudaContextChoice& cuda_context) {
+                    const CudaContextChoice& cuda_context, int cpu_threads) {
   if (device_) return true;
   {
     std::lock_guard<std::mutex> lock(info_mutex_);
@@ -85,7 +85,7 @@ bool Session::start(GstCudaOverlapBackend backend, int device_id, const std::str
   }
   try {
     std::string warning;
-    devices_ = open_devices(backend, device_id, devices, &warning, cuda_context);
+    devices_ = open_devices(backend, device_id, devices, &warning, cuda_context, cpu_threads);
     device_ = devices_.front();
     if (device_->cuda_device() >= 0 && devices_.size() == 1) cuda_context_ = cuda_context;
     if (!warning.empty())

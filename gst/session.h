@@ -83,9 +83,10 @@ class Session {
   // Owner, READY->PAUSED: opens the devices (device_choice.h: `devices`,
   // else `device_id`), the trace file and the stats messages. False after
   // posting an error. Twice is fine. `cuda_context`: the pipeline's CUDA
-  // context of device_id, which the cuda backend works in.
+  // context of device_id, which the cuda backend works in; `cpu_threads`
+  // the cpu backend's (CpuDeviceOptions::threads).
   bool start(GstCudaOverlapBackend backend, int device_id, const std::string& devices = "",
-             const CudaContextChoice& cuda_context = {});
+             const CudaContextChoice& cuda_context = {}, int cpu_threads = 1);
   // Owner, PAUSED->READY and finalize: mirrors start(). Twice is fine.
   // `finalizing`: from the destructor, where nothing is posted (the
   // element is being finalized).

@@ -8,6 +8,7 @@
 // (and fail, when missing) as they do on a GPU.
 #include "cpu_device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #endif
 
 #include "kernels/error.h"
+#include "row_workers.h"
 
 namespace cudaoverlap {
 namespace {
@@ -103,15 +105,37 @@ class CpuEvent final : public Event {
   Failure error_;                 // guarded by mutex_; sticky, like a CUDA error
 };
 
+// A whole-frame launch: on `rows`' threads in bands of output rows where
+// the operation computes rows on their own and the frame is worth cutting
+// (at least kMinBandPixels a band), else on the calling thread.
+constexpr int64_t kMinBandPixels = 64 * 1024;
+
+void run_launch(RowWorkers* rows, const Operation& op, const ImageRef& in, const ImageRef& out,
+                const Workspace& workspace) {
+  const int step = band_row_step(in.format, out.format);
+  int64_t bands = 1;
+  if (rows != nullptr && op.band_halo(in.format, out.format) >= 0 &&
+      !op.bands_by_view(in.format, out.format))
+    bands = std::min({int64_t{rows->threads()}, int64_t{out.height / step},
+                      int64_t{out.width} * out.height / kMinBandPixels});
+  if (bands < 2) return op.run_cpu(in, out, workspace);
+  const auto row = [&](int64_t k) {
+    return k == bands ? out.height : static_cast<int>(k * out.height / bands / step * step);
+  };
+  rows->run(static_cast<int>(bands),
+            [&](int k) { op.run_cpu_rows(in, out, workspace, row(k), row(k + 1)); });
+}
+
 class CpuStream final : public Stream {
  public:
   CpuStream(uint32_t max_delay_us, uint64_t seed,
             std::shared_ptr<std::atomic<uint64_t>> launches = nullptr,
-            uint64_t fail_after_launches = UINT64_MAX)
+            uint64_t fail_after_launches = UINT64_MAX, std::shared_ptr<RowWorkers> rows = nullptr)
       : max_delay_us_(max_delay_us),
         random_(seed),
         launches_(std::move(launches)),
         fail_after_launches_(fail_after_launches),
+        rows_(std::move(rows)),
         thread_([this] { run(); }) {}
 
   ~CpuStream() override {
@@ -141,7 +165,9 @@ class CpuStream final : public Stream {
               const Workspace& workspace) override {
     // Like a CUDA kernel fault, a failing operation reports asynchronously.
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
-    enqueue([&op, in, out, workspace] { op.run_cpu(in, out, workspace); });
+    enqueue([&op, in, out, workspace, rows = rows_.get()] {
+      run_launch(rows, op, in, out, workspace);
+    });
   }
   void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace, int y0, int y1) override {
@@ -227,7 +253,8 @@ class CpuStream final : public Stream {
   std::mt19937_64 random_;                                 // stream thread only
   const std::shared_ptr<std::atomic<uint64_t>> launches_;  // the device's, or null
   const uint64_t fail_after_launches_;
-  Failure error_;  // stream thread only: the first failure, sticky
+  Failure error_;                           // stream thread only: the first failure, sticky
+  const std::shared_ptr<RowWorkers> rows_;  // the device's, or null
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Op> queue_;   // guarded by mutex_
@@ -303,7 +330,9 @@ class CpuHostRegistration final : public HostRegistration {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(const CpuDeviceOptions& options) : options_(options) {}
+  explicit CpuDevice(const CpuDeviceOptions& options)
+      : options_(options),
+        rows_(options.threads > 1 ? std::make_shared<RowWorkers>(options.threads) : nullptr) {}
 
   std::string describe() const override {
     return options_.stand_in < 0 ? "the cpu backend"
@@ -320,7 +349,7 @@ class CpuDevice final : public Device {
   std::unique_ptr<Stream> create_stream() override {
     // Each stream gets its own sequence of delays.
     return std::make_unique<CpuStream>(options_.max_delay_us, options_.seed + streams_++, launches_,
-                                       options_.fail_after_launches);
+                                       options_.fail_after_launches, rows_);
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
   std::unique_ptr<Buffer> alloc_device(size_t bytes) override { return allocate(bytes); }
@@ -344,6 +373,7 @@ class CpuDevice final : public Device {
   }
 
   const CpuDeviceOptions options_;
+  const std::shared_ptr<RowWorkers> rows_;  // threads > 1: shared by its streams
   uint64_t streams_ = 0;
   // Kernel launches on all its streams (fail_after_launches).
   std::shared_ptr<std::atomic<uint64_t>> launches_ = std::make_shared<std::atomic<uint64_t>>(0);

@@ -27,6 +27,12 @@ struct CpuDeviceOptions {
   // Which device this one stands in for when several run side by side
   // (named in describe()); -1: the only one.
   int stand_in = -1;
+  // Threads a kernel launch's rows are computed on, its stream's own
+  // included (RowWorkers): its output cut into that many bands of rows
+  // where the operation computes rows on their own (Operation::band_halo
+  // >= 0) and the frame is large enough to be worth it. 1: whole frames on
+  // the stream's thread.
+  int threads = 1;
 };
 
 std::unique_ptr<Device> make_cpu_device(const CpuDeviceOptions& options = {});

@@ -14,8 +14,8 @@ frame's cost is the CPU time (user + system, every thread) the extra frames
 took, less what they took with the source alone, over their number; the
 table gives the median over the rounds. Cases without a GStreamer peer
 (invert, blur) are compared with the cpu backend's copy of the same frame.
---threads sets the peers' n-threads (videoconvert, videoscale); the cpu
-backend's own count is printed beside it.
+--threads sets n-threads of the cpu backend and of the peers that have it
+(videoconvert, videoscale).
 
 Run it from a build (build/gst) or with the plugin installed.
 """
@@ -64,7 +64,8 @@ def main():
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="", help="cases whose name contains this")
-    parser.add_argument("--threads", type=int, default=1, help="the peers' n-threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="n-threads of the cpu backend and of the peers that have it")
     args = parser.parse_args()
     launch = shutil.which("gst-launch-1.0")
     if launch is None:
@@ -88,8 +89,9 @@ def main():
                           "width=%d,height=%d,framerate=30/1 ! imagefreeze num-buffers=%d"
                           % (fmt, w, h, frames))
                 runs[(name, w, h, "source", frames)] = source + " ! fakesink sync=false"
-                runs[(name, w, h, "ours", frames)] = (source + " ! cudaoverlap backend=cpu " +
-                                                      ours + tail)
+                runs[(name, w, h, "ours", frames)] = (
+                    source + " ! cudaoverlap backend=cpu n-threads=%d " % args.threads + ours +
+                    tail)
                 if peer is not None:
                     threads = " n-threads=%d" % args.threads if peer.split()[0] in THREADED else ""
                     runs[(name, w, h, "peer", frames)] = source + " ! " + peer + threads + tail
@@ -108,8 +110,8 @@ def main():
         return statistics.median(costs)
 
     print("cpu backend against GStreamer's CPU elements: CPU ms a frame (all threads), "
-          "median of %d rounds of %d less %d frames; peers' n-threads %d, the cpu backend's "
-          "compute threads 1" % (args.repeats, args.frames, short, args.threads))
+          "median of %d rounds of %d less %d frames; n-threads %d (the cpu backend's, "
+          "videoconvert's and videoscale's)" % (args.repeats, args.frames, short, args.threads))
     print()
     print("| case | size | cudaoverlap backend=cpu | GStreamer | element | ratio |")
     print("|---|---|---:|---:|---|---:|")

@@ -222,6 +222,52 @@ TEST(Pipelines, KernelsOnBandsEqualWholeFrames) {
   }
 }
 
+// n-threads cuts the cpu backend's frames into bands computed at once
+// (tests/engine/test_cpu_threads.cpp shows the cut); the frames are those
+// of one thread. Its default is videoconvert's, 1.
+TEST(Pipelines, CpuThreadsGiveTheFramesOfOne) {
+  GstElement* element = gst_element_factory_make("cudaoverlap", nullptr);
+  ASSERT_NE(element, nullptr);
+  guint threads = 0;
+  g_object_get(element, "n-threads", &threads, nullptr);
+  EXPECT_EQ(threads, 1u);
+  gst_object_unref(element);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr int kWidth = 322, kHeight = 238;
+#else
+  constexpr int kWidth = 642, kHeight = 478;
+#endif
+  struct Case {
+    const char* in;
+    const char* kernel;
+    const char* out;
+    int width, height;  // the output's
+  };
+  for (const Case& c :
+       {Case{"RGBA", "blur sigma=2.5", "RGBA", kWidth, kHeight},
+        Case{"NV12", "convert", "RGBA", kWidth, kHeight},
+        Case{"I420", "balance contrast=1.2 saturation=0.7", "I420", kWidth, kHeight},
+        Case{"RGBA", "scale method=lanczos", "RGBA", kWidth / 2 + 1, kHeight / 2 - 1}}) {
+    SCOPED_TRACE(std::string(c.in) + " -> " + c.out + ", kernel=" + c.kernel);
+    const std::string source =
+        std::string("videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=") + c.in +
+        ",width=" + std::to_string(kWidth) + ",height=" + std::to_string(kHeight) +
+        " ! cudaoverlap backend=cpu kernel=" + c.kernel;
+    const std::string sink =
+        std::string(" ! video/x-raw,format=") + c.out + ",width=" + std::to_string(c.width) +
+        ",height=" + std::to_string(c.height) + " ! appsink name=sink sync=false";
+    const std::vector<GstBuffer*> one = run_launch_line(source + " n-threads=1" + sink);
+    const std::vector<GstBuffer*> three = run_launch_line(source + " n-threads=3" + sink);
+    ASSERT_EQ(one.size(), 3u);
+    ASSERT_EQ(three.size(), one.size());
+    const GstVideoInfo info = video_info(gst_video_format_from_string(c.out), c.width, c.height);
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_EQ(compare_frames(info, one[i], three[i], Kernel::kCopy), "") << "frame " << i;
+    for (GstBuffer* buffer : one) gst_buffer_unref(buffer);
+    for (GstBuffer* buffer : three) gst_buffer_unref(buffer);
+  }
+}
+
 // Scaling splits into bands of output rows, each from the input rows its
 // taps reach: down, up, with a crop, and letterboxed (border rows read
 // nothing), the output equals whole frames' byte for byte. A moving ball,
