@@ -36,8 +36,8 @@ void invert_reference(const ImageRef& in, const ImageRef& out);
 void invert_cpu(const ImageRef& in, const ImageRef& out);
 void invert_cuda(const ImageRef& in, const ImageRef& out, CUstream_st* stream);
 
-// For the CUDA kernel: the bits to flip in each plane of `format`, as a
-// pattern that repeats every 4 bytes of a row (x XOR max == max - x for a
+// The bits to flip in each plane of `format` (the CUDA kernel's and the
+// cpu backend's), as a pattern that repeats every 4 bytes of a row (x XOR max == max - x for a
 // sample of all-ones max). Every format of the table has one.
 void invert_masks(PixelFormat format, uint32_t masks[kMaxPlanes]);
 
