@@ -139,57 +139,84 @@ class Rgba8Windows {
     chunks_ = (taps + 3) / 4;
     const int span = 4 * chunks_;
     if (in < span || c.x.abs_sum >= 32768) return false;
-    // [pair of outputs][chunk][lo, hi]: 16 int16 of each output, the taps'
-    // weights in pairs (0, 1) and (2, 3), repeated for the four samples.
     const int pairs = (w + 1) / 2;
     start_.assign(static_cast<size_t>(pairs) * 2, 0);
-    weight_.assign(static_cast<size_t>(pairs) * chunks_ * 32, 0);
-    std::vector<int32_t> folded(span);
+    std::vector<int32_t> folded(static_cast<size_t>(pairs) * 2 * span, 0);
+    int zeros = kScaleWeightBits - 1;  // trailing zero bits every weight has
     for (int x = 0; x < w; ++x) {
       const int first = c.x.first[x], start = std::clamp(first, 0, in - span);
       const int16_t* wx = c.x.weight + static_cast<size_t>(x) * taps;
-      std::fill(folded.begin(), folded.end(), 0);
-      for (int i = 0; i < taps; ++i) folded[std::clamp(first + i, 0, in - 1) - start] += wx[i];
+      int32_t* f = folded.data() + static_cast<size_t>(x) * span;
+      for (int i = 0; i < taps; ++i) f[std::clamp(first + i, 0, in - 1) - start] += wx[i];
+      for (int k = 0; k < span; ++k)
+        if (f[k] != 0) zeros = std::min(zeros, __builtin_ctz(static_cast<unsigned>(f[k])));
       start_[x] = start * 4;
       if (x + 1 == w && w % 2) start_[x + 1] = start_[x];  // the last pair's empty lane
-      for (int k = 0; k < span; ++k) {
-        // Chunk k / 4, half (k % 4) / 2, this output's lane, pair slot k % 2.
-        int16_t* at = weight_.data() +
-                      ((static_cast<size_t>(x / 2) * chunks_ + k / 4) * 2 + (k % 4) / 2) * 16 +
-                      (x % 2) * 8 + k % 2;
-        for (int s = 0; s < 4; ++s) at[2 * s] = static_cast<int16_t>(folded[k]);
-      }
     }
+    // Weights that are small multiples of one power of two (bilinear at
+    // ratios of 2, 4, ...) sum as bytes: each pair of taps' quotients
+    // within 128 in all keeps _mm256_maddubs_epi16 from saturating.
+    shift_ = zeros;
+    bool bytes = true;
+    for (size_t k = 0; k + 1 < folded.size(); k += 2)
+      bytes = bytes && std::abs(folded[k] >> shift_) + std::abs(folded[k + 1] >> shift_) <= 128;
+    bytes_ = bytes;
+    // [pair of outputs][chunk]: each output's lane of 16 bytes, its four
+    // taps' quotients for each sample (bytes), or 16 int16 twice, the
+    // taps' weights in pairs (0, 1) and (2, 3) for each sample.
+    weight_.assign(static_cast<size_t>(pairs) * chunks_ * (bytes_ ? 16 : 32), 0);
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < span; ++k) {
+        const int32_t v = folded[static_cast<size_t>(x) * span + k];
+        const size_t chunk = static_cast<size_t>(x / 2) * chunks_ + k / 4;
+        if (bytes_) {
+          auto* at = reinterpret_cast<int8_t*>(weight_.data()) + chunk * 32 + (x % 2) * 16 + k % 4;
+          for (int s = 0; s < 4; ++s) at[4 * s] = static_cast<int8_t>(v >> shift_);
+        } else {
+          // Chunk k / 4, half (k % 4) / 2, this output's lane, pair slot k % 2.
+          int16_t* at = weight_.data() + (chunk * 2 + (k % 4) / 2) * 16 + (x % 2) * 8 + k % 2;
+          for (int s = 0; s < 4; ++s) at[2 * s] = static_cast<int16_t>(v);
+        }
+      }
     return true;
   }
+  // What a row's loop reads, copied into locals so that the compiler
+  // need not read them again after every store.
+  struct View {
+    const int32_t* start;
+    const int16_t* weight;
+    int chunks;
+    int shift;
+  };
+  View view() const { return {start_.data(), weight_.data(), chunks_, shift_}; }
   int chunks() const { return chunks_; }
-  const int32_t* start() const { return start_.data(); }
-  const int16_t* weight() const { return weight_.data(); }
+  bool bytes() const { return bytes_; }
 
  private:
   int chunks_ = 0;
+  bool bytes_ = false;
+  int shift_ = 0;               // the weights' common power of two, bytes()
   std::vector<int32_t> start_;  // each output's first pixel, in bytes
   std::vector<int16_t> weight_;
 };
 
 // Outputs x and x + 1 (x even; the pair's lanes) of row `src`: four
 // int32 sums each, rounded as the reference. kChunks: the windows' 16-byte
-// loads (0: t.chunks()).
+// loads (0: t.chunks).
 template <int kChunks>
-__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_sums_avx2(const uint8_t* src,
-                                                                              const Rgba8Windows& t,
-                                                                              int x) {
+__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_sums_avx2(
+    const uint8_t* src, const Rgba8Windows::View& t, int x) {
   // Words of neighbouring taps' samples side by side: r0 r1 g0 g1 b0 b1 a0
   // a1 (lo) and the same of pixels 2 and 3 (hi).
   const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1, 0, -1,
                                       4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
   const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
                                       8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
-  const int chunks = kChunks > 0 ? kChunks : t.chunks();
-  const uint8_t* a = src + t.start()[x];
-  const uint8_t* b = src + t.start()[x + 1];
+  const int chunks = kChunks > 0 ? kChunks : t.chunks;
+  const uint8_t* a = src + t.start[x];
+  const uint8_t* b = src + t.start[x + 1];
   const __m256i* wt =
-      reinterpret_cast<const __m256i*>(t.weight()) + static_cast<size_t>(x / 2) * chunks * 2;
+      reinterpret_cast<const __m256i*>(t.weight) + static_cast<size_t>(x / 2) * chunks * 2;
   __m256i acc = _mm256_set1_epi32(kHalf);
   for (int k = 0; k < chunks; ++k, wt += 2) {
     const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
@@ -203,21 +230,56 @@ __attribute__((target("avx2"), always_inline)) inline __m256i rgba8_sums_avx2(co
   return _mm256_srai_epi32(acc, kScaleWeightBits);
 }
 
+// The same sums from Rgba8Windows::bytes() weights: each sample's four
+// taps side by side, _mm256_maddubs_epi16 of the bytes with the
+// quotients, _mm256_madd_epi16 with ones for the pairs' sums; the
+// weights' power of two comes back in the rounding.
 template <int kChunks>
-__attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rgba8Windows& t,
+__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_byte_sums_avx2(
+    const uint8_t* src, const Rgba8Windows::View& t, int x) {
+  const __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
+                                         8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int chunks = kChunks > 0 ? kChunks : t.chunks;
+  const uint8_t* a = src + t.start[x];
+  const uint8_t* b = src + t.start[x + 1];
+  const __m256i* wt =
+      reinterpret_cast<const __m256i*>(t.weight) + static_cast<size_t>(x / 2) * chunks;
+  const int shift = kScaleWeightBits - t.shift;
+  __m256i acc = _mm256_set1_epi32(1 << (shift - 1));
+  for (int k = 0; k < chunks; ++k, ++wt) {
+    const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
+    const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
+    const __m256i px =
+        _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(pa), pb, 1), order);
+    acc = _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_maddubs_epi16(px, _mm256_loadu_si256(wt)), ones));
+  }
+  return _mm256_srai_epi32(acc, shift);
+}
+
+template <int kChunks, bool kBytes>
+__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_pair_avx2(
+    const uint8_t* src, const Rgba8Windows::View& t, int x) {
+  return kBytes ? rgba8_byte_sums_avx2<kChunks>(src, t, x) : rgba8_sums_avx2<kChunks>(src, t, x);
+}
+
+template <int kChunks, bool kBytes>
+__attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rgba8Windows& windows,
                                                     int w, int16_t* out) {
+  const Rgba8Windows::View t = windows.view();
   int x = 0;
   for (; x + 4 <= w; x += 4) {
     // packs interleaves the lanes: x, x + 2 | x + 1, x + 3 until permuted.
-    const __m256i v =
-        _mm256_permute4x64_epi64(_mm256_packs_epi32(rgba8_sums_avx2<kChunks>(src, t, x),
-                                                    rgba8_sums_avx2<kChunks>(src, t, x + 2)),
-                                 0xD8);
+    const __m256i v = _mm256_permute4x64_epi64(
+        _mm256_packs_epi32(rgba8_pair_avx2<kChunks, kBytes>(src, t, x),
+                           rgba8_pair_avx2<kChunks, kBytes>(src, t, x + 2)),
+        0xD8);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(x) * 4), v);
   }
   for (; x < w; x += 2) {
     const __m256i v =
-        _mm256_packs_epi32(rgba8_sums_avx2<kChunks>(src, t, x), _mm256_setzero_si256());
+        _mm256_packs_epi32(rgba8_pair_avx2<kChunks, kBytes>(src, t, x), _mm256_setzero_si256());
     const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x) * 4), lo);
     if (x + 1 < w)
@@ -227,13 +289,18 @@ __attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rg
 
 // Row `src`'s horizontal sums, out[x * 4 + k].
 void rgba8_row(const uint8_t* src, const Rgba8Windows& t, int w, int16_t* out) {
-  switch (t.chunks()) {
-    case 1:
-      return rgba8_row_avx2<1>(src, t, w, out);
+  switch (t.chunks() * 2 + t.bytes()) {
     case 2:
-      return rgba8_row_avx2<2>(src, t, w, out);
+      return rgba8_row_avx2<1, false>(src, t, w, out);
+    case 3:
+      return rgba8_row_avx2<1, true>(src, t, w, out);
+    case 4:
+      return rgba8_row_avx2<2, false>(src, t, w, out);
+    case 5:
+      return rgba8_row_avx2<2, true>(src, t, w, out);
     default:
-      return rgba8_row_avx2<0>(src, t, w, out);
+      return t.bytes() ? rgba8_row_avx2<0, true>(src, t, w, out)
+                       : rgba8_row_avx2<0, false>(src, t, w, out);
   }
 }
 

@@ -78,13 +78,14 @@ void expect_equal_to_reference(PixelFormat from) {
     std::vector<KernelParams> variants{set.params};
     if (std::string(set.kernel) == "convert") variants = convert_params();
     // An operation whose size is downstream's (scale, convert) also at the
-    // input's size (its one-size paths) and narrower and taller (more taps
-    // along x than y).
+    // input's size (its one-size paths), narrower and taller (more taps
+    // along x than y), and at half and twice the size (weights that are
+    // multiples of a power of two).
     const bool sized = make_operation(set.kernel, set.params)->size_from_downstream();
-    enum Shape { kOwn, kOneSize, kNarrower };
+    enum Shape { kOwn, kOneSize, kNarrower, kHalf, kTwice };
     for (const KernelParams& base : variants)
       for (const Size size : kSizes)
-        for (const Shape shape : {kOwn, kOneSize, kNarrower}) {
+        for (const Shape shape : {kOwn, kOneSize, kNarrower, kHalf, kTwice}) {
           if (shape != kOwn && !sized) continue;
           const bool resized = shape != kOneSize;
           KernelParams params = base;
@@ -93,8 +94,15 @@ void expect_equal_to_reference(PixelFormat from) {
           if (shape == kNarrower) {
             w = std::max(1, size.width * 2 / 5);
             h = size.height * 3 / 2 + 1;
-            params.sizes = FrameSizes{size.width, size.height, w, h};
+          } else if (shape == kHalf) {
+            w = std::max(1, size.width / 2);
+            h = std::max(1, size.height / 2);
+          } else if (shape == kTwice) {
+            w = size.width * 2;
+            h = size.height * 2;
           }
+          if (shape != kOwn && shape != kOneSize)
+            params.sizes = FrameSizes{size.width, size.height, w, h};
           const auto op = make_operation(set.kernel, params);
           for (PixelFormat to : op->output_formats(from))
             for (size_t pad : kPads) {
