@@ -137,8 +137,8 @@ void install_element_properties(GObjectClass* gobject_class) {
       g_param_spec_uint(
           "n-threads", "Threads",
           "Threads the cpu backend computes a frame on, each a band of its rows; 0: one per "
-          "core. Kernels whose output rows depend on far-away input rows, and small frames, run "
-          "on one. The CUDA backend ignores it",
+          "core (at most 64). Frames of under 128 K pixels, and kernels whose bands cannot be "
+          "made apart (see the README), run on one. The CUDA backend ignores it",
           0, MAX_N_THREADS, DEFAULT_N_THREADS, flags));
   g_object_class_install_property(
       gobject_class, PROP_PIN_UPSTREAM_MEMORY,

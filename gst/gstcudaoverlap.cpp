@@ -41,6 +41,7 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -282,9 +283,9 @@ static GstStateChangeReturn gst_cuda_overlap_change_state(GstElement* element,
     if (!element_load_kernels(self)) return GST_STATE_CHANGE_FAILURE;
     const CudaContextChoice context =
         devices.empty() ? self->priv->cuda_context.choice(device_id) : CudaContextChoice{};
-    // n-threads=0: one per core, as videoconvert's.
-    const int cpu_threads =
-        n_threads > 0 ? static_cast<int>(n_threads) : static_cast<int>(g_get_num_processors());
+    // n-threads=0: one per core, as videoconvert's (at most MAX_N_THREADS).
+    const int cpu_threads = static_cast<int>(
+        n_threads > 0 ? n_threads : std::min<guint>(g_get_num_processors(), MAX_N_THREADS));
     if (!session.start(backend, device_id, devices, context, cpu_threads))
       return GST_STATE_CHANGE_FAILURE;
   }

@@ -65,6 +65,10 @@ std::string Operation::check(const ImageRef& in, const ImageRef& out) const {
 
 int Operation::band_halo(PixelFormat, PixelFormat) const { return -1; }
 
+bool Operation::cpu_rows_at_once(PixelFormat in, PixelFormat out) const {
+  return band_halo(in, out) >= 0 && !bands_by_view(in, out);
+}
+
 std::vector<std::string> Operation::parts(PixelFormat, PixelFormat) const { return {}; }
 
 void Operation::enqueue_cuda_part(size_t, const ImageRef& in, const ImageRef& out,

@@ -180,6 +180,12 @@ class Operation {
   // most (4:2:0 chroma, a Bayer mosaic), so that it needs no rows path of
   // its own.
   virtual bool bands_by_view(PixelFormat, PixelFormat) const { return false; }
+  // Whether run_cpu_rows may make bands of one frame at once on several
+  // threads (the cpu backend's n-threads): the rows computed on their own
+  // (band_halo() >= 0, not by view) and nothing written but the output's
+  // rows, the workspace read only. A chain of several steps says no: the
+  // frames between its steps are the workspace's.
+  virtual bool cpu_rows_at_once(PixelFormat in, PixelFormat out) const;
 
   // --- Graphs (EngineConfig::graphs) -----------------------------------------
 

@@ -105,22 +105,25 @@ class CpuEvent final : public Event {
   Failure error_;                 // guarded by mutex_; sticky, like a CUDA error
 };
 
-// A whole-frame launch: on `rows`' threads in bands of output rows where
-// the operation computes rows on their own and the frame is worth cutting
-// (at least kMinBandPixels a band), else on the calling thread.
+// Output rows [y0, y1) of a launch: on `rows`' threads in bands where the
+// operation computes bands at once (Operation::cpu_rows_at_once) and each
+// band has at least kMinBandPixels, else on the calling thread.
 constexpr int64_t kMinBandPixels = 64 * 1024;
 
 void run_launch(RowWorkers* rows, const Operation& op, const ImageRef& in, const ImageRef& out,
-                const Workspace& workspace) {
+                const Workspace& workspace, int y0, int y1) {
+  const bool whole = y0 == 0 && y1 == out.height;
   const int step = band_row_step(in.format, out.format);
   int64_t bands = 1;
-  if (rows != nullptr && op.band_halo(in.format, out.format) >= 0 &&
-      !op.bands_by_view(in.format, out.format))
-    bands = std::min({int64_t{rows->threads()}, int64_t{out.height / step},
-                      int64_t{out.width} * out.height / kMinBandPixels});
-  if (bands < 2) return op.run_cpu(in, out, workspace);
+  if (rows != nullptr && op.cpu_rows_at_once(in.format, out.format))
+    bands = std::min({int64_t{rows->threads()}, int64_t{(y1 - y0) / step},
+                      int64_t{out.width} * (y1 - y0) / kMinBandPixels});
+  if (bands < 2) {
+    if (whole) return op.run_cpu(in, out, workspace);
+    return op.run_cpu_rows(in, out, workspace, y0, y1);
+  }
   const auto row = [&](int64_t k) {
-    return k == bands ? out.height : static_cast<int>(k * out.height / bands / step * step);
+    return k == bands ? y1 : y0 + static_cast<int>(k * (y1 - y0) / bands / step * step);
   };
   rows->run(static_cast<int>(bands),
             [&](int k) { op.run_cpu_rows(in, out, workspace, row(k), row(k + 1)); });
@@ -166,13 +169,15 @@ class CpuStream final : public Stream {
     // Like a CUDA kernel fault, a failing operation reports asynchronously.
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
     enqueue([&op, in, out, workspace, rows = rows_.get()] {
-      run_launch(rows, op, in, out, workspace);
+      run_launch(rows, op, in, out, workspace, 0, out.height);
     });
   }
   void launch_rows(const Operation& op, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace, int y0, int y1) override {
     if (broken()) return enqueue([] { throw Error("injected device fault (cpu backend)"); });
-    enqueue([&op, in, out, workspace, y0, y1] { op.run_cpu_rows(in, out, workspace, y0, y1); });
+    enqueue([&op, in, out, workspace, y0, y1, rows = rows_.get()] {
+      run_launch(rows, op, in, out, workspace, y0, y1);
+    });
   }
   void launch_part(const Operation& op, size_t part, const ImageRef& in, const ImageRef& out,
                    const Workspace& workspace) override {

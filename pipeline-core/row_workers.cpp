@@ -1,6 +1,7 @@
 // See row_workers.h.
 #include "row_workers.h"
 
+#include <algorithm>
 #include <string>
 #include <system_error>
 
@@ -13,6 +14,7 @@
 namespace cudaoverlap {
 
 RowWorkers::RowWorkers(int threads) {
+  workers_.reserve(static_cast<size_t>(std::max(threads - 1, 0)));
   try {
     for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { run_worker(i); });
   } catch (const std::system_error& e) {

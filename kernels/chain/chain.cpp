@@ -438,6 +438,10 @@ bool ChainOperation::capturable() const {
                      [](const auto& step) { return step->capturable(); });
 }
 
+bool ChainOperation::cpu_rows_at_once(PixelFormat in, PixelFormat out) const {
+  return steps_.size() == 1 && Operation::cpu_rows_at_once(in, out);
+}
+
 int ChainOperation::band_halo(PixelFormat in, PixelFormat out) const {
   if (steps_.back()->size_from_downstream() || steps_.back()->crop().any()) return -1;
   const std::vector<PixelFormat> f = formats(in, out);

@@ -83,6 +83,7 @@ class ChainOperation final : public Operation {
   bool same_as(const Operation& other) const override;
   bool capturable() const override;
   int band_halo(PixelFormat in, PixelFormat out) const override;
+  bool cpu_rows_at_once(PixelFormat in, PixelFormat out) const override;
   void enqueue_cuda_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,
                          int y0, int y1, CUstream_st* stream) const override;
   void run_reference_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace,

@@ -14,6 +14,7 @@
 
 #include "cpu_device.h"
 #include "frame_layout.h"
+#include "kernels/chain/chain.h"
 #include "kernels/operation_registry.h"
 #include "row_workers.h"
 
@@ -164,34 +165,104 @@ TEST(CpuThreads, FramesThatCannotBeCutRunWhole) {
   EXPECT_EQ(near.calls().size(), 1u);
 }
 
-// Real operations on three threads make the bytes of one.
+// A real operation, counting the bands its rows path was asked for.
+class Counting final : public Operation {
+ public:
+  explicit Counting(std::shared_ptr<const Operation> inner) : inner_(std::move(inner)) {}
+  const char* name() const override { return inner_->name(); }
+  std::vector<PixelFormat> output_formats(PixelFormat in) const override {
+    return inner_->output_formats(in);
+  }
+  bool mixes_rows(PixelFormat in, PixelFormat out) const override {
+    return inner_->mixes_rows(in, out);
+  }
+  size_t workspace_bytes() const override { return inner_->workspace_bytes(); }
+  void prepare_reference(const Workspace& workspace) const override {
+    inner_->prepare_reference(workspace);
+  }
+  void enqueue_cuda(const ImageRef&, const ImageRef&, const Workspace&,
+                    CUstream_st*) const override {}
+  void run_reference(const ImageRef& in, const ImageRef& out,
+                     const Workspace& workspace) const override {
+    inner_->run_reference(in, out, workspace);
+  }
+  void run_cpu(const ImageRef& in, const ImageRef& out, const Workspace& workspace) const override {
+    inner_->run_cpu(in, out, workspace);
+  }
+  int band_halo(PixelFormat in, PixelFormat out) const override {
+    return inner_->band_halo(in, out);
+  }
+  bool bands_by_view(PixelFormat in, PixelFormat out) const override {
+    return inner_->bands_by_view(in, out);
+  }
+  bool cpu_rows_at_once(PixelFormat in, PixelFormat out) const override {
+    return inner_->cpu_rows_at_once(in, out);
+  }
+  void run_cpu_rows(const ImageRef& in, const ImageRef& out, const Workspace& workspace, int y0,
+                    int y1) const override {
+    ++bands_;
+    inner_->run_cpu_rows(in, out, workspace, y0, y1);
+  }
+  int bands() const { return bands_.load(); }
+
+ private:
+  const std::shared_ptr<const Operation> inner_;
+  mutable std::atomic<int> bands_{0};
+};
+
+// Real operations on three threads make the bytes of one; those whose
+// bands can be made apart are cut, the others run whole. A chain of
+// several steps (its frames between steps shared) runs whole.
 TEST(CpuThreads, OperationsInBandsEqualOneThread) {
   struct Case {
     const char* kernel;
     PixelFormat in, out;
     std::vector<std::pair<const char*, double>> params;
-    bool half;
+    int out_w, out_h;  // 0: the input's size
+    bool cut;
+    const char* chain = nullptr;
   };
   using F = PixelFormat;
+  constexpr int w = 1282, h = 722;
   const Case cases[] = {
-      {"blur", F::kRGBA, F::kRGBA, {{"sigma", 2.0}}, false},
-      {"blur", F::kI420, F::kI420, {{"sigma", 3.5}}, false},
-      {"scale", F::kRGBA, F::kRGBA, {{"method", 3}}, true},
-      {"scale", F::kNV12, F::kNV12, {}, true},
-      {"convert", F::kNV12, F::kRGBA, {}, false},
-      {"flip", F::kRGBA, F::kRGBA, {{"video-direction", 5}}, false},
-      {"balance", F::kI420, F::kI420, {{"contrast", 1.2}, {"saturation", 0.8}}, false},
-      {"edge", F::kRGBA, F::kRGBA, {}, false},
+      {"blur", F::kRGBA, F::kRGBA, {{"sigma", 2.0}}, 0, 0, true},
+      {"blur", F::kI420, F::kI420, {{"sigma", 3.5}}, 0, 0, true},
+      {"blur", F::kYUY2, F::kYUY2, {{"sigma", 1.5}}, 0, 0, true},
+      {"scale", F::kRGBA, F::kRGBA, {{"method", 3}}, 900, 500, true},
+      {"scale", F::kNV12, F::kNV12, {}, w / 2, h / 2, true},
+      {"balance", F::kI420, F::kI420, {{"contrast", 1.2}, {"saturation", 0.8}}, 0, 0, true},
+      {"edge", F::kRGBA, F::kRGBA, {}, 0, 0, true},
+      {"invert", F::kNV12, F::kNV12, {}, 0, 0, true},
+      {"flip", F::kRGBA, F::kRGBA, {{"video-direction", 5}}, 0, 0, false},
+      {"convert", F::kNV12, F::kRGBA, {}, 0, 0, false},
+      {"chain", F::kRGBA, F::kRGBA, {}, 0, 0, true, "blur sigma=3"},
+      {"chain",
+       F::kRGBA,
+       F::kRGBA,
+       {},
+       0,
+       0,
+       false,
+       "blur sigma=3 ! invert ! blur sigma=3 ! invert"},
   };
   for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + format_info(c.in).name + " -> " +
+                 format_info(c.out).name + (c.chain ? std::string(" ") + c.chain : ""));
     KernelParams params;
     for (const auto& [name, value] : c.params) params.set(name, value);
-    const int w = 642, h = 362, ow = c.half ? w / 2 : w, oh = c.half ? h / 2 : h;
-    if (c.half) params.sizes = FrameSizes{w, h, ow, oh};
-    const auto op = make_operation(c.kernel, params);
+    if (c.chain) params.chain = parse_chain(c.chain);
+    const int ow = c.out_w > 0 ? c.out_w : w, oh = c.out_h > 0 ? c.out_h : h;
+    // scale's output size, and a chain's frames between its steps.
+    if (c.out_w > 0 || c.chain) params.sizes = FrameSizes{w, h, ow, oh};
+    const Counting op(make_operation(c.kernel, params));
     const Frame in(c.in, w, h);
-    EXPECT_TRUE(launch(3, *op, in, c.out, ow, oh) == launch(1, *op, in, c.out, ow, oh))
-        << c.kernel << " " << format_info(c.in).name << " -> " << format_info(c.out).name;
+    // Twice on three threads: a race between bands shows as a difference.
+    const std::vector<uint8_t> one = launch(1, op, in, c.out, ow, oh);
+    EXPECT_EQ(op.bands(), 0) << "one thread runs the frame whole";
+    for (int round = 0; round < 2; ++round) {
+      EXPECT_TRUE(launch(3, op, in, c.out, ow, oh) == one) << "round " << round;
+    }
+    EXPECT_EQ(op.bands(), c.cut ? 6 : 0) << "three bands a frame where it may be cut";
   }
 }
 

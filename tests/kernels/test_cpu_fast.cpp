@@ -132,9 +132,11 @@ TEST_P(CpuFastPath, EqualsReferenceByteForByte) { expect_equal_to_reference(GetP
 // The same with the paths a processor without AVX2 runs.
 TEST_P(CpuFastPath, BaselineEqualsReferenceByteForByte) {
   if (!cpu_avx2()) GTEST_SKIP() << "the run above took the baseline paths already";
-  cpu_allow_avx2(false);
+  struct Baseline {
+    Baseline() { cpu_allow_avx2(false); }
+    ~Baseline() { cpu_allow_avx2(true); }
+  } baseline;
   expect_equal_to_reference(GetParam());
-  cpu_allow_avx2(true);
 }
 
 // Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes.
