@@ -1,7 +1,9 @@
 // The cpu backend: the Device contract of device.h with host threads
 // standing in for streams, host flags for events and plain host memory for
-// both device and pinned buffers. Kernels run their CPU reference. It lets
-// the engine run, and be tested, where no GPU exists.
+// both device and pinned buffers. Kernels run their CPU path
+// (Operation::run_cpu), in bands on several threads where asked
+// (CpuDeviceOptions::threads). It lets the engine run, and be tested,
+// where no GPU exists.
 #pragma once
 
 #include <cstdint>
