@@ -9,6 +9,8 @@
 // engine's cuts equal the whole frame.
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "kernel_test_util.h"
 #include "kernels/chain/chain.h"
@@ -72,9 +74,11 @@ std::string difference(const OwnedImage& a, const OwnedImage& b) {
 
 class CpuFastPath : public ::testing::TestWithParam<PixelFormat> {};
 
-void expect_equal_to_reference(PixelFormat from) {
+// `only`: the operations to run (null: every one).
+void expect_equal_to_reference(PixelFormat from, const std::set<std::string>* only = nullptr) {
   int ran = 0;
   for (const NamedParams& set : parameter_sets(0)) {
+    if (only && !only->count(set.kernel)) continue;
     std::vector<KernelParams> variants{set.params};
     if (std::string(set.kernel) == "convert") variants = convert_params();
     // An operation whose size is downstream's (scale, convert) also at the
@@ -87,6 +91,14 @@ void expect_equal_to_reference(PixelFormat from) {
       for (const Size size : kSizes)
         for (const Shape shape : {kOwn, kOneSize, kNarrower, kHalf, kTwice}) {
           if (shape != kOwn && !sized) continue;
+          // Half and twice the size for scale alone (convert's scaling is
+          // scale's steps, which the other shapes run through convert).
+          if ((shape == kHalf || shape == kTwice) && std::string(set.kernel) != "scale") continue;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+          // Under a sanitizer the references run many times slower: the
+          // largest outputs only in the plain build.
+          if (shape == kTwice) continue;
+#endif
           const bool resized = shape != kOneSize;
           KernelParams params = base;
           int w = size.width, h = size.height;
@@ -124,19 +136,24 @@ void expect_equal_to_reference(PixelFormat from) {
             }
         }
   }
-  EXPECT_GE(ran, 2) << "copy and invert take every format";
+  if (!only) {
+    EXPECT_GE(ran, 2) << "copy and invert take every format";
+  }
 }
 
 TEST_P(CpuFastPath, EqualsReferenceByteForByte) { expect_equal_to_reference(GetParam()); }
 
-// The same with the paths a processor without AVX2 runs.
+// The same with the paths a processor without AVX2 runs, for the
+// operations that have AVX2 code (kernels/cpu_simd.h).
 TEST_P(CpuFastPath, BaselineEqualsReferenceByteForByte) {
   if (!cpu_avx2()) GTEST_SKIP() << "the run above took the baseline paths already";
+  if (format_info(GetParam()).sample_bytes != 1) GTEST_SKIP() << "AVX2 code is for 8-bit samples";
   struct Baseline {
     Baseline() { cpu_allow_avx2(false); }
     ~Baseline() { cpu_allow_avx2(true); }
   } baseline;
-  expect_equal_to_reference(GetParam());
+  const std::set<std::string> with_avx2{"scale", "blur"};
+  expect_equal_to_reference(GetParam(), &with_avx2);
 }
 
 // Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes.
