@@ -5,6 +5,7 @@
 // share their axes sum a pixel's samples together. The bytes are the
 // reference's (tests/kernels/test_cpu_fast.cpp).
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -35,6 +36,7 @@ struct Group {
   int n = 0;
   int offset[kMaxComponents + 1] = {};  // each member's byte within a pixel
   bool narrow = false;                  // 8-bit, horizontal sums within int16
+  int row_max = 0;                      // narrow: the horizontal sums' magnitude at most
 };
 
 #if defined(__SSE2__)
@@ -161,6 +163,14 @@ class Rgba8Windows {
     for (size_t k = 0; k + 1 < folded.size(); k += 2)
       bytes = bytes && std::abs(folded[k] >> shift_) + std::abs(folded[k + 1] >> shift_) <= 128;
     bytes_ = bytes;
+    // One load a window whose quotients' magnitudes sum to 128 at most:
+    // an output's four taps sum within int16 (words()).
+    words_ = bytes && chunks_ == 1;
+    for (size_t x = 0; words_ && x < static_cast<size_t>(w); ++x) {
+      int sum = 0;
+      for (int k = 0; k < span; ++k) sum += std::abs(folded[x * span + k] >> shift_);
+      words_ = sum <= 128;
+    }
     // [pair of outputs][chunk]: each output's lane of 16 bytes, its four
     // taps' quotients for each sample (bytes), or 16 int16 twice, the
     // taps' weights in pairs (0, 1) and (2, 3) for each sample.
@@ -191,10 +201,12 @@ class Rgba8Windows {
   View view() const { return {start_.data(), weight_.data(), chunks_, shift_}; }
   int chunks() const { return chunks_; }
   bool bytes() const { return bytes_; }
+  bool words() const { return words_; }
 
  private:
   int chunks_ = 0;
   bool bytes_ = false;
+  bool words_ = false;          // bytes(), one chunk, sums within int16
   int shift_ = 0;               // the weights' common power of two, bytes()
   std::vector<int32_t> start_;  // each output's first pixel, in bytes
   std::vector<int16_t> weight_;
@@ -287,8 +299,55 @@ __attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rg
   }
 }
 
+// Outputs x (low lane) and x + 1 (high) from Rgba8Windows::words()
+// weights: each sample's two pairs' sums, _mm256_maddubs_epi16 of the
+// windows' bytes.
+__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_word_pairs_avx2(
+    const uint8_t* src, const Rgba8Windows::View& t, int x) {
+  const __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
+                                         8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t.start[x]));
+  const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t.start[x + 1]));
+  const __m256i px =
+      _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(pa), pb, 1), order);
+  return _mm256_maddubs_epi16(
+      px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.weight) + x / 2));
+}
+
+// Row `src`'s sums from Rgba8Windows::words() weights, in int16 all the
+// way: _mm256_hadd_epi16 of two pairs' sums, rounded and shifted as
+// words. Four outputs a step.
+__attribute__((target("avx2"))) void rgba8_row_words_avx2(const uint8_t* src,
+                                                          const Rgba8Windows& windows, int w,
+                                                          int16_t* out) {
+  const Rgba8Windows::View t = windows.view();
+  const int shift = kScaleWeightBits - t.shift;
+  const __m256i half = _mm256_set1_epi16(static_cast<int16_t>(1 << (shift - 1)));
+  const __m128i count = _mm_cvtsi32_si128(shift);
+  int x = 0;
+  for (; x + 4 <= w; x += 4) {
+    // hadd works within lanes: x, x + 2 | x + 1, x + 3 until permuted.
+    const __m256i sums =
+        _mm256_hadd_epi16(rgba8_word_pairs_avx2(src, t, x), rgba8_word_pairs_avx2(src, t, x + 2));
+    const __m256i v = _mm256_sra_epi16(_mm256_add_epi16(sums, half), count);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(x) * 4),
+                        _mm256_permute4x64_epi64(v, 0xD8));
+  }
+  for (; x < w; x += 2) {
+    const __m256i sums =
+        _mm256_hadd_epi16(rgba8_word_pairs_avx2(src, t, x), _mm256_setzero_si256());
+    const __m256i v = _mm256_sra_epi16(_mm256_add_epi16(sums, half), count);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x) * 4),
+                     _mm256_castsi256_si128(v));
+    if (x + 1 < w)
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x + 1) * 4),
+                       _mm256_extracti128_si256(v, 1));
+  }
+}
+
 // Row `src`'s horizontal sums, out[x * 4 + k].
 void rgba8_row(const uint8_t* src, const Rgba8Windows& t, int w, int16_t* out) {
+  if (t.words()) return rgba8_row_words_avx2(src, t, w, out);
   switch (t.chunks() * 2 + t.bytes()) {
     case 2:
       return rgba8_row_avx2<1, false>(src, t, w, out);
@@ -332,9 +391,51 @@ __attribute__((target("avx2"))) size_t vertical_bytes_avx2(const int16_t* const*
   return i;
 }
 
+// The vertical pass where the rows' weights are `q` times a power of two
+// and every sum stays within int16: _mm256_mullo_epi16 and adds of words,
+// rounded by `round`, shifted by `shift` and clamped to 0..255 as the
+// reference. 32 outputs a step; returns the outputs made.
+__attribute__((target("avx2"))) size_t vertical_words_avx2(const int16_t* const* rows,
+                                                           const int16_t* q, int used, int shift,
+                                                           size_t n, uint8_t* dst) {
+  const __m256i round = _mm256_set1_epi16(static_cast<int16_t>(1 << (shift - 1)));
+  const __m128i count = _mm_cvtsi32_si128(shift);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i lo = round, hi = round;
+    for (int j = 0; j < used; ++j) {
+      const auto* p = reinterpret_cast<const __m256i*>(rows[j] + i);
+      const __m256i wj = _mm256_set1_epi16(q[j]);
+      lo = _mm256_add_epi16(lo, _mm256_mullo_epi16(_mm256_loadu_si256(p), wj));
+      hi = _mm256_add_epi16(hi, _mm256_mullo_epi16(_mm256_loadu_si256(p + 1), wj));
+    }
+    // packus works within lanes: the quarters come back in order permuted.
+    const __m256i bytes =
+        _mm256_packus_epi16(_mm256_sra_epi16(lo, count), _mm256_sra_epi16(hi, count));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_permute4x64_epi64(bytes, 0xD8));
+  }
+  return i;
+}
+
+// Whether output row `weights` (used of them, none 0) sum within int16 as
+// quotients of their common power of two, over rows whose magnitudes
+// reach `row_max`: the quotients in `q`, the shift that rounds in *shift.
+bool word_weights(const int16_t* weights, int used, int row_max, int16_t* q, int* shift) {
+  int zeros = kScaleWeightBits - 1;
+  for (int j = 0; j < used; ++j)
+    zeros = std::min(zeros, __builtin_ctz(static_cast<unsigned>(weights[j])));
+  int64_t sum = 0;
+  for (int j = 0; j < used; ++j) {
+    q[j] = static_cast<int16_t>(weights[j] >> zeros);
+    sum += std::abs(q[j]);
+  }
+  *shift = kScaleWeightBits - zeros;
+  return sum * row_max + (1 << (*shift - 1)) <= INT16_MAX;
+}
+
 // A group of Rgba8Windows' kind, int16 row sums kept while output rows
-// reach them.
-void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
+// reach them. row_max: the largest magnitude a row's sum takes.
+void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t, int row_max) {
   const int w = c.out_width, taps = c.y.taps;
   const size_t values = static_cast<size_t>(w) * 4;
   std::vector<int16_t> cache(static_cast<size_t>(taps) * values);
@@ -343,6 +444,7 @@ void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
   std::vector<const int16_t*> rows(taps + 1);
   std::vector<int16_t> weights(taps + 1);
   std::vector<int32_t> pairs((taps + 1) / 2);
+  std::vector<int16_t> q(taps + 1);
   for (int y = c.row0; y < c.out_rows; ++y) {
     const int16_t* wy = c.y.weight + static_cast<size_t>(y) * taps;
     int used = 0;
@@ -357,17 +459,23 @@ void scale_rgba8_avx2(const ScaleComponent& c, const Rgba8Windows& t) {
       rows[used] = slot;
       weights[used++] = wy[j];
     }
-    if (used % 2) {
-      rows[used] = rows[used - 1];
-      weights[used] = 0;
-    }
-    for (int p = 0; 2 * p < used; ++p)
-      pairs[p] = static_cast<int32_t>(
-          static_cast<uint16_t>(weights[2 * p]) |
-          static_cast<uint32_t>(static_cast<uint16_t>(weights[2 * p + 1])) << 16);
     uint8_t* dst = c.dst + static_cast<size_t>(y) * c.dst_stride;
-    for (size_t i = vertical_bytes_avx2(rows.data(), pairs.data(), (used + 1) / 2, values, dst);
-         i < values; ++i) {
+    size_t i = 0;
+    int shift;
+    if (word_weights(weights.data(), used, row_max, q.data(), &shift)) {
+      i = vertical_words_avx2(rows.data(), q.data(), used, shift, values, dst);
+    } else {
+      if (used % 2) {
+        rows[used] = rows[used - 1];
+        weights[used] = 0;
+      }
+      for (int p = 0; 2 * p < used; ++p)
+        pairs[p] = static_cast<int32_t>(
+            static_cast<uint16_t>(weights[2 * p]) |
+            static_cast<uint32_t>(static_cast<uint16_t>(weights[2 * p + 1])) << 16);
+      i = vertical_bytes_avx2(rows.data(), pairs.data(), (used + 1) / 2, values, dst);
+    }
+    for (; i < values; ++i) {
       int32_t sum = 0;
       for (int j = 0; j < used; ++j) sum += weights[j] * rows[j][i];
       dst[i] = static_cast<uint8_t>(std::clamp((sum + kHalf) >> kScaleWeightBits, 0, 255));
@@ -422,7 +530,7 @@ void scale_group(const Group& g) {
 #if defined(CUDAOVERLAP_SCALE_AVX2)
   if (std::is_same<Total, int32_t>::value && g.narrow && bytes_in_order && n == 4 && cpu_avx2()) {
     Rgba8Windows windows;
-    if (windows.build(c)) return scale_rgba8_avx2(c, windows);
+    if (windows.build(c)) return scale_rgba8_avx2(c, windows, g.row_max);
   }
 #endif
   const size_t row_values = static_cast<size_t>(w) * n;
@@ -540,6 +648,7 @@ void scale_cpu(const ImageRef& in, const ImageRef& out, const ScaleTables& table
     // vertical one that times the y weights' magnitudes.
     const int64_t row_sum = ((int64_t{255} * s.x.abs_sum + kHalf) >> kScaleWeightBits) + 1;
     g.narrow = s.sample_bytes == 1 && row_sum < 32768;
+    g.row_max = static_cast<int>(std::min<int64_t>(row_sum, INT32_MAX));
     if (s.sample_bytes == 1 && row_sum * s.y.abs_sum < (int64_t{1} << 30))
       scale_group<int32_t>(g);
     else

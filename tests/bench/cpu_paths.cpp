@@ -1,6 +1,7 @@
 // The cpu backend's fast paths against the references they equal, one
-// thread, on one frame: `cpu-paths [--size WxH] [--runs N]` prints a table
-// of milliseconds a frame (Operation::run_reference against run_cpu).
+// thread, on one frame: `cpu-paths [--size WxH] [--runs N] [--only TEXT]`
+// prints a table of milliseconds a frame (Operation::run_reference against
+// run_cpu), of every case or those whose label holds TEXT.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +39,7 @@ double ms_per_run(int runs, const std::function<void()>& run) {
 
 int main(int argc, char** argv) {
   int width = 1920, height = 1080, runs = 20;
+  const char* only = "";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--size") && std::sscanf(argv[i + 1], "%dx%d", &width, &height) == 2)
       continue;
@@ -45,7 +47,11 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(argv[i + 1]));
       continue;
     }
-    std::fprintf(stderr, "usage: cpu-paths [--size WxH] [--runs N]\n");
+    if (!std::strcmp(argv[i], "--only")) {
+      only = argv[i + 1];
+      continue;
+    }
+    std::fprintf(stderr, "usage: cpu-paths [--size WxH] [--runs N] [--only TEXT]\n");
     return 2;
   }
   using F = PixelFormat;
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
   std::printf("One thread, %dx%d, ms a frame (mean of %d runs)\n\n", width, height, runs);
   std::printf("| operation | reference | cpu backend | speed-up |\n|---|---:|---:|---:|\n");
   for (const Case& c : cases) {
+    if (!std::strstr(c.label, only)) continue;
     KernelParams params;
     for (const auto& [name, value] : c.params) params.set(name, value);
     const int ow = c.half ? width / 2 : width, oh = c.half ? height / 2 : height;
