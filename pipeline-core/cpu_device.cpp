@@ -333,11 +333,21 @@ class CpuHostRegistration final : public HostRegistration {
   uintptr_t begin_;
 };
 
+// n-threads' workers (none for one thread).
+std::shared_ptr<RowWorkers> row_workers(int threads) {
+  if (threads <= 1) return nullptr;
+  try {
+    return std::make_shared<RowWorkers>(threads);
+  } catch (const Error& e) {
+    throw Error(std::string("the cpu backend: ") + e.what() + "; lower n-threads");
+  }
+}
+
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(const CpuDeviceOptions& options)
       : options_(options),
-        rows_(options.threads > 1 ? std::make_shared<RowWorkers>(options.threads) : nullptr) {}
+        rows_(row_workers(options.threads)) {}
 
   std::string describe() const override {
     return options_.stand_in < 0 ? "the cpu backend"

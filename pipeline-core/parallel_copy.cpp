@@ -1,26 +1,27 @@
-// The staging copy over several threads; see parallel_copy.h.
-//
-// A split copy is one generation: the caller publishes the job under the
-// mutex, wakes the workers, copies band 0 itself and waits until every
-// worker with a band has reported back under the same mutex, which is also
-// what makes the workers' bytes visible to the caller (and, through it, to
-// the upload that follows).
+// The staging copy over several threads; see parallel_copy.h. RowWorkers::run
+// returns once every band is copied, under the mutex the workers report to,
+// which makes their bytes visible to the caller (and, through it, to the
+// upload that follows).
 #include "parallel_copy.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <system_error>
+#include <thread>
 
 #ifdef __linux__
 #include <sched.h>
-#include <sys/prctl.h>
 #endif
 
 #include "kernels/error.h"
 
 namespace cudaoverlap {
 namespace {
+
+int at_least_one(int threads) {
+  if (threads < 1) throw Error("a copy needs at least one thread, not " + std::to_string(threads));
+  return threads;
+}
 
 size_t plane_bytes(const PlaneCopy& plane) { return plane.rows * plane.row_bytes; }
 
@@ -78,31 +79,11 @@ int ParallelCopy::automatic_threads() {
   return std::clamp(cores, 1, kMaxAutomaticThreads);
 }
 
-ParallelCopy::ParallelCopy(int threads, size_t min_chunk_bytes, const char* name)
-    : min_chunk_bytes_(min_chunk_bytes), name_(name) {
-  if (threads < 1) throw Error("a copy needs at least one thread, not " + std::to_string(threads));
-  try {
-    workers_.reserve(static_cast<size_t>(threads - 1));
-    for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { run_worker(i); });
-  } catch (const std::system_error& e) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    start_.notify_all();
-    for (std::thread& worker : workers_) worker.join();
-    throw Error("could not start " + std::to_string(threads - 1) +
-                " staging copy threads: " + e.what() + "; lower staging-threads");
-  }
-}
-
-ParallelCopy::~ParallelCopy() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  start_.notify_all();
-  for (std::thread& worker : workers_) worker.join();
+ParallelCopy::ParallelCopy(int threads, size_t min_chunk_bytes, const char* name) try
+    : min_chunk_bytes_(min_chunk_bytes), workers_(at_least_one(threads), name) {
+} catch (const Error& e) {
+  if (threads < 1) throw;
+  throw Error(std::string(e.what()) + "; lower staging-threads");
 }
 
 void ParallelCopy::copy_chunk(const Job& job, int chunk) {
@@ -116,7 +97,7 @@ void ParallelCopy::copy_chunk(const Job& job, int chunk) {
 }
 
 int ParallelCopy::bands(size_t total_bytes) const {
-  const size_t threads = workers_.size() + 1;
+  const size_t threads = static_cast<size_t>(workers_.threads());
   const size_t by_size = min_chunk_bytes_ == 0 ? threads : total_bytes / min_chunk_bytes_;
   return static_cast<int>(std::clamp<size_t>(by_size, 1, threads));
 }
@@ -132,46 +113,8 @@ void ParallelCopy::copy(const PlaneCopy* planes, int n_planes) {
     job.total_bytes += plane_bytes(planes[p]);
   }
   job.chunks = bands(job.total_bytes);
-  if (job.chunks == 1) {
-    // Not worth a wake-up: the caller copies it all.
-    copy_chunk(job, 0);
-    return;
-  }
-
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = job;
-    ++generation_;
-    pending_ = job.chunks - 1;
-  }
-  start_.notify_all();
-  copy_chunk(job, 0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-}
-
-void ParallelCopy::run_worker(int index) {
-#ifdef __linux__
-  // Named, so a profiler or `top -H` tells the copying threads apart.
-  const std::string name = name_ + "-" + std::to_string(index + 1);
-  prctl(PR_SET_NAME, name.c_str(), 0UL, 0UL, 0UL);
-#endif
-  const int chunk = index + 1;
-  uint64_t seen = 0;  // the last generation this worker looked at
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
-    seen = generation_;
-    // A copy with fewer bands than threads leaves this one out; the caller
-    // does not wait for it, and it may well sleep through such copies.
-    if (chunk >= job_.chunks) continue;
-    const Job job = job_;
-    lock.unlock();
-    copy_chunk(job, chunk);
-    lock.lock();
-    if (--pending_ == 0) done_.notify_one();
-  }
+  // One band is not worth a wake-up: the caller copies it all.
+  workers_.run(job.chunks, [&job](int chunk) { copy_chunk(job, chunk); });
 }
 
 }  // namespace cudaoverlap

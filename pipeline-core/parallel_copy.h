@@ -3,20 +3,17 @@
 //
 // One thread copying into pinned memory reaches ~10 GB/s
 // (docs/architecture.md, "The engine"), well below the bus; several threads
-// each copying a contiguous band of rows come close to the memory bandwidth. The workers are
-// created once and sleep between frames; the calling thread copies one band itself, so a pool of N
-// threads has N-1 workers. Nothing is allocated and no thread is created
-// per copy. Frames too small to be worth waking anyone are copied by the
-// calling thread alone.
+// each copying a contiguous band of rows come close to the memory
+// bandwidth. The bands run on RowWorkers: the calling thread copies one
+// itself, nothing is allocated and no thread is created per copy. Frames
+// too small to be worth waking anyone are copied by the calling thread
+// alone.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <string>
-#include <thread>
-#include <vector>
+
+#include "row_workers.h"
 
 namespace cudaoverlap {
 
@@ -52,17 +49,13 @@ class ParallelCopy {
   // all show), so a profiler tells the users apart.
   explicit ParallelCopy(int threads, size_t min_chunk_bytes = kDefaultMinChunkBytes,
                         const char* name = "co-stage");
-  // Joins the workers. Not while a copy() runs.
-  ~ParallelCopy();
-  ParallelCopy(const ParallelCopy&) = delete;
-  ParallelCopy& operator=(const ParallelCopy&) = delete;
 
   // Copies every plane and returns when all bytes are written. Planes must
   // not overlap each other's destinations. One caller at a time (the
   // engine's producer thread); not reentrant.
   void copy(const PlaneCopy* planes, int n_planes);
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return workers_.threads(); }
   // How many threads, the caller included, copy a frame of `total_bytes`
   // bytes: 1 below twice the minimum band, at most threads().
   int bands(size_t total_bytes) const;
@@ -78,19 +71,9 @@ class ParallelCopy {
     size_t total_bytes = 0;
   };
   static void copy_chunk(const Job& job, int chunk);
-  void run_worker(int index);
 
   const size_t min_chunk_bytes_;
-  const std::string name_;
-  // Lock order: a leaf; nothing else is locked or waited for under it.
-  std::mutex mutex_;
-  std::condition_variable start_;     // generation_ or stopping_ changed
-  std::condition_variable done_;      // pending_ reached 0
-  Job job_;                           // guarded by mutex_; read by workers of its generation
-  uint64_t generation_ = 0;           // guarded by mutex_: one more for each split copy
-  int pending_ = 0;                   // guarded by mutex_: workers still copying their band
-  bool stopping_ = false;             // guarded by mutex_
-  std::vector<std::thread> workers_;  // worker i copies band i + 1
+  RowWorkers workers_;
 };
 
 }  // namespace cudaoverlap

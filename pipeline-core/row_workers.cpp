@@ -13,7 +13,7 @@
 
 namespace cudaoverlap {
 
-RowWorkers::RowWorkers(int threads) {
+RowWorkers::RowWorkers(int threads, const char* name) : name_(name) {
   workers_.reserve(static_cast<size_t>(std::max(threads - 1, 0)));
   try {
     for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { run_worker(i); });
@@ -24,8 +24,8 @@ RowWorkers::RowWorkers(int threads) {
     }
     start_.notify_all();
     for (std::thread& worker : workers_) worker.join();
-    throw Error("cannot start the cpu backend's thread " + std::to_string(workers_.size() + 2) +
-                " of " + std::to_string(threads) + ": " + e.what());
+    throw Error("cannot start thread " + std::to_string(workers_.size() + 2) + " of " +
+                std::to_string(threads) + " (" + name_ + "): " + e.what());
   }
 }
 
@@ -71,7 +71,7 @@ void RowWorkers::run(int jobs, const std::function<void(int)>& job) {
 void RowWorkers::run_worker(int index) {
 #ifdef __linux__
   // Named, so a profiler or `top -H` tells the threads apart.
-  const std::string name = "co-rows-" + std::to_string(index + 1);
+  const std::string name = name_ + "-" + std::to_string(index + 1);
   prctl(PR_SET_NAME, name.c_str(), 0UL, 0UL, 0UL);
 #endif
   const int k = index + 1;

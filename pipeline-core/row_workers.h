@@ -1,7 +1,7 @@
-// The cpu backend's threads for one frame's rows (CpuDeviceOptions::threads):
-// a kernel launch cut into bands of output rows, computed at once. The
-// workers are made once and sleep between frames; the calling thread (the
-// stream's) computes band 0 itself, so N threads have N-1 workers.
+// Threads that share one job cut into bands: the cpu backend's kernel
+// launches (CpuDeviceOptions::threads) and the staging copies
+// (ParallelCopy). The workers are made once and sleep between jobs; the
+// calling thread runs band 0 itself, so N threads have N-1 workers.
 #pragma once
 
 #include <condition_variable>
@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,8 +17,10 @@ namespace cudaoverlap {
 
 class RowWorkers {
  public:
-  // `threads` counts the caller. Throws Error when a worker cannot start.
-  explicit RowWorkers(int threads);
+  // `threads` counts the caller. The workers are named `name`-1,
+  // `name`-2, ... (15 characters show), so a profiler tells the users
+  // apart. Throws Error when a worker cannot start.
+  explicit RowWorkers(int threads, const char* name = "co-rows");
   // Joins the workers. Not while run() runs.
   ~RowWorkers();
   RowWorkers(const RowWorkers&) = delete;
@@ -35,7 +38,8 @@ class RowWorkers {
  private:
   void run_worker(int index);
 
-  std::mutex run_mutex_;  // held by run() throughout: one frame at a time
+  const std::string name_;
+  std::mutex run_mutex_;  // held by run() throughout: one job at a time
   // Lock order: run_mutex_, then mutex_; nothing else under mutex_.
   std::mutex mutex_;
   std::condition_variable start_;                  // generation_ or stopping_ changed
