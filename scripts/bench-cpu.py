@@ -12,8 +12,11 @@ speed drifts weighs on all alike. Each runs twice, with --frames frames
 and with a fifth of them, so that start-up and shutdown cancel out: a
 frame's cost is the CPU time (user + system, every thread) the extra frames
 took, less what they took with the source alone, over their number; the
-table gives the median over the rounds. Cases without a GStreamer peer
-(invert, blur) are compared with the cpu backend's copy of the same frame.
+table gives the median over the rounds. The peer runs alone (as the
+issue's bar has it) and followed by a queue: cudaoverlap pushes from a
+thread of its own, as a queue does, and pays the same hand-over a frame.
+Cases without a GStreamer peer (invert, blur) are compared with the cpu
+backend's copy of the same frame.
 --threads sets n-threads of the cpu backend and of the peers that have it
 (videoconvert, videoscale).
 
@@ -95,6 +98,8 @@ def main():
                 if peer is not None:
                     threads = " n-threads=%d" % args.threads if peer.split()[0] in THREADED else ""
                     runs[(name, w, h, "peer", frames)] = source + " ! " + peer + threads + tail
+                    runs[(name, w, h, "queued", frames)] = (
+                        source + " ! " + peer + threads + " ! queue" + tail)
     seconds = {key: [] for key in runs}
     for _ in range(args.repeats):
         for key, description in runs.items():
@@ -113,22 +118,29 @@ def main():
           "median of %d rounds of %d less %d frames; n-threads %d (the cpu backend's, "
           "videoconvert's and videoscale's)" % (args.repeats, args.frames, short, args.threads))
     print()
-    print("| case | size | cudaoverlap backend=cpu | GStreamer | element | ratio |")
-    print("|---|---|---:|---:|---|---:|")
+    print("| case | size | cudaoverlap backend=cpu | GStreamer | element | ratio "
+          "| GStreamer ! queue | ratio |")
+    print("|---|---|---:|---:|---|---:|---:|---:|")
+
+    def ratio(ours, theirs):
+        return "%.2fx" % (ours / theirs) if theirs > 0.005 else "-"
+
     for name, _, _, peer, _ in cases:
         for w, h in sizes:
             ours = per_frame(name, w, h, "ours")
             if peer is not None:
                 theirs = per_frame(name, w, h, "peer")
-                ratio = "%.2fx" % (ours / theirs) if theirs > 0.005 else "-"
-                print("| %s | %dx%d | %.3f | %.3f | `%s` | %s |" % (name, w, h, ours, theirs,
-                                                                  peer.split()[0], ratio))
+                queued = per_frame(name, w, h, "queued")
+                print("| %s | %dx%d | %.3f | %.3f | `%s` | %s | %.3f | %s |"
+                      % (name, w, h, ours, theirs, peer.split()[0], ratio(ours, theirs), queued,
+                         ratio(ours, queued)))
             elif ("copy RGBA", w, h, "ours", args.frames) in runs:
                 copy = per_frame("copy RGBA", w, h, "ours")
-                print("| %s | %dx%d | %.3f | - | (the cpu backend's copy: %.3f) | %.2fx the copy |"
-                      % (name, w, h, ours, copy, ours / copy if copy > 0 else float("nan")))
+                print("| %s | %dx%d | %.3f | - | (the cpu backend's copy: %.3f) | %.2fx the copy "
+                      "| - | - |" % (name, w, h, ours, copy, ours / copy if copy > 0 else
+                                     float("nan")))
             else:
-                print("| %s | %dx%d | %.3f | - | - | - |" % (name, w, h, ours))
+                print("| %s | %dx%d | %.3f | - | - | - | - | - |" % (name, w, h, ours))
 
 
 if __name__ == "__main__":
