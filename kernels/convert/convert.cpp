@@ -8,6 +8,7 @@
 
 #include "kernels/convert/convert_math.h"
 #include "kernels/convert/debayer_math.h"
+#include "kernels/error.h"
 #include "kernels/pixel_stage.h"
 
 namespace cudaoverlap {
@@ -446,9 +447,19 @@ void ConvertOperation::run_host(const ImageRef& in, const ImageRef& whole_out,
   resize_.turn_reference(whole_out, workspace.data);
 }
 
+bool ConvertOperation::cpu_rows_at_once(PixelFormat in, PixelFormat out) const {
+  return Operation::cpu_rows_at_once(in, out) ||
+         (band_halo(in, out) >= 0 && convert_cpu_takes(in, out, params_));
+}
+
 void ConvertOperation::run_cpu_rows(const ImageRef& in, const ImageRef& out,
                                     const Workspace& workspace, int y0, int y1) const {
-  run_cpu(image_rows(in, y0, y1), image_rows(out, y0, y1), workspace);  // halo 0 (band_halo)
+  if (!bands_by_view(in.format, out.format))
+    return run_cpu(image_rows(in, y0, y1), image_rows(out, y0, y1), workspace);  // halo 0
+  // Rows that read their neighbours: made from the whole frame.
+  if (!convert_cpu(in, out, params_, y0, y1))
+    throw OperationError(std::string("convert: no rows path from ") + format_info(in.format).name +
+                         " to " + format_info(out.format).name);
 }
 
 const OperationEntry& convert_entry() {

@@ -112,6 +112,10 @@ class ConvertOperation final : public ResizingOperation {
   // heights).
   int band_halo(PixelFormat in, PixelFormat out) const override;
   bool bands_by_view(PixelFormat in, PixelFormat out) const override { return mixes_rows(in, out); }
+  // The cpu backend's bands at once: also those run by view elsewhere
+  // where convert_cpu takes the pair (4:2:0 YUV to RGB), which makes any
+  // rows of the whole frame (run_cpu_rows).
+  bool cpu_rows_at_once(PixelFormat in, PixelFormat out) const override;
 
  private:
   // The frame between the two steps of a resizing conversion, in the
@@ -140,8 +144,14 @@ bool convert_copies_bytes(const ImageRef& in, const ImageRef& out);
 void convert_reference(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
 // The cpu backend's convert (convert_cpu.cpp), the reference's bytes
 // faster: a copy where convert_copies_bytes, and 8-bit YUV to packed RGB.
-// False, having written nothing, for the other pairs.
-bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& params);
+// False, having written nothing, for the other pairs. Rows [y0, y1) of
+// the whole frame only where y1 >= 0 (y0 a multiple of the formats' row
+// step), with what those rows read of the input's other rows.
+bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& params, int y0 = 0,
+                 int y1 = -1);
+// Whether convert_cpu converts the pair by its matrix (and so makes any
+// rows of it); its copies are not counted.
+bool convert_cpu_takes(PixelFormat in, PixelFormat out, const ConvertParams& params);
 void convert_cuda(const ImageRef& in, const ImageRef& out, const ConvertParams& params,
                   CUstream_st* stream);
 

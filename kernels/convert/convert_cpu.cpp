@@ -254,15 +254,31 @@ void matrix_row(const int32_t* m, const RowIn& in, int w, const int* offsets, in
 
 }  // namespace
 
-bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& params) {
+namespace {
+
+// The conversions convert_cpu makes by matrix: 8-bit YUV to packed RGB.
+bool by_matrix(const ConvertCoefficients& k) {
+  return !k.deep && k.in_family == convert_math::kYuv && k.out_family == convert_math::kPacked;
+}
+
+}  // namespace
+
+bool convert_cpu_takes(PixelFormat in, PixelFormat out, const ConvertParams& params) {
+  return !is_bayer(in) && by_matrix(convert_coefficients(in, out, params));
+}
+
+bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& params, int y0,
+                 int y1) {
   if (is_bayer(in.format)) return false;
   if (convert_copies_bytes(in, out)) {
-    copy_reference(in, out);
+    if (y1 < 0)
+      copy_reference(in, out);
+    else
+      copy_reference(image_rows(in, y0, y1), image_rows(out, y0, y1));
     return true;
   }
   const ConvertCoefficients k = convert_coefficients(in.format, out.format, params);
-  if (k.deep || k.in_family != convert_math::kYuv || k.out_family != convert_math::kPacked)
-    return false;
+  if (!by_matrix(k)) return false;
   const ConvertSide& side = k.in_side;
   const int w = in.width, h = in.height;
   const int cw = (w + (1 << side.x_sub) - 1) >> side.x_sub;
@@ -278,7 +294,7 @@ bool convert_cpu(const ImageRef& in, const ImageRef& out, const ConvertParams& p
     const PlaneRef& plane = in.planes[side.plane[component]];
     return plane.data + static_cast<size_t>(row) * plane.stride + side.offset[component];
   };
-  for (int y = 0; y < h; ++y) {
+  for (int y = y0, end = y1 < 0 ? h : y1; y < end; ++y) {
     RowIn row;
     if (side.step[0] == 1 || (side.step[0] == 2 && side.offset[0] <= 1)) {
       row.y8 = row_of(0, y);

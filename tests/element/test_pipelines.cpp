@@ -244,6 +244,7 @@ TEST(Pipelines, CpuThreadsGiveTheFramesOfOne) {
   for (const Case& c :
        {Case{"RGBA", "kernel=blur sigma=2.5", "RGBA", kWidth, kHeight},
         Case{"YUY2", "kernel=convert", "RGBA", kWidth, kHeight},
+        Case{"NV12", "kernel=convert", "RGBA", kWidth, kHeight},
         Case{"I420", "kernel=balance contrast=1.2 saturation=0.7", "I420", kWidth, kHeight},
         Case{"RGBA", "kernel=scale method=lanczos", "RGBA", 900, 700},
         Case{"RGBA", "chain=\"blur sigma=2 ! invert ! blur sigma=2\"", "RGBA", kWidth, kHeight}}) {

@@ -156,30 +156,45 @@ TEST_P(CpuFastPath, BaselineEqualsReferenceByteForByte) {
   expect_equal_to_reference(GetParam(), &with_avx2);
 }
 
-// Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes.
+// Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes,
+// where the engine cuts them (a halo, not by view) or the cpu backend's
+// threads do (cpu_rows_at_once: 4:2:0 to RGB, say, rows of the whole frame).
 TEST_P(CpuFastPath, BandsEqualTheWholeFrame) {
   const PixelFormat from = GetParam();
   for (const NamedParams& set : parameter_sets(0)) {
-    KernelParams params = set.params;
-    int w, h;
-    output_size(set.kernel, &params, 67, 33, &w, &h);
-    const auto op = make_operation(set.kernel, params);
-    for (PixelFormat to : op->output_formats(from)) {
-      if (op->band_halo(from, to) < 0 || op->bands_by_view(from, to)) continue;
-      OwnedImage in(from, 67, 33, 5);
-      in.fill_random(11);
-      OwnedImage whole(to, w, h, 5), banded(to, w, h, 5);
-      if (!op->check(in.image, whole.image).empty()) continue;
-      std::vector<uint8_t> memory(op->workspace_bytes());
-      const Workspace workspace{memory.data(), memory.size()};
-      op->prepare_reference(workspace);
-      op->run_reference(in.image, whole.image, workspace);
-      const std::vector<int> rows = band_cuts(h, 3, band_row_step(from, to));
-      for (size_t k = 0; k + 1 < rows.size(); ++k)
-        op->run_cpu_rows(in.image, banded.image, workspace, rows[k], rows[k + 1]);
-      EXPECT_TRUE(banded.bytes == whole.bytes)
-          << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
-          << format_info(to).name << ": " << difference(banded, whole);
+    // An operation whose size is downstream's (scale, convert) at another
+    // size and at the input's own; convert in the colorimetries it is held
+    // to (interpolated chroma among them).
+    std::vector<KernelParams> variants{set.params};
+    if (std::string(set.kernel) == "convert") variants = convert_params();
+    const bool sized = make_operation(set.kernel, set.params)->size_from_downstream();
+    for (const bool own_size : {false, true}) {
+      if (own_size && !sized) continue;
+      for (KernelParams params : variants) {
+        int w = 67, h = 33;
+        if (!own_size) output_size(set.kernel, &params, 67, 33, &w, &h);
+        const auto op = make_operation(set.kernel, params);
+        for (PixelFormat to : op->output_formats(from)) {
+          if ((op->band_halo(from, to) < 0 || op->bands_by_view(from, to)) &&
+              !op->cpu_rows_at_once(from, to))
+            continue;
+          OwnedImage in(from, 67, 33, 5);
+          in.fill_random(11);
+          OwnedImage whole(to, w, h, 5), banded(to, w, h, 5);
+          if (!op->check(in.image, whole.image).empty()) continue;
+          std::vector<uint8_t> memory(op->workspace_bytes());
+          const Workspace workspace{memory.data(), memory.size()};
+          op->prepare_reference(workspace);
+          op->run_reference(in.image, whole.image, workspace);
+          const std::vector<int> rows = band_cuts(h, 3, band_row_step(from, to));
+          for (size_t k = 0; k + 1 < rows.size(); ++k)
+            op->run_cpu_rows(in.image, banded.image, workspace, rows[k], rows[k + 1]);
+          EXPECT_TRUE(banded.bytes == whole.bytes)
+              << set.kernel << " " << set.name << " " << format_info(from).name << " -> "
+              << format_info(to).name << (own_size ? " at one size" : "") << ": "
+              << difference(banded, whole);
+        }
+      }
     }
   }
 }
