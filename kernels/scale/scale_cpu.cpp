@@ -158,18 +158,24 @@ class Rgba8Windows {
     // Weights that are small multiples of one power of two (bilinear at
     // ratios of 2, 4, ...) sum as bytes: each pair of taps' quotients
     // within 128 in all keeps _mm256_maddubs_epi16 from saturating.
+    // Each quotient a signed byte too: a large ratio up can fold a whole
+    // output's weight, 2^14, onto one pixel (a quotient of 128).
     shift_ = zeros;
     bool bytes = true;
-    for (size_t k = 0; k + 1 < folded.size(); k += 2)
-      bytes = bytes && std::abs(folded[k] >> shift_) + std::abs(folded[k + 1] >> shift_) <= 128;
+    for (size_t k = 0; k + 1 < folded.size(); k += 2) {
+      const int32_t a = folded[k] >> shift_, b = folded[k + 1] >> shift_;
+      bytes = bytes && a >= -128 && a <= 127 && b >= -128 && b <= 127 &&
+              std::abs(a) + std::abs(b) <= 128;
+    }
     bytes_ = bytes;
-    // One load a window whose quotients' magnitudes sum to 128 at most:
-    // an output's four taps sum within int16 (words()).
+    // One load a window whose sum, rounded, stays within int16 whatever
+    // its bytes (words()).
     words_ = bytes && chunks_ == 1;
+    const int32_t round = 1 << (kScaleWeightBits - shift_ - 1);
     for (size_t x = 0; words_ && x < static_cast<size_t>(w); ++x) {
-      int sum = 0;
+      int32_t sum = 0;
       for (int k = 0; k < span; ++k) sum += std::abs(folded[x * span + k] >> shift_);
-      words_ = sum <= 128;
+      words_ = sum * 255 + round <= INT16_MAX;
     }
     // [pair of outputs][chunk]: each output's lane of 16 bytes, its four
     // taps' quotients for each sample (bytes), or 16 int16 twice, the

@@ -156,6 +156,31 @@ TEST_P(CpuFastPath, BaselineEqualsReferenceByteForByte) {
   expect_equal_to_reference(GetParam(), &with_avx2);
 }
 
+// Scaling up by large ratios folds an output's whole weight onto one pixel
+// near the edges (bilinear 5 -> 64: 2^14, a byte quotient of 128, beyond
+// int8): the fast paths leave such windows to wider sums.
+TEST(CpuFastScale, LargeRatiosUpEqualTheReference) {
+  struct Ratio {
+    int in_w, in_h, out_w, out_h;
+  };
+  for (const Ratio r : {Ratio{5, 8, 64, 8}, Ratio{10, 6, 640, 6}, Ratio{4, 4, 256, 12},
+                        Ratio{8, 64, 512, 3}, Ratio{9, 3, 64, 40}})
+    for (const int method : {1, 2, 3})
+      for (const PixelFormat format :
+           {PixelFormat::kRGBA, PixelFormat::kBGRx, PixelFormat::kI420}) {
+        KernelParams params;
+        params.set("method", method);
+        params.sizes = FrameSizes{r.in_w, r.in_h, r.out_w, r.out_h};
+        const auto op = make_operation("scale", params);
+        OwnedImage in(format, r.in_w, r.in_h, 0);
+        in.fill_random(static_cast<uint32_t>(r.out_w + method));
+        const Outputs out = run_both(*op, in, format, r.out_w, r.out_h, 0);
+        EXPECT_TRUE(out.fast.bytes == out.reference.bytes)
+            << format_info(format).name << " method " << method << " " << r.in_w << "x" << r.in_h
+            << " to " << r.out_w << "x" << r.out_h << ": " << difference(out.fast, out.reference);
+      }
+}
+
 // Bands: run_cpu_rows over the engine's cuts makes the whole frame's bytes,
 // where the engine cuts them (a halo, not by view) or the cpu backend's
 // threads do (cpu_rows_at_once: 4:2:0 to RGB, say, rows of the whole frame).
