@@ -309,7 +309,9 @@ TEST(ReadyTime, IsWhenTheDownloadCompletedNotWhenAConsumerFetchedIt) {
     Engine engine(device, config, collected.callbacks());
     engine.start();
     constexpr int kFrames = 5;
-    constexpr auto kLate = std::chrono::milliseconds(30);
+    // Late by far more than a small frame takes on a loaded machine (a
+    // sanitizer build beside other tests once took 35 ms for one).
+    constexpr auto kLate = std::chrono::milliseconds(150);
     for (int i = 0; i < kFrames; ++i) {
       HostFrame host(layout, i);
       InputFrame in;
@@ -323,8 +325,8 @@ TEST(ReadyTime, IsWhenTheDownloadCompletedNotWhenAConsumerFetchedIt) {
     ASSERT_TRUE(collected.wait_for(kFrames));
     engine.stop();
     for (const FrameTiming& f : collected.timings) {
-      EXPECT_LT(f.ready_ns - f.wait_slot.end_ns, 20'000'000) << "a 64x16 frame took 20 ms";
-      EXPECT_GE(f.delivered_ns - f.wait_slot.end_ns, 30'000'000);
+      EXPECT_LT(f.ready_ns - f.wait_slot.end_ns, 100'000'000) << "a 64x16 frame took 100 ms";
+      EXPECT_GE(f.delivered_ns - f.wait_slot.end_ns, 150'000'000);
     }
   }
 }
