@@ -141,8 +141,8 @@ class Rgba8Windows {
     chunks_ = (taps + 3) / 4;
     const int span = 4 * chunks_;
     if (in < span || c.x.abs_sum >= 32768) return false;
-    const int pairs = (w + 1) / 2;
-    start_.assign(static_cast<size_t>(pairs) * 2, 0);
+    const int pairs = (w + 1) / 2, quads = (w + 3) / 4;
+    start_.assign(static_cast<size_t>(quads) * 4, 0);
     std::vector<int32_t> folded(static_cast<size_t>(pairs) * 2 * span, 0);
     int zeros = kScaleWeightBits - 1;  // trailing zero bits every weight has
     for (int x = 0; x < w; ++x) {
@@ -153,8 +153,9 @@ class Rgba8Windows {
       for (int k = 0; k < span; ++k)
         if (f[k] != 0) zeros = std::min(zeros, __builtin_ctz(static_cast<unsigned>(f[k])));
       start_[x] = start * 4;
-      if (x + 1 == w && w % 2) start_[x + 1] = start_[x];  // the last pair's empty lane
     }
+    // The last pair's or quad's empty lanes read the last window.
+    for (size_t x = w; x < start_.size(); ++x) start_[x] = start_[w - 1];
     // Weights that are small multiples of one power of two (bilinear at
     // ratios of 2, 4, ...) sum as bytes: each pair of taps' quotients
     // within 128 in all keeps _mm256_maddubs_epi16 from saturating.
@@ -179,14 +180,18 @@ class Rgba8Windows {
     }
     // [pair of outputs][chunk]: each output's lane of 16 bytes, its four
     // taps' quotients for each sample (bytes), or 16 int16 twice, the
-    // taps' weights in pairs (0, 1) and (2, 3) for each sample.
-    weight_.assign(static_cast<size_t>(pairs) * chunks_ * (bytes_ ? 16 : 32), 0);
+    // taps' weights in pairs (0, 1) and (2, 3) for each sample. words():
+    // [quad of outputs x..x + 3][2], lanes (x, x + 2) and (x + 1, x + 3).
+    weight_.assign(static_cast<size_t>(quads) * 2 * chunks_ * (bytes_ ? 16 : 32), 0);
     for (int x = 0; x < w; ++x)
       for (int k = 0; k < span; ++k) {
         const int32_t v = folded[static_cast<size_t>(x) * span + k];
         const size_t chunk = static_cast<size_t>(x / 2) * chunks_ + k / 4;
         if (bytes_) {
-          auto* at = reinterpret_cast<int8_t*>(weight_.data()) + chunk * 32 + (x % 2) * 16 + k % 4;
+          const size_t lane =
+              words_ ? static_cast<size_t>(x / 4) * 64 + (x % 2) * 32 + (x / 2 % 2) * 16
+                     : chunk * 32 + (x % 2) * 16;
+          auto* at = reinterpret_cast<int8_t*>(weight_.data()) + lane + k % 4;
           for (int s = 0; s < 4; ++s) at[4 * s] = static_cast<int8_t>(v >> shift_);
         } else {
           // Chunk k / 4, half (k % 4) / 2, this output's lane, pair slot k % 2.
@@ -194,6 +199,13 @@ class Rgba8Windows {
           for (int s = 0; s < 4; ++s) at[2 * s] = static_cast<int16_t>(v);
         }
       }
+    // Quads whose outputs x + 2 and x + 3 start 16 bytes (four pixels)
+    // after x and x + 1 (a ratio of 2): one 32-byte load holds two windows.
+    wide_.assign(quads, 0);
+    for (int q = 0; words_ && q < quads; ++q) {
+      const int32_t* s = start_.data() + static_cast<size_t>(q) * 4;
+      wide_[q] = s[2] == s[0] + 16 && s[3] == s[1] + 16;
+    }
     return true;
   }
   // What a row's loop reads, copied into locals so that the compiler
@@ -201,10 +213,11 @@ class Rgba8Windows {
   struct View {
     const int32_t* start;
     const int16_t* weight;
+    const uint8_t* wide;
     int chunks;
     int shift;
   };
-  View view() const { return {start_.data(), weight_.data(), chunks_, shift_}; }
+  View view() const { return {start_.data(), weight_.data(), wide_.data(), chunks_, shift_}; }
   int chunks() const { return chunks_; }
   bool bytes() const { return bytes_; }
   bool words() const { return words_; }
@@ -216,6 +229,7 @@ class Rgba8Windows {
   int shift_ = 0;               // the weights' common power of two, bytes()
   std::vector<int32_t> start_;  // each output's first pixel, in bytes
   std::vector<int16_t> weight_;
+  std::vector<uint8_t> wide_;  // words(): each quad, its windows two a load
 };
 
 // Outputs x and x + 1 (x even; the pair's lanes) of row `src`: four
@@ -305,49 +319,45 @@ __attribute__((target("avx2"))) void rgba8_row_avx2(const uint8_t* src, const Rg
   }
 }
 
-// Outputs x (low lane) and x + 1 (high) from Rgba8Windows::words()
-// weights: each sample's two pairs' sums, _mm256_maddubs_epi16 of the
-// windows' bytes.
-__attribute__((target("avx2"), always_inline)) inline __m256i rgba8_word_pairs_avx2(
-    const uint8_t* src, const Rgba8Windows::View& t, int x) {
-  const __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
-                                         8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t.start[x]));
-  const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t.start[x + 1]));
-  const __m256i px =
-      _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(pa), pb, 1), order);
-  return _mm256_maddubs_epi16(
-      px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.weight) + x / 2));
-}
-
 // Row `src`'s sums from Rgba8Windows::words() weights, in int16 all the
-// way: _mm256_hadd_epi16 of two pairs' sums, rounded and shifted as
-// words. Four outputs a step.
+// way: each sample's two pairs' sums by _mm256_maddubs_epi16 of the
+// windows' bytes, then _mm256_hadd_epi16 of the pairs, rounded and shifted
+// as words. Four outputs a step, windows (x, x + 2) and (x + 1, x + 3).
 __attribute__((target("avx2"))) void rgba8_row_words_avx2(const uint8_t* src,
                                                           const Rgba8Windows& windows, int w,
                                                           int16_t* out) {
   const Rgba8Windows::View t = windows.view();
+  const __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
+                                         8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const int shift = kScaleWeightBits - t.shift;
   const __m256i half = _mm256_set1_epi16(static_cast<int16_t>(1 << (shift - 1)));
   const __m128i count = _mm_cvtsi32_si128(shift);
-  int x = 0;
-  for (; x + 4 <= w; x += 4) {
-    // hadd works within lanes: x, x + 2 | x + 1, x + 3 until permuted.
-    const __m256i sums =
-        _mm256_hadd_epi16(rgba8_word_pairs_avx2(src, t, x), rgba8_word_pairs_avx2(src, t, x + 2));
-    const __m256i v = _mm256_sra_epi16(_mm256_add_epi16(sums, half), count);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(x) * 4),
-                        _mm256_permute4x64_epi64(v, 0xD8));
-  }
-  for (; x < w; x += 2) {
-    const __m256i sums =
-        _mm256_hadd_epi16(rgba8_word_pairs_avx2(src, t, x), _mm256_setzero_si256());
-    const __m256i v = _mm256_sra_epi16(_mm256_add_epi16(sums, half), count);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x) * 4),
-                     _mm256_castsi256_si128(v));
-    if (x + 1 < w)
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + static_cast<size_t>(x + 1) * 4),
-                       _mm256_extracti128_si256(v, 1));
+  const auto* wt = reinterpret_cast<const __m256i*>(t.weight);
+  for (int x = 0; x < w; x += 4, wt += 2) {
+    const int32_t* s = t.start + x;
+    __m256i a, b;
+    if (t.wide[x / 4]) {
+      a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + s[0]));
+      b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + s[1]));
+    } else {
+      const auto window = [src](int32_t at) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + at));
+      };
+      a = _mm256_inserti128_si256(_mm256_castsi128_si256(window(s[0])), window(s[2]), 1);
+      b = _mm256_inserti128_si256(_mm256_castsi128_si256(window(s[1])), window(s[3]), 1);
+    }
+    a = _mm256_maddubs_epi16(_mm256_shuffle_epi8(a, order), _mm256_loadu_si256(wt));
+    b = _mm256_maddubs_epi16(_mm256_shuffle_epi8(b, order), _mm256_loadu_si256(wt + 1));
+    // hadd works within lanes: x, x + 1 | x + 2, x + 3.
+    const __m256i v = _mm256_sra_epi16(_mm256_add_epi16(_mm256_hadd_epi16(a, b), half), count);
+    int16_t* o = out + static_cast<size_t>(x) * 4;
+    if (x + 4 <= w) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), v);
+    } else {
+      alignas(32) int16_t last[16];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(last), v);
+      std::memcpy(o, last, static_cast<size_t>(w - x) * 4 * sizeof(int16_t));
+    }
   }
 }
 
