@@ -26,7 +26,14 @@ nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max
   --format=csv,noheader
 gst-inspect-1.0 cudaoverlap >"$out/inspect.txt" 2>&1 && echo "gst-inspect-1.0 cudaoverlap: ok"
 
-summary() { grep -E "^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ test" "$1" | tr '\n' ' '; echo; }
+# The counts, then each failed test by name and the first failure's place:
+# a failure that does not come back can still be told apart from the log.
+summary() {
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ test" "$1" | tr '\n' ' '
+  grep -E "^\[  FAILED  \] [A-Za-z]" "$1" | sort -u | sed 's/^\[  FAILED  \] /failed: /' | tr '\n' ' '
+  grep -m1 -E ": Failure$" "$1"
+  echo
+}
 for t in .gpu/bin/test_*; do
   n=$(basename "$t")
   "$t" >"$out/$n.log" 2>&1
